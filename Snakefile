@@ -1,0 +1,28 @@
+# cganalysis workflow: raw dual-point captures -> per-packet tables -> metrics -> figures.
+#
+# Path grammar:
+#   data/raw/<campaign>/<run_id>/ingress*.pcap[ng]       captures entering the bottleneck
+#   data/raw/<campaign>/<run_id>/egress*.pcap[ng]        captures leaving it (write-once)
+#   data/processed/<campaign>/<run_id>/packets.parquet   one row per ingress packet
+#   data/processed/<campaign>/<run_id>/flows.parquet     one row per flow
+#   data/processed/<campaign>/<run_id>/match.json        match summary (loss, capture drops)
+#   logs/<rule>/<campaign>/<run_id>.log                  every rule's log
+#
+# `snakemake --cores 4` builds `all`; `snakemake -n` shows what would run.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "configs/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/packets.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        processed_outputs(),

@@ -1,0 +1,149 @@
+//! Deterministic 64-bit hashing for packet identity.
+//!
+//! The same packet must get the same key at both capture points and in every process, so
+//! nothing here is seeded at random (unlike `std`'s `RandomState`). The mixer is the
+//! finaliser of SplitMix64, which is cheap and passes avalanche tests; collisions among a
+//! few million keys are negligible (about n^2 / 2^65) and are further guarded by the time
+//! window of the matcher.
+
+/// What a packet's identity is made of (the matcher's key kinds, see `identity_keys`).
+pub const KIND_RTP: u8 = 0;
+pub const KIND_TCP: u8 = 1;
+pub const KIND_OTHER: u8 = 2;
+
+#[inline]
+pub fn finalize(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Combines a running hash with one more 64-bit word (order matters).
+#[inline]
+pub fn mix64(h: u64, word: u64) -> u64 {
+    finalize(h.rotate_left(23) ^ word.wrapping_add(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Hashes a byte string, its length included (so "ab" and "ab\0" differ).
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = finalize(bytes.len() as u64 ^ 0x6a09_e667_f3bc_c909);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        h = mix64(
+            h,
+            u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+        );
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut buf = [0u8; 8];
+        buf[..rest.len()].copy_from_slice(rest);
+        h = mix64(h, u64::from_le_bytes(buf));
+    }
+    h
+}
+
+/// Per-packet identity fields, column by column (one slice per field, all the same length).
+pub struct IdentityColumns<'a> {
+    pub kind: &'a [u8],
+    pub flow_hash: &'a [u64],
+    pub ip_id: &'a [u32],
+    pub ip_len: &'a [u32],
+    pub tcp_seq: &'a [u32],
+    pub tcp_ack: &'a [u32],
+    pub rtp_ssrc: &'a [u32],
+    pub rtp_seq: &'a [u16],
+    pub l4_hash: &'a [u64],
+}
+
+/// One identity key per packet, from the fields that survive a router unchanged
+/// (never TTL, checksums, ECN or DSCP):
+/// - RTP: directional 5-tuple, SSRC, 16-bit sequence number (wraps are told apart by the
+///   matcher's time window, not by unwrapping each capture on its own, which would disagree
+///   when one capture starts later than the other);
+/// - TCP: 5-tuple, seq, ack, IP ID, IP length and `l4_hash` (options and first payload bytes);
+/// - anything else: 5-tuple, IP ID, IP length and `l4_hash` (first payload bytes).
+pub fn identity_keys(c: &IdentityColumns<'_>) -> Vec<u64> {
+    let n = c.kind.len();
+    for len in [
+        c.flow_hash.len(),
+        c.ip_id.len(),
+        c.ip_len.len(),
+        c.tcp_seq.len(),
+        c.tcp_ack.len(),
+        c.rtp_ssrc.len(),
+        c.rtp_seq.len(),
+        c.l4_hash.len(),
+    ] {
+        assert_eq!(len, n, "identity columns must have equal lengths");
+    }
+    (0..n)
+        .map(|i| {
+            let kind = c.kind[i];
+            let h = mix64(c.flow_hash[i], u64::from(kind));
+            match kind {
+                KIND_RTP => mix64(
+                    h,
+                    (u64::from(c.rtp_ssrc[i]) << 16) | u64::from(c.rtp_seq[i]),
+                ),
+                KIND_TCP => {
+                    let h = mix64(h, (u64::from(c.tcp_seq[i]) << 32) | u64::from(c.tcp_ack[i]));
+                    let h = mix64(h, (u64::from(c.ip_id[i]) << 32) | u64::from(c.ip_len[i]));
+                    mix64(h, c.l4_hash[i])
+                }
+                _ => {
+                    let h = mix64(h, (u64::from(c.ip_id[i]) << 32) | u64::from(c.ip_len[i]));
+                    mix64(h, c.l4_hash[i])
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_bytes_is_deterministic_and_length_sensitive() {
+        assert_eq!(hash_bytes(b"abc"), hash_bytes(b"abc"));
+        assert_ne!(hash_bytes(b"ab"), hash_bytes(b"ab\0"));
+        assert_ne!(hash_bytes(b""), hash_bytes(b"\0"));
+        assert_ne!(hash_bytes(b"0123456789"), hash_bytes(b"0123456788"));
+    }
+
+    #[test]
+    fn keys_ignore_fields_outside_the_kind() {
+        let cols = |seq: u32, ip_id: u32| IdentityColumns {
+            kind: &[KIND_RTP],
+            flow_hash: &[7],
+            ip_id: Box::leak(Box::new([ip_id])),
+            ip_len: &[100],
+            tcp_seq: Box::leak(Box::new([seq])),
+            tcp_ack: &[0],
+            rtp_ssrc: &[1],
+            rtp_seq: &[5],
+            l4_hash: &[9],
+        };
+        // An RTP key does not depend on IP ID (random per packet for unconnected sockets).
+        assert_eq!(identity_keys(&cols(1, 1)), identity_keys(&cols(1, 2)));
+    }
+
+    #[test]
+    fn tcp_keys_differ_by_ip_id() {
+        let k = |ip_id: u32| {
+            identity_keys(&IdentityColumns {
+                kind: &[KIND_TCP],
+                flow_hash: &[7],
+                ip_id: &[ip_id],
+                ip_len: &[1500],
+                tcp_seq: &[1000],
+                tcp_ack: &[1],
+                rtp_ssrc: &[0],
+                rtp_seq: &[0],
+                l4_hash: &[3],
+            })[0]
+        };
+        assert_ne!(k(1), k(2));
+    }
+}

@@ -1,0 +1,286 @@
+//! Pairs the packets of two capture points by identity key and time.
+//!
+//! Among packets that share a key (duplicates, retransmissions that look alike, IP ID or
+//! RTP sequence wraps), an egress packet can only be the twin of an ingress packet that
+//! entered before it left (`t_in <= t_out`) and at most `max_delay_ns` earlier. Within that:
+//! 1. which ingress packets got through is decided greedily in egress time order, each
+//!    egress packet taking the *latest* plausible ingress twin: a dropped original followed
+//!    by its identical retransmission is then counted as the original lost and the
+//!    retransmission delivered, not as one packet delayed by a whole RTO;
+//! 2. the chosen ingress packets and their egress twins are then paired in time order
+//!    (first in, first out), which is what a queue does with exact duplicates. Sorted
+//!    pairing keeps every pair causal and minimises the largest delay, so it never breaks
+//!    the window either.
+
+/// Timestamp of a packet whose block carries none (pcapng simple packet block).
+pub const NO_TIMESTAMP: i64 = i64::MIN;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchResult {
+    /// For each ingress packet, the index of its egress twin, or -1.
+    pub in_to_eg: Vec<i64>,
+    /// For each egress packet, the index of its ingress twin, or -1.
+    pub eg_to_in: Vec<i64>,
+    /// For each egress packet: unmatched, but an ingress packet with the same key follows it
+    /// within `max_delay_ns`. Whole flows of these travel the other way (a tap that sees
+    /// both directions); most packets like this mean the captures were given swapped.
+    pub reverse_twin: Vec<bool>,
+}
+
+/// One packet as the matcher sees it: identity key, capture time, row in its capture.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Rec {
+    key: u64,
+    ts: i64,
+    idx: u32,
+}
+
+/// The packets ordered by (key, timestamp, row), those without a timestamp left out.
+///
+/// Keys are hashes (uniform bits), so one counting-sort pass on the top bits spreads them
+/// into buckets of a few dozen records, each then sorted on its own while it sits in cache.
+/// Records carry their time, so the walk over groups that follows reads memory in order
+/// instead of jumping around the input columns. These two choices set the matcher's speed
+/// (a comparison sort of indices was several times slower).
+fn sorted_records(key: &[u64], ts: &[i64]) -> Vec<Rec> {
+    assert_eq!(
+        key.len(),
+        ts.len(),
+        "key and timestamp columns must have equal lengths"
+    );
+    assert!(
+        key.len() < u32::MAX as usize,
+        "too many packets for one capture"
+    );
+    let recs: Vec<Rec> = key
+        .iter()
+        .zip(ts)
+        .enumerate()
+        .filter(|(_, (_, &t))| t != NO_TIMESTAMP)
+        .map(|(i, (&key, &ts))| Rec {
+            key,
+            ts,
+            idx: i as u32,
+        })
+        .collect();
+    bucket_sort(recs)
+}
+
+/// Sorts records by (key, ts, idx): a counting sort on the key's top bits, then each bucket.
+fn bucket_sort(recs: Vec<Rec>) -> Vec<Rec> {
+    // About 32 records a bucket, at least 2^8 and at most 2^20 buckets.
+    let bits = (usize::BITS - (recs.len() / 32).leading_zeros()).clamp(8, 20);
+    let shift = 64 - bits;
+    let mut starts = vec![0usize; (1 << bits) + 1];
+    for r in &recs {
+        starts[(r.key >> shift) as usize + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut fill = starts.clone();
+    let mut out = vec![Rec::default(); recs.len()];
+    for r in recs {
+        let b = (r.key >> shift) as usize;
+        out[fill[b]] = r;
+        fill[b] += 1;
+    }
+    for w in starts.windows(2) {
+        out[w[0]..w[1]].sort_unstable_by_key(|r| (r.key, r.ts, r.idx));
+    }
+    out
+}
+
+/// Length of the run of equal keys at the start of `recs`.
+fn run_len(recs: &[Rec]) -> usize {
+    let k = recs[0].key;
+    recs.iter().take_while(|r| r.key == k).count()
+}
+
+pub fn match_points(
+    in_key: &[u64],
+    in_ts: &[i64],
+    eg_key: &[u64],
+    eg_ts: &[i64],
+    max_delay_ns: i64,
+) -> MatchResult {
+    assert!(max_delay_ns >= 0, "max_delay_ns must not be negative");
+    let ins = sorted_records(in_key, in_ts);
+    let egs = sorted_records(eg_key, eg_ts);
+    let mut in_to_eg = vec![-1i64; in_key.len()];
+    let mut eg_to_in = vec![-1i64; eg_key.len()];
+    let mut reverse_twin = vec![false; eg_key.len()];
+
+    let mut stack: Vec<Rec> = Vec::new();
+    let mut chosen_in: Vec<Rec> = Vec::new();
+    let mut chosen_eg: Vec<u32> = Vec::new();
+    let (mut i, mut j) = (0usize, 0usize);
+    while i < ins.len() && j < egs.len() {
+        let (ki, kj) = (ins[i].key, egs[j].key);
+        if ki < kj {
+            i += run_len(&ins[i..]);
+            continue;
+        }
+        if kj < ki {
+            j += run_len(&egs[j..]);
+            continue;
+        }
+        let group_in = &ins[i..i + run_len(&ins[i..])];
+        let group_eg = &egs[j..j + run_len(&egs[j..])];
+        i += group_in.len();
+        j += group_eg.len();
+        if group_in.len() == 1 && group_eg.len() == 1 {
+            // The common case: one packet in, one out.
+            let (a, b) = (group_in[0], group_eg[0]);
+            let delay = b.ts - a.ts;
+            if (0..=max_delay_ns).contains(&delay) {
+                in_to_eg[a.idx as usize] = i64::from(b.idx);
+                eg_to_in[b.idx as usize] = i64::from(a.idx);
+            } else if delay < 0 && -delay <= max_delay_ns {
+                reverse_twin[b.idx as usize] = true;
+            }
+            continue;
+        }
+
+        stack.clear();
+        chosen_in.clear();
+        chosen_eg.clear();
+        let mut next = 0usize;
+        for e in group_eg {
+            while next < group_in.len() && group_in[next].ts <= e.ts {
+                stack.push(group_in[next]);
+                next += 1;
+            }
+            match stack.last() {
+                // The stack is in time order: if its latest entry is too old, all are.
+                Some(top) if e.ts - top.ts > max_delay_ns => stack.clear(),
+                Some(_) => {
+                    chosen_in.push(stack.pop().unwrap_or_default());
+                    chosen_eg.push(e.idx);
+                    continue;
+                }
+                None => {}
+            }
+            // No causal twin: is there one just after it (a sign of swapped captures)?
+            let later = group_in.partition_point(|x| x.ts <= e.ts);
+            if later < group_in.len() && group_in[later].ts - e.ts <= max_delay_ns {
+                reverse_twin[e.idx as usize] = true;
+            }
+        }
+        // Pair the chosen ones first in, first out (`chosen_eg` is already in time order).
+        chosen_in.sort_unstable_by_key(|r| (r.ts, r.idx));
+        for (a, &b) in chosen_in.iter().zip(chosen_eg.iter()) {
+            in_to_eg[a.idx as usize] = i64::from(b);
+            eg_to_in[b as usize] = i64::from(a.idx);
+        }
+    }
+    MatchResult {
+        in_to_eg,
+        eg_to_in,
+        reverse_twin,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: i64 = 1_000_000_000;
+
+    #[test]
+    fn unique_keys_match_with_their_delay() {
+        let r = match_points(&[1, 2, 3], &[10, 20, 30], &[3, 1], &[35, 12], W);
+        assert_eq!(r.in_to_eg, vec![1, -1, 0]);
+        assert_eq!(r.eg_to_in, vec![2, 0]);
+        assert_eq!(r.reverse_twin, vec![false, false]);
+    }
+
+    #[test]
+    fn retransmission_after_a_drop_takes_the_latest_twin() {
+        // Original at 0 dropped, identical retransmission at 200 ms delivered at 210 ms.
+        let r = match_points(&[5, 5], &[0, 200_000_000], &[5], &[210_000_000], W);
+        assert_eq!(r.in_to_eg, vec![-1, 0]);
+    }
+
+    #[test]
+    fn exact_duplicates_leave_first_in_first_out() {
+        let r = match_points(&[5, 5], &[0, 1], &[5, 5], &[100, 101], W);
+        assert_eq!(r.in_to_eg, vec![0, 1]);
+        assert_eq!(r.eg_to_in, vec![0, 1]);
+    }
+
+    #[test]
+    fn wraps_are_told_apart_by_the_window() {
+        // Same key 13 s apart (a 16-bit counter wrapped): each leaves 5 ms after it entered.
+        let s = 1_000_000_000i64;
+        let r = match_points(
+            &[9, 9],
+            &[0, 13 * s],
+            &[9, 9],
+            &[5_000_000, 13 * s + 5_000_000],
+            W,
+        );
+        assert_eq!(r.in_to_eg, vec![0, 1]);
+        // With the first one lost, the second is not given to the first.
+        let r = match_points(&[9, 9], &[0, 13 * s], &[9], &[13 * s + 5_000_000], W);
+        assert_eq!(r.in_to_eg, vec![-1, 0]);
+    }
+
+    #[test]
+    fn egress_before_ingress_is_not_matched_but_counted() {
+        let r = match_points(&[1, 2], &[100, 200], &[1, 2], &[50, 150], W);
+        assert_eq!(r.in_to_eg, vec![-1, -1]);
+        assert_eq!(r.reverse_twin, vec![true, true]);
+    }
+
+    #[test]
+    fn bucket_sort_orders_by_key_time_and_row() {
+        let keys = [u64::MAX, 3, 1 << 40, 3, 0, 1 << 63, 3];
+        let times = [0, 5, 0, 5, 0, 0, 1];
+        let recs: Vec<Rec> = keys
+            .iter()
+            .zip(times)
+            .enumerate()
+            .map(|(i, (&key, ts))| Rec {
+                key,
+                ts,
+                idx: i as u32,
+            })
+            .collect();
+        let mut expected = recs.clone();
+        expected.sort_unstable_by_key(|r| (r.key, r.ts, r.idx));
+        assert_eq!(bucket_sort(recs), expected);
+        // Many records (several buckets in use, uneven): same as a plain sort.
+        let many: Vec<Rec> = (0..10_000u64)
+            .map(|i| Rec {
+                key: crate::keys::finalize(i % 7_000),
+                ts: (i % 13) as i64,
+                idx: i as u32,
+            })
+            .collect();
+        let mut expected = many.clone();
+        expected.sort_unstable_by_key(|r| (r.key, r.ts, r.idx));
+        assert_eq!(bucket_sort(many), expected);
+    }
+
+    #[test]
+    fn equal_keys_are_put_in_time_order_whatever_the_file_order() {
+        let recs = sorted_records(&[7, 7, 7, 1], &[30, 10, 20, 99]);
+        let order: Vec<u32> = recs.iter().map(|r| r.idx).collect();
+        assert_eq!(order, vec![3, 1, 2, 0]);
+    }
+
+    #[test]
+    fn a_lone_twin_outside_the_window_is_not_matched() {
+        let r = match_points(&[4], &[0], &[4], &[W + 1], W);
+        assert_eq!(r.in_to_eg, vec![-1]);
+        assert_eq!(r.reverse_twin, vec![false]);
+    }
+
+    #[test]
+    fn packets_without_timestamp_are_never_matched() {
+        let r = match_points(&[1], &[NO_TIMESTAMP], &[1], &[5], W);
+        assert_eq!(r.in_to_eg, vec![-1]);
+        assert_eq!(r.eg_to_in, vec![-1]);
+    }
+}

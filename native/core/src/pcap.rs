@@ -1,0 +1,1000 @@
+//! Reading a whole pcap or pcapng capture into columns (one row per packet record).
+//!
+//! One sequential pass over the (memory-mapped) bytes. The columns are allocated up front
+//! for the number of packets the first few thousand records predict (a separate counting
+//! pass costs a cache miss per record), grow in the rare case that was too few, and are
+//! trimmed at the end. Nothing is allocated per packet.
+//!
+//! Interfaces: `interface_id` in the columns, the interface list and the statistics is the
+//! index of the interface in the whole file. With a single pcapng section (the usual case)
+//! it equals the pcapng interface ID; every further section's interfaces follow on.
+
+use crate::decode::{decode_into, linktype_name, FlowTable, Link, Packet};
+use memmap2::MmapOptions;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+/// `t_ns` of a packet whose block carries no timestamp (pcapng simple packet block).
+pub const NO_TIMESTAMP: i64 = i64::MIN;
+/// `flow_idx` of a packet that is not IP.
+pub const NO_FLOW: u32 = u32::MAX;
+
+/// A pcap record longer than max(snaplen, this) is taken as corruption.
+const PCAP_MAX_CAPLEN: u32 = 262_144;
+/// A pcapng block longer than this is taken as corruption (far larger than real blocks;
+/// Wireshark itself refuses blocks over 16 MiB).
+const PCAPNG_MAX_BLOCK: u32 = 64 << 20;
+
+const SHB: u32 = 0x0a0d_0d0a;
+const IDB: u32 = 1;
+const PB: u32 = 2;
+const SPB: u32 = 3;
+const ISB: u32 = 5;
+const EPB: u32 = 6;
+
+/// What went wrong reading a capture.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The file could not be opened or read.
+    Io(std::io::Error),
+    /// The bytes are not a (readable) capture; `offset` is where the problem is.
+    Invalid { message: String, offset: u64 },
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Io(e) => e.fmt(f),
+            ReadError::Invalid { message, offset } => {
+                write!(f, "{message} (at byte offset {offset})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReadError::Io(e) => Some(e),
+            ReadError::Invalid { .. } => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+fn invalid(message: impl Into<String>, offset: usize) -> ReadError {
+    ReadError::Invalid {
+        message: message.into(),
+        offset: offset as u64,
+    }
+}
+
+fn unsupported_link(link_type: u32, offset: usize) -> ReadError {
+    let message = match linktype_name(link_type) {
+        Some(name) => format!("unsupported link type {link_type} ({name})"),
+        None => format!("unsupported link type {link_type}"),
+    };
+    invalid(message, offset)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Pcap,
+    Pcapng,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Pcap => "pcap",
+            Format::Pcapng => "pcapng",
+        }
+    }
+}
+
+/// Timestamp unit of an interface: 10^-e or 2^-e seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsResolution {
+    Decimal(u8),
+    Binary(u8),
+}
+
+impl TsResolution {
+    /// From the `if_tsresol` byte (high bit set: power of two).
+    fn from_option(v: u8) -> TsResolution {
+        if v & 0x80 != 0 {
+            TsResolution::Binary(v & 0x7f)
+        } else {
+            TsResolution::Decimal(v)
+        }
+    }
+
+    /// "1e-6", "1e-9", "2^-20", ...
+    pub fn label(self) -> String {
+        match self {
+            TsResolution::Decimal(e) => format!("1e-{e}"),
+            TsResolution::Binary(e) => format!("2^-{e}"),
+        }
+    }
+
+    /// Nanoseconds in `ts` units (rounded down below one nanosecond).
+    #[inline]
+    fn to_ns(self, ts: u64) -> i128 {
+        match self {
+            TsResolution::Decimal(e) if e <= 9 => {
+                i128::from(ts) * i128::from(10u64.pow(u32::from(9 - e)))
+            }
+            TsResolution::Decimal(e) => (u128::from(ts) / 10u128.pow(u32::from(e - 9))) as i128,
+            TsResolution::Binary(e) => ((u128::from(ts) * 1_000_000_000) >> e) as i128,
+        }
+    }
+}
+
+/// One capture interface (pcap: the file header).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interface {
+    pub link_type: u32,
+    pub name: Option<String>,
+    pub snaplen: u32,
+    pub ts_resolution: TsResolution,
+    /// `if_tsoffset`: seconds added to every timestamp of the interface.
+    pub ts_offset_s: i64,
+    link: Link,
+}
+
+impl Interface {
+    /// A timestamp of this interface in nanoseconds since the epoch (saturating).
+    #[inline]
+    fn ts_ns(&self, ts: u64) -> i64 {
+        // the common cases (µs or ns, no offset) in plain 64-bit arithmetic
+        if self.ts_offset_s == 0 && ts <= i64::MAX as u64 {
+            match self.ts_resolution {
+                TsResolution::Decimal(9) => return ts as i64,
+                TsResolution::Decimal(6) if ts <= (i64::MAX / 1000) as u64 => {
+                    return ts as i64 * 1000
+                }
+                _ => {}
+            }
+        }
+        let ns = self.ts_resolution.to_ns(ts) + i128::from(self.ts_offset_s) * 1_000_000_000;
+        ns.clamp(i128::from(i64::MIN + 1), i128::from(i64::MAX)) as i64
+    }
+}
+
+/// The last interface statistics block of an interface; `None`: option absent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InterfaceStats {
+    pub interface_id: u32,
+    pub start_ns: Option<i64>,
+    pub end_ns: Option<i64>,
+    pub ifrecv: Option<u64>,
+    pub ifdrop: Option<u64>,
+    pub filteraccept: Option<u64>,
+    pub osdrop: Option<u64>,
+    pub usrdeliv: Option<u64>,
+}
+
+/// An empty column with room for `n` values. Big ones ask for transparent huge pages:
+/// faulting in ~90 bytes per packet 4 KiB at a time costs as much kernel time as decoding.
+fn column<T>(n: usize) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes >= 2 * HUGE {
+            let start = v.as_ptr() as usize;
+            let aligned = (start + 4095) & !4095;
+            let end = (start + bytes) & !4095;
+            // SAFETY: advisory only, on pages that belong to this fresh allocation.
+            unsafe {
+                libc::madvise(
+                    aligned as *mut libc::c_void,
+                    end - aligned,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+    v
+}
+
+/// One value per packet record, in file order (see `decode::Packet` for the fields).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Columns {
+    pub t_ns: Vec<i64>,
+    pub interface_id: Vec<u32>,
+    pub wire_len: Vec<u32>,
+    pub cap_len: Vec<u32>,
+    pub ip_version: Vec<u8>,
+    pub flow_idx: Vec<u32>,
+    pub flow_hash: Vec<u64>,
+    pub proto: Vec<u8>,
+    pub sport: Vec<u16>,
+    pub dport: Vec<u16>,
+    pub has_ports: Vec<bool>,
+    pub ip_id: Vec<u32>,
+    pub has_ip_id: Vec<bool>,
+    pub ip_len: Vec<u32>,
+    pub dscp: Vec<u8>,
+    pub ecn: Vec<u8>,
+    pub ttl: Vec<u8>,
+    pub tcp_seq: Vec<u32>,
+    pub tcp_ack: Vec<u32>,
+    pub tcp_flags: Vec<u16>,
+    pub tcp_payload_len: Vec<u32>,
+    pub has_tcp: Vec<bool>,
+    pub has_rtp: Vec<bool>,
+    pub rtp_ssrc: Vec<u32>,
+    pub rtp_seq: Vec<u16>,
+    pub rtp_ts: Vec<u32>,
+    pub rtp_marker: Vec<bool>,
+    pub rtp_pt: Vec<u8>,
+    pub l4_hash: Vec<u64>,
+    pub truncated: Vec<bool>,
+}
+
+impl Columns {
+    fn with_capacity(n: usize) -> Columns {
+        Columns {
+            t_ns: column(n),
+            interface_id: column(n),
+            wire_len: column(n),
+            cap_len: column(n),
+            ip_version: column(n),
+            flow_idx: column(n),
+            flow_hash: column(n),
+            proto: column(n),
+            sport: column(n),
+            dport: column(n),
+            has_ports: column(n),
+            ip_id: column(n),
+            has_ip_id: column(n),
+            ip_len: column(n),
+            dscp: column(n),
+            ecn: column(n),
+            ttl: column(n),
+            tcp_seq: column(n),
+            tcp_ack: column(n),
+            tcp_flags: column(n),
+            tcp_payload_len: column(n),
+            has_tcp: column(n),
+            has_rtp: column(n),
+            rtp_ssrc: column(n),
+            rtp_seq: column(n),
+            rtp_ts: column(n),
+            rtp_marker: column(n),
+            rtp_pt: column(n),
+            l4_hash: column(n),
+            truncated: column(n),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.t_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_ns.is_empty()
+    }
+}
+
+/// A capture read into columns.
+pub struct Capture {
+    pub format: Format,
+    /// Byte order of the file (pcapng: of its first section).
+    pub big_endian: bool,
+    /// pcap: nanosecond timestamps (magic a1b23c4d); pcapng: `None`.
+    pub nanosecond: Option<bool>,
+    /// pcap: the header's snaplen; pcapng: the largest interface snaplen.
+    pub snaplen: u32,
+    pub columns: Columns,
+    /// The flows of the IP packets, indexed by `columns.flow_idx`.
+    pub flows: FlowTable,
+    pub interfaces: Vec<Interface>,
+    /// One entry per interface that had a statistics block, by interface id.
+    pub stats: Vec<InterfaceStats>,
+    pub warnings: Vec<String>,
+}
+
+/// How many decoded rows are buffered before they are spread over the columns.
+const BATCH: usize = 256;
+
+/// One decoded packet record, before it goes into the columns.
+#[derive(Clone, Copy, Default)]
+struct Row {
+    p: Packet,
+    t_ns: i64,
+    interface_id: u32,
+    wire_len: u32,
+    cap_len: u32,
+    flow_idx: u32,
+    flow_hash: u64,
+}
+
+/// Decodes packets into columns and interns their flows.
+///
+/// Packets are decoded in place into a small buffer of rows that is then copied column by
+/// column: 30 `Vec::push` per packet cost more than decoding (each reloads and stores its
+/// length and checks its capacity), while a column-wise `extend` of a batch is a tight loop.
+struct Builder {
+    cols: Columns,
+    flows: FlowTable,
+    rows: Box<[Row]>,
+    n_rows: usize,
+}
+
+impl Builder {
+    fn with_capacity(n: usize) -> Builder {
+        Builder {
+            cols: Columns::with_capacity(n),
+            flows: FlowTable::default(),
+            rows: vec![Row::default(); BATCH].into_boxed_slice(),
+            n_rows: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn packet(&mut self, t_ns: i64, interface_id: u32, wire_len: u32, link: Link, frame: &[u8]) {
+        if self.n_rows == BATCH {
+            self.flush();
+        }
+        let r = &mut self.rows[self.n_rows];
+        self.n_rows += 1;
+        r.p = Packet::default();
+        decode_into(link, frame, &mut r.p);
+        (r.flow_idx, r.flow_hash) = if r.p.ip_version != 0 {
+            self.flows.intern(&r.p)
+        } else {
+            (NO_FLOW, 0)
+        };
+        r.t_ns = t_ns;
+        r.interface_id = interface_id;
+        r.wire_len = wire_len;
+        r.cap_len = frame.len() as u32;
+    }
+
+    #[inline(never)]
+    fn flush(&mut self) {
+        let rows = &self.rows[..self.n_rows];
+        let c = &mut self.cols;
+        c.t_ns.extend(rows.iter().map(|r| r.t_ns));
+        c.interface_id.extend(rows.iter().map(|r| r.interface_id));
+        c.wire_len.extend(rows.iter().map(|r| r.wire_len));
+        c.cap_len.extend(rows.iter().map(|r| r.cap_len));
+        c.ip_version.extend(rows.iter().map(|r| r.p.ip_version));
+        c.flow_idx.extend(rows.iter().map(|r| r.flow_idx));
+        c.flow_hash.extend(rows.iter().map(|r| r.flow_hash));
+        c.proto.extend(rows.iter().map(|r| r.p.proto));
+        c.sport.extend(rows.iter().map(|r| r.p.sport()));
+        c.dport.extend(rows.iter().map(|r| r.p.dport()));
+        c.has_ports.extend(rows.iter().map(|r| r.p.has_ports));
+        c.ip_id.extend(rows.iter().map(|r| r.p.ip_id));
+        c.has_ip_id.extend(rows.iter().map(|r| r.p.has_ip_id));
+        c.ip_len.extend(rows.iter().map(|r| r.p.ip_len));
+        c.dscp.extend(rows.iter().map(|r| r.p.dscp));
+        c.ecn.extend(rows.iter().map(|r| r.p.ecn));
+        c.ttl.extend(rows.iter().map(|r| r.p.ttl));
+        c.tcp_seq.extend(rows.iter().map(|r| r.p.tcp_seq));
+        c.tcp_ack.extend(rows.iter().map(|r| r.p.tcp_ack));
+        c.tcp_flags.extend(rows.iter().map(|r| r.p.tcp_flags));
+        c.tcp_payload_len
+            .extend(rows.iter().map(|r| r.p.tcp_payload_len));
+        c.has_tcp.extend(rows.iter().map(|r| r.p.has_tcp));
+        c.has_rtp.extend(rows.iter().map(|r| r.p.has_rtp));
+        c.rtp_ssrc.extend(rows.iter().map(|r| r.p.rtp_ssrc));
+        c.rtp_seq.extend(rows.iter().map(|r| r.p.rtp_seq));
+        c.rtp_ts.extend(rows.iter().map(|r| r.p.rtp_ts));
+        c.rtp_marker.extend(rows.iter().map(|r| r.p.rtp_marker));
+        c.rtp_pt.extend(rows.iter().map(|r| r.p.rtp_pt));
+        c.l4_hash.extend(rows.iter().map(|r| r.p.l4_hash));
+        c.truncated.extend(rows.iter().map(|r| r.p.truncated));
+        self.n_rows = 0;
+    }
+
+    /// The columns and flows; capacity beyond the packets read is given back (for big
+    /// columns a remap, not a copy).
+    fn finish(mut self) -> (Columns, FlowTable) {
+        self.flush();
+        let mut c = self.cols;
+        if c.t_ns.capacity() - c.t_ns.len() >= 1024 {
+            c.t_ns.shrink_to_fit();
+            c.interface_id.shrink_to_fit();
+            c.wire_len.shrink_to_fit();
+            c.cap_len.shrink_to_fit();
+            c.ip_version.shrink_to_fit();
+            c.flow_idx.shrink_to_fit();
+            c.flow_hash.shrink_to_fit();
+            c.proto.shrink_to_fit();
+            c.sport.shrink_to_fit();
+            c.dport.shrink_to_fit();
+            c.has_ports.shrink_to_fit();
+            c.ip_id.shrink_to_fit();
+            c.has_ip_id.shrink_to_fit();
+            c.ip_len.shrink_to_fit();
+            c.dscp.shrink_to_fit();
+            c.ecn.shrink_to_fit();
+            c.ttl.shrink_to_fit();
+            c.tcp_seq.shrink_to_fit();
+            c.tcp_ack.shrink_to_fit();
+            c.tcp_flags.shrink_to_fit();
+            c.tcp_payload_len.shrink_to_fit();
+            c.has_tcp.shrink_to_fit();
+            c.has_rtp.shrink_to_fit();
+            c.rtp_ssrc.shrink_to_fit();
+            c.rtp_seq.shrink_to_fit();
+            c.rtp_ts.shrink_to_fit();
+            c.rtp_marker.shrink_to_fit();
+            c.rtp_pt.shrink_to_fit();
+            c.l4_hash.shrink_to_fit();
+            c.truncated.shrink_to_fit();
+        }
+        (c, self.flows)
+    }
+}
+
+#[inline(always)]
+fn rd16(d: &[u8], off: usize, be: bool) -> u16 {
+    let b = [d[off], d[off + 1]];
+    if be {
+        u16::from_be_bytes(b)
+    } else {
+        u16::from_le_bytes(b)
+    }
+}
+
+#[inline(always)]
+fn rd32(d: &[u8], off: usize, be: bool) -> u32 {
+    let b = [d[off], d[off + 1], d[off + 2], d[off + 3]];
+    if be {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    }
+}
+
+#[inline(always)]
+fn rd64(d: &[u8], off: usize, be: bool) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[off..off + 8]);
+    if be {
+        u64::from_be_bytes(b)
+    } else {
+        u64::from_le_bytes(b)
+    }
+}
+
+fn truncation_warning(offset: usize, kept: usize) -> String {
+    format!("truncated last record at byte offset {offset}: kept {kept} complete records")
+}
+
+/// Reads a capture file: memory-mapped when it is a regular file, read otherwise (pipes,
+/// file systems that cannot map).
+pub fn read_file(path: &Path) -> Result<Capture, ReadError> {
+    let file = File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        if meta.len() == 0 {
+            return Err(invalid("empty file", 0));
+        }
+        // Pre-faulting the whole map saves a little per page when the file is cached; a
+        // file much bigger than memory would be read twice, so only smaller ones.
+        let mut options = MmapOptions::new();
+        if meta.len() <= 1 << 30 {
+            options.populate();
+        }
+        // SAFETY: the map is only read, and only while this function runs. Another process
+        // truncating the file meanwhile could fault the reads; captures are not rewritten in
+        // place, and that risk is the price of a zero-copy read.
+        if let Ok(map) = unsafe { options.map(&file) } {
+            #[cfg(unix)]
+            {
+                let _ = map.advise(memmap2::Advice::Sequential);
+            }
+            return read_bytes(&map);
+        }
+        // a file system without mmap: read it instead
+    }
+    let mut data = Vec::new();
+    (&file).read_to_end(&mut data)?;
+    read_bytes(&data)
+}
+
+/// Reads a capture held in memory.
+pub fn read_bytes(data: &[u8]) -> Result<Capture, ReadError> {
+    if data.is_empty() {
+        return Err(invalid("empty file", 0));
+    }
+    if data.len() < 4 {
+        return Err(invalid(
+            format!("not a pcap or pcapng file (only {} bytes long)", data.len()),
+            0,
+        ));
+    }
+    let magic = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
+    match magic {
+        0xd4c3_b2a1 => read_pcap(data, false, false),
+        0xa1b2_c3d4 => read_pcap(data, true, false),
+        0x4d3c_b2a1 => read_pcap(data, false, true),
+        0xa1b2_3c4d => read_pcap(data, true, true),
+        SHB => read_pcapng(data),
+        _ => Err(invalid(
+            format!("not a pcap or pcapng file (magic 0x{magic:08x})"),
+            0,
+        )),
+    }
+}
+
+fn read_pcap(data: &[u8], big_endian: bool, nanosecond: bool) -> Result<Capture, ReadError> {
+    if data.len() < 24 {
+        return Err(invalid(
+            format!("truncated pcap file header ({} of 24 bytes)", data.len()),
+            0,
+        ));
+    }
+    let be = big_endian;
+    let snaplen = rd32(data, 16, be);
+    let link_type = rd32(data, 20, be) & 0xffff;
+    let link = Link::from_linktype(link_type).ok_or_else(|| unsupported_link(link_type, 20))?;
+
+    let max_caplen = snaplen.max(PCAP_MAX_CAPLEN) as usize;
+    let frac_ns = if nanosecond { 1 } else { 1000 };
+    let mut b = Builder::with_capacity(estimate_packets(data, 24, |off| {
+        (data.len() - off >= 16).then(|| (16 + rd32(data, off + 8, be) as usize, true))
+    }));
+    let truncated_at = if be {
+        pcap_records::<true>(data, link, frac_ns, max_caplen, &mut b)?
+    } else {
+        pcap_records::<false>(data, link, frac_ns, max_caplen, &mut b)?
+    };
+    let (columns, flows) = b.finish();
+    let mut warnings = Vec::new();
+    if let Some(at) = truncated_at {
+        warnings.push(truncation_warning(at, columns.len()));
+    }
+    Ok(Capture {
+        format: Format::Pcap,
+        big_endian,
+        nanosecond: Some(nanosecond),
+        snaplen,
+        columns,
+        flows,
+        interfaces: vec![Interface {
+            link_type,
+            name: None,
+            snaplen,
+            ts_resolution: TsResolution::Decimal(if nanosecond { 9 } else { 6 }),
+            ts_offset_s: 0,
+            link,
+        }],
+        stats: Vec::new(),
+        warnings,
+    })
+}
+
+/// Decodes the records after the file header; returns where an incomplete last record
+/// starts, if any.
+fn pcap_records<const BE: bool>(
+    data: &[u8],
+    link: Link,
+    frac_ns: i64,
+    max_caplen: usize,
+    b: &mut Builder,
+) -> Result<Option<usize>, ReadError> {
+    let mut off = 24usize;
+    while off < data.len() {
+        if data.len() - off < 16 {
+            return Ok(Some(off));
+        }
+        let caplen = rd32(data, off + 8, BE) as usize;
+        if caplen > max_caplen {
+            return Err(invalid(format!("corrupt record length {caplen}"), off));
+        }
+        let start = off + 16;
+        if data.len() - start < caplen {
+            return Ok(Some(off));
+        }
+        let sec = rd32(data, off, BE);
+        let frac = rd32(data, off + 4, BE);
+        let wire = rd32(data, off + 12, BE);
+        let t_ns = i64::from(sec) * 1_000_000_000 + i64::from(frac) * frac_ns;
+        b.packet(t_ns, 0, wire, link, &data[start..start + caplen]);
+        off = start + caplen;
+    }
+    Ok(None)
+}
+
+/// How many packets to allocate columns for: the packets per byte of the first records
+/// (`record(off)` gives a record's length and whether it is a packet), extrapolated to the
+/// file with some margin. Columns grow if that was too few and are trimmed at the end.
+fn estimate_packets(
+    data: &[u8],
+    start: usize,
+    record: impl Fn(usize) -> Option<(usize, bool)>,
+) -> usize {
+    let (mut off, mut packets) = (start, 0usize);
+    for _ in 0..4096 {
+        match record(off) {
+            Some((len, is_packet)) if len > 0 && len <= data.len() - off => {
+                off += len;
+                packets += usize::from(is_packet);
+            }
+            _ => break,
+        }
+    }
+    let sampled = off - start;
+    if sampled == 0 || off >= data.len() {
+        return packets;
+    }
+    let rest = (data.len() - start) as f64 * packets as f64 / sampled as f64;
+    (rest * 1.1) as usize + 64
+}
+
+/// Byte order of the section header block at `off` (which must have 12 bytes).
+fn shb_byte_order(data: &[u8], off: usize) -> Result<bool, ReadError> {
+    match u32::from_le_bytes([data[off + 8], data[off + 9], data[off + 10], data[off + 11]]) {
+        0x1a2b_3c4d => Ok(false),
+        0x4d3c_2b1a => Ok(true),
+        m => Err(invalid(
+            format!("bad pcapng byte-order magic 0x{m:08x}"),
+            off + 8,
+        )),
+    }
+}
+
+/// Calls `f(code, value)` for each option; false if the options run past their block.
+fn for_each_option(opts: &[u8], be: bool, mut f: impl FnMut(u16, &[u8])) -> bool {
+    let mut o = 0usize;
+    while o + 4 <= opts.len() {
+        let code = rd16(opts, o, be);
+        let len = usize::from(rd16(opts, o + 2, be));
+        if code == 0 {
+            return true;
+        }
+        let start = o + 4;
+        if opts.len() - start < len {
+            return false;
+        }
+        f(code, &opts[start..start + len]);
+        o = start + ((len + 3) & !3);
+    }
+    true
+}
+
+/// Reader state of the pcapng decoding pass.
+struct Pcapng {
+    interfaces: Vec<Interface>,
+    stats: Vec<Option<InterfaceStats>>,
+    /// Index in `interfaces` of the current section's interface 0.
+    section_base: usize,
+    be: bool,
+    malformed_options: Vec<usize>,
+    warnings: Vec<String>,
+    /// Timestamp of the last packet with one (to check ISB timestamps against).
+    last_packet_ns: Option<i64>,
+    /// Interfaces whose ISB timestamps were found to be in microseconds.
+    isb_in_microseconds: Vec<u32>,
+}
+
+impl Pcapng {
+    /// The file-wide index of the section's interface `id`.
+    fn interface(&self, id: u32, off: usize) -> Result<usize, ReadError> {
+        let described = self.interfaces.len() - self.section_base;
+        if (id as usize) < described {
+            Ok(self.section_base + id as usize)
+        } else {
+            Err(invalid(
+                format!(
+                    "packet block refers to interface {id} but only {described} interfaces were described"
+                ),
+                off,
+            ))
+        }
+    }
+
+    fn idb(&mut self, body: &[u8], off: usize) -> Result<(), ReadError> {
+        let be = self.be;
+        if body.len() < 8 {
+            return Err(invalid(
+                "corrupt interface description block (too short)",
+                off,
+            ));
+        }
+        let link_type = u32::from(rd16(body, 0, be));
+        let link =
+            Link::from_linktype(link_type).ok_or_else(|| unsupported_link(link_type, off + 8))?;
+        let snaplen = rd32(body, 4, be);
+        let mut name = None;
+        let mut tsresol = 6u8;
+        let mut ts_offset_s = 0i64;
+        let ok = for_each_option(&body[8..], be, |code, v| match code {
+            2 => {
+                let end = v.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+                name = Some(String::from_utf8_lossy(&v[..end]).into_owned());
+            }
+            9 if !v.is_empty() => tsresol = v[0],
+            14 if v.len() == 8 => ts_offset_s = rd64(v, 0, be) as i64,
+            _ => {}
+        });
+        if !ok {
+            self.malformed_options.push(off);
+        }
+        let ts_resolution = TsResolution::from_option(tsresol);
+        if let TsResolution::Decimal(e) = ts_resolution {
+            if e > 38 {
+                return Err(invalid(
+                    format!("unsupported timestamp resolution 10^-{e} (if_tsresol)"),
+                    off,
+                ));
+            }
+        }
+        self.interfaces.push(Interface {
+            link_type,
+            name,
+            snaplen,
+            ts_resolution,
+            ts_offset_s,
+            link,
+        });
+        self.stats.push(None);
+        Ok(())
+    }
+
+    fn isb(&mut self, body: &[u8], off: usize) -> Result<(), ReadError> {
+        let be = self.be;
+        if body.len() < 12 {
+            return Err(invalid(
+                "corrupt interface statistics block (too short)",
+                off,
+            ));
+        }
+        let id = rd32(body, 0, be);
+        let Ok(g) = self.interface(id, off) else {
+            self.warnings.push(format!(
+                "interface statistics block at byte offset {off} refers to undescribed interface {id}; ignored"
+            ));
+            return Ok(());
+        };
+        let iface = &self.interfaces[g];
+        // dumpcap (at least up to Wireshark 4.0) writes ISB times in microseconds even when
+        // the interface says nanoseconds. Caught by the block's own timestamp, which is
+        // written after the packets: whichever reading lands nearer the last packet wins.
+        let block_ts = (u64::from(rd32(body, 4, be)) << 32) | u64::from(rd32(body, 8, be));
+        let microseconds = Interface {
+            ts_resolution: TsResolution::Decimal(6),
+            ..iface.clone()
+        };
+        let finer_than_us = iface.ts_resolution.to_ns(1) < 1000;
+        let in_us = match self.last_packet_ns {
+            Some(last) if finer_than_us && block_ts != 0 => {
+                let as_given = iface.ts_ns(block_ts).abs_diff(last);
+                let as_us = microseconds.ts_ns(block_ts).abs_diff(last);
+                as_us < as_given && as_us < 86_400_000_000_000
+            }
+            _ => false,
+        };
+        if in_us && !self.isb_in_microseconds.contains(&(g as u32)) {
+            self.isb_in_microseconds.push(g as u32);
+        }
+        let iface = if in_us { &microseconds } else { iface };
+        let mut s = InterfaceStats {
+            interface_id: g as u32,
+            ..InterfaceStats::default()
+        };
+        let ok = for_each_option(&body[12..], be, |code, v| {
+            if v.len() != 8 {
+                return;
+            }
+            let u = rd64(v, 0, be);
+            let ts = || iface.ts_ns((u64::from(rd32(v, 0, be)) << 32) | u64::from(rd32(v, 4, be)));
+            match code {
+                2 => s.start_ns = Some(ts()),
+                3 => s.end_ns = Some(ts()),
+                4 => s.ifrecv = Some(u),
+                5 => s.ifdrop = Some(u),
+                6 => s.filteraccept = Some(u),
+                7 => s.osdrop = Some(u),
+                8 => s.usrdeliv = Some(u),
+                _ => {}
+            }
+        });
+        if !ok {
+            self.malformed_options.push(off);
+        }
+        self.stats[g] = Some(s);
+        Ok(())
+    }
+}
+
+fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
+    if data.len() < 28 {
+        return Err(invalid(
+            format!(
+                "truncated pcapng section header block ({} bytes)",
+                data.len()
+            ),
+            0,
+        ));
+    }
+    let first_be = shb_byte_order(data, 0)?;
+
+    let mut b = Builder::with_capacity(estimate_packets(data, 0, |off| {
+        if data.len() - off < 12 || (off > 0 && rd32(data, off, false) == SHB) {
+            return None;
+        }
+        let btype = rd32(data, off, first_be);
+        let blen = rd32(data, off + 4, first_be) as usize;
+        Some((blen, matches!(btype, EPB | SPB | PB)))
+    }));
+    let mut st = Pcapng {
+        interfaces: Vec::new(),
+        stats: Vec::new(),
+        section_base: 0,
+        be: first_be,
+        malformed_options: Vec::new(),
+        warnings: Vec::new(),
+        last_packet_ns: None,
+        isb_in_microseconds: Vec::new(),
+    };
+    let mut off = 0usize;
+    let mut truncated_at = None;
+    while off < data.len() {
+        if data.len() - off < 12 {
+            truncated_at = Some(off);
+            break;
+        }
+        if rd32(data, off, false) == SHB {
+            st.be = shb_byte_order(data, off)?;
+        }
+        let be = st.be;
+        let btype = rd32(data, off, be);
+        let blen = rd32(data, off + 4, be);
+        if blen < 12 || blen % 4 != 0 || blen > PCAPNG_MAX_BLOCK || (btype == SHB && blen < 28) {
+            return Err(invalid(format!("corrupt block length {blen}"), off));
+        }
+        let blen = blen as usize;
+        if data.len() - off < blen {
+            truncated_at = Some(off);
+            break;
+        }
+        let trailer = rd32(data, off + blen - 4, be);
+        if trailer as usize != blen {
+            return Err(invalid(
+                format!("corrupt block length {blen} (trailing copy {trailer})"),
+                off,
+            ));
+        }
+        let body = &data[off + 8..off + blen - 4];
+        match btype {
+            EPB => {
+                if body.len() < 20 {
+                    return Err(invalid("corrupt enhanced packet block (too short)", off));
+                }
+                let g = st.interface(rd32(body, 0, be), off)?;
+                let ts = (u64::from(rd32(body, 4, be)) << 32) | u64::from(rd32(body, 8, be));
+                let caplen = rd32(body, 12, be);
+                let wire = rd32(body, 16, be);
+                if caplen as usize > body.len() - 20 {
+                    return Err(invalid(
+                        format!("corrupt packet block: captured length {caplen} exceeds the block"),
+                        off,
+                    ));
+                }
+                let iface = &st.interfaces[g];
+                let t_ns = iface.ts_ns(ts);
+                b.packet(
+                    t_ns,
+                    g as u32,
+                    wire,
+                    iface.link,
+                    &body[20..20 + caplen as usize],
+                );
+                st.last_packet_ns = Some(t_ns);
+            }
+            SPB => {
+                if body.len() < 4 {
+                    return Err(invalid("corrupt simple packet block (too short)", off));
+                }
+                let g = st.interface(0, off)?;
+                let iface = &st.interfaces[g];
+                let wire = rd32(body, 0, be);
+                let snap = if iface.snaplen == 0 {
+                    usize::MAX
+                } else {
+                    iface.snaplen as usize
+                };
+                let caplen = (wire as usize).min(snap).min(body.len() - 4);
+                b.packet(
+                    NO_TIMESTAMP,
+                    g as u32,
+                    wire,
+                    iface.link,
+                    &body[4..4 + caplen],
+                );
+            }
+            PB => {
+                if body.len() < 20 {
+                    return Err(invalid("corrupt packet block (too short)", off));
+                }
+                let g = st.interface(u32::from(rd16(body, 0, be)), off)?;
+                let ts = (u64::from(rd32(body, 4, be)) << 32) | u64::from(rd32(body, 8, be));
+                let caplen = rd32(body, 12, be);
+                let wire = rd32(body, 16, be);
+                if caplen as usize > body.len() - 20 {
+                    return Err(invalid(
+                        format!("corrupt packet block: captured length {caplen} exceeds the block"),
+                        off,
+                    ));
+                }
+                let iface = &st.interfaces[g];
+                let t_ns = iface.ts_ns(ts);
+                b.packet(
+                    t_ns,
+                    g as u32,
+                    wire,
+                    iface.link,
+                    &body[20..20 + caplen as usize],
+                );
+                st.last_packet_ns = Some(t_ns);
+            }
+            SHB => {
+                let major = rd16(body, 4, be);
+                if major != 1 {
+                    let minor = rd16(body, 6, be);
+                    return Err(invalid(
+                        format!("unsupported pcapng version {major}.{minor}"),
+                        off + 12,
+                    ));
+                }
+                st.section_base = st.interfaces.len();
+            }
+            IDB => st.idb(body, off)?,
+            ISB => st.isb(body, off)?,
+            _ => {}
+        }
+        off += blen;
+    }
+    if off == 0 {
+        return Err(invalid("truncated pcapng section header block", 0));
+    }
+
+    let mut warnings = st.warnings;
+    if !st.isb_in_microseconds.is_empty() {
+        warnings.push(format!(
+            "interface statistics of interface(s) {:?} have microsecond timestamps although \
+             the interface resolution is finer (a dumpcap bug); read as microseconds",
+            st.isb_in_microseconds
+        ));
+    }
+    if let Some(&first) = st.malformed_options.first() {
+        warnings.push(format!(
+            "malformed options ignored in {} block(s), the first at byte offset {first}",
+            st.malformed_options.len()
+        ));
+    }
+    let (columns, flows) = b.finish();
+    if let Some(at) = truncated_at {
+        warnings.push(truncation_warning(at, columns.len()));
+    }
+    Ok(Capture {
+        format: Format::Pcapng,
+        big_endian: first_be,
+        nanosecond: None,
+        snaplen: st.interfaces.iter().map(|i| i.snaplen).max().unwrap_or(0),
+        columns,
+        flows,
+        stats: st.stats.into_iter().flatten().collect(),
+        interfaces: st.interfaces,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,13 @@
+//! The `cganalysis._native` extension module: thin PyO3 wrappers over `cga-core`.
+
+use pyo3::prelude::*;
+
+mod matching;
+mod reading;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    reading::register(m)?;
+    matching::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: lints and type checks, Rust tests, Python tests (unit, property,
+# integration in network namespaces, the tiny end-to-end workflow, notebooks).
+# Needs root for the namespace tests; in CI (CI=true) they must run, not skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ -x "$HOME/.cargo/bin/cargo" ]] && export PATH="$HOME/.cargo/bin:$PATH"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "ruff"
+ruff check src tests workflow benchmarks notebooks
+ruff format --check src tests workflow benchmarks notebooks
+step "mypy (strict on the package)"
+mypy
+step "snakefmt and snakemake --lint"
+snakefmt --check Snakefile workflow/rules
+snakemake --lint
+step "rust: fmt, clippy, tests"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo test -p cga-core --quiet
+step "pytest"
+python3 -m pytest "$@"

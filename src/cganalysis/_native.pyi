@@ -1,0 +1,69 @@
+"""Type stub of ``cganalysis._native``, the Rust extension built from ``native/python``."""
+
+import os
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+def read_capture(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Reads a whole pcap or pcapng file (memory-mapped, one pass, GIL released).
+
+    Returns a dict with the keys:
+
+    - ``"format"``: ``"pcap"`` or ``"pcapng"``; ``"big_endian"``: bool (pcapng: of the
+      first section); ``"nanosecond"``: bool for pcap, None for pcapng; ``"snaplen"``: int
+      (pcapng: the largest interface snaplen).
+    - ``"columns"``: dict of 1-D numpy arrays of one length (one row per packet record, in
+      file order): ``t_ns`` int64 (``np.iinfo(np.int64).min`` when the block has no
+      timestamp), ``interface_id`` uint32, ``wire_len`` uint32, ``cap_len`` uint32,
+      ``ip_version`` uint8 (0: not IP or unreadable IP header), ``flow_idx`` uint32 (into
+      ``"flows"``; 2**32 - 1 when not IP), ``flow_hash`` uint64 (0 when not IP),
+      ``proto`` uint8, ``sport`` uint16, ``dport`` uint16, ``has_ports`` bool, ``ip_id``
+      uint32, ``has_ip_id`` bool, ``ip_len`` uint32, ``dscp`` uint8, ``ecn`` uint8, ``ttl``
+      uint8, ``tcp_seq`` uint32, ``tcp_ack`` uint32, ``tcp_flags`` uint16,
+      ``tcp_payload_len`` uint32, ``has_tcp`` bool, ``has_rtp`` bool, ``rtp_ssrc`` uint32,
+      ``rtp_seq`` uint16, ``rtp_ts`` uint32, ``rtp_marker`` bool, ``rtp_pt`` uint8,
+      ``l4_hash`` uint64, ``truncated`` bool. Fields a packet lacks are 0 / False.
+    - ``"flows"``: dict with ``"ip_version"`` (uint8 array), ``"src"``, ``"dst"``
+      (list[str]), ``"proto"`` (uint8 array), ``"sport"``, ``"dport"`` (uint16 arrays).
+    - ``"interfaces"``: list of dicts ``{"interface_id", "link_type", "name" (str | None),
+      "snaplen", "ts_resolution" (e.g. "1e-6", "1e-9", "2^-20")}``.
+    - ``"stats"``: list of dicts, one per interface with an interface statistics block (the
+      last one wins): ``{"interface_id", "start_ns", "end_ns", "ifrecv", "ifdrop",
+      "filteraccept", "osdrop", "usrdeliv"}``, each int or None.
+    - ``"warnings"``: list[str] (e.g. a truncated last record).
+
+    Raises ``OSError`` (``FileNotFoundError``, ``IsADirectoryError``, ...) when the file
+    cannot be read, and ``ValueError(message, byte_offset)`` when it is not a readable
+    capture.
+    """
+
+def identity_keys(
+    kind: NDArray[np.uint8],
+    flow_hash: NDArray[np.uint64],
+    ip_id: NDArray[np.uint32],
+    ip_len: NDArray[np.uint32],
+    tcp_seq: NDArray[np.uint32],
+    tcp_ack: NDArray[np.uint32],
+    rtp_ssrc: NDArray[np.uint32],
+    rtp_seq: NDArray[np.uint16],
+    l4_hash: NDArray[np.uint64],
+) -> NDArray[np.uint64]:
+    """One identity key per packet (see ``native/core/src/keys.rs``).
+
+    Raises ``ValueError`` when the columns differ in length.
+    """
+
+def match_points(
+    in_key: NDArray[np.uint64],
+    in_ts: NDArray[np.int64],
+    eg_key: NDArray[np.uint64],
+    eg_ts: NDArray[np.int64],
+    max_delay_ns: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """Pairs ingress and egress packets: ``(in_to_eg, eg_to_in, reverse_twin)``.
+
+    See ``native/core/src/matcher.rs``. Raises ``ValueError`` on columns of unequal length
+    or a negative ``max_delay_ns``.
+    """

@@ -1,0 +1,83 @@
+"""Reading capture files (pcap, pcapng) into packet tables.
+
+Two engines give the same :data:`~cganalysis.schemas.CAPTURE` table: ``native`` (the Rust
+reader, the default: millions of packets per second) and ``pyshark`` (tshark underneath,
+thousands per second), kept as an independent reference to check the fast one against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from cganalysis import schemas
+from cganalysis.capture.model import (
+    Capture,
+    CaptureInfo,
+    InterfaceInfo,
+    InterfaceStats,
+    ToolLog,
+)
+from cganalysis.capture.rtp import RtpStream, classify_rtp_streams, mark_rtp
+from cganalysis.capture.toollog import log_path_for, parse_tool_log
+from cganalysis.errors import CaptureError
+
+Engine = Literal["native", "pyshark"]
+ENGINES: tuple[Engine, ...] = ("native", "pyshark")
+
+__all__ = [
+    "ENGINES",
+    "Capture",
+    "CaptureInfo",
+    "Engine",
+    "InterfaceInfo",
+    "InterfaceStats",
+    "RtpStream",
+    "ToolLog",
+    "read_capture",
+]
+
+
+def read_capture(
+    path: Path | str,
+    *,
+    engine: Engine = "native",
+    rtp_streams: set[RtpStream] | None = None,
+    tool_log: Path | None = None,
+) -> Capture:
+    """Reads ``path`` into the CAPTURE table.
+
+    ``rtp_streams`` overrides the per-stream RTP classification (pass the ingress point's
+    streams when reading the egress point, so both sides agree). ``tool_log`` is the
+    capture tool's saved stderr; by default ``<path>.log`` is used when it exists.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CaptureError(path, "no such file")
+    if engine == "native":
+        from cganalysis.capture.native import info_from_raw, packets_from_raw, read_raw
+
+        raw = read_raw(path)
+        packets = packets_from_raw(raw)
+        info = info_from_raw(path, raw)
+    elif engine == "pyshark":
+        from cganalysis.capture.pyshark_engine import read_pyshark
+
+        packets, info = read_pyshark(path)
+    else:
+        raise CaptureError(path, f"unknown engine {engine!r}; choose one of {ENGINES}")
+
+    streams = classify_rtp_streams(packets) if rtp_streams is None else rtp_streams
+    packets = schemas.check_schema(mark_rtp(packets, streams), schemas.CAPTURE, "capture")
+
+    log = tool_log if tool_log is not None else log_path_for(path)
+    if log.exists():
+        info = _with_tool_log(info, parse_tool_log(log))
+    elif tool_log is not None:
+        raise CaptureError(tool_log, "capture tool log not found")
+    return Capture(packets=packets, info=info)
+
+
+def _with_tool_log(info: CaptureInfo, log: ToolLog) -> CaptureInfo:
+    return replace(info, tool_log=log)

@@ -1,0 +1,121 @@
+"""The fast reader: the native extension parses the file, this turns its columns into the
+:data:`~cganalysis.schemas.CAPTURE` table (nulls where a field does not apply)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cganalysis import _native
+from cganalysis.capture.model import CaptureInfo, InterfaceInfo, InterfaceStats
+from cganalysis.errors import CaptureError
+
+NO_TIMESTAMP = np.iinfo(np.int64).min
+
+
+def read_raw(path: Path) -> dict[str, Any]:
+    """Calls the native reader, turning its errors into :class:`CaptureError`."""
+    try:
+        return _native.read_capture(str(path))
+    except FileNotFoundError:
+        raise CaptureError(path, "no such file") from None
+    except IsADirectoryError:
+        raise CaptureError(path, "is a directory, not a capture file") from None
+    except PermissionError:
+        raise CaptureError(path, "permission denied") from None
+    except ValueError as err:
+        # The native reader raises ValueError(message, byte_offset).
+        message, offset = err.args if len(err.args) == 2 else (str(err), None)
+        hint = ""
+        if "magic" in str(message) or "empty file" in str(message):
+            hint = " (expected a pcap or pcapng file, e.g. from tcpdump -w or dumpcap)"
+        raise CaptureError(path, f"{message}{hint}", offset) from None
+
+
+def _nullable(name: str, valid: str) -> pl.Expr:
+    return pl.when(pl.col(valid)).then(pl.col(name)).otherwise(None)
+
+
+def packets_from_raw(raw: dict[str, Any]) -> pl.DataFrame:
+    """The CAPTURE table (without ``is_rtp``) from the native reader's columns."""
+    cols: dict[str, np.ndarray[Any, Any]] = raw["columns"]
+    flows = raw["flows"]
+    frame = pl.DataFrame({name: pl.Series(name, values) for name, values in cols.items()})
+    is_ip = pl.col("ip_version") != 0
+    # Addresses are interned per flow by the reader; expand them with one gather each.
+    n_flows = len(flows["src"])
+    if n_flows:
+        index = frame["flow_idx"].clip(0, n_flows - 1)
+        src = pl.Series("src", flows["src"], dtype=pl.String).gather(index)
+        dst = pl.Series("dst", flows["dst"], dtype=pl.String).gather(index)
+    else:
+        src = pl.Series("src", [None] * frame.height, dtype=pl.String)
+        dst = pl.Series("dst", [None] * frame.height, dtype=pl.String)
+    frame = frame.with_columns(src, dst)
+    return frame.select(
+        t_ns=pl.when(pl.col("t_ns") == NO_TIMESTAMP).then(None).otherwise(pl.col("t_ns")),
+        interface_id=pl.col("interface_id"),
+        wire_len_bytes=pl.col("wire_len"),
+        ip_version=pl.when(is_ip).then(pl.col("ip_version")),
+        src=pl.when(is_ip).then(pl.col("src")),
+        dst=pl.when(is_ip).then(pl.col("dst")),
+        proto=pl.when(is_ip).then(pl.col("proto")),
+        sport=_nullable("sport", "has_ports"),
+        dport=_nullable("dport", "has_ports"),
+        ip_id=_nullable("ip_id", "has_ip_id"),
+        size_bytes=pl.when(is_ip).then(pl.col("ip_len")),
+        dscp=pl.when(is_ip).then(pl.col("dscp")),
+        ecn=pl.when(is_ip).then(pl.col("ecn")),
+        ttl=pl.when(is_ip).then(pl.col("ttl")),
+        tcp_seq=_nullable("tcp_seq", "has_tcp"),
+        tcp_ack=_nullable("tcp_ack", "has_tcp"),
+        tcp_flags=_nullable("tcp_flags", "has_tcp"),
+        tcp_payload_bytes=_nullable("tcp_payload_len", "has_tcp"),
+        rtp_ssrc=_nullable("rtp_ssrc", "has_rtp"),
+        rtp_seq=_nullable("rtp_seq", "has_rtp"),
+        rtp_ts=_nullable("rtp_ts", "has_rtp"),
+        rtp_marker=_nullable("rtp_marker", "has_rtp"),
+        rtp_pt=_nullable("rtp_pt", "has_rtp"),
+        flow_hash=pl.when(is_ip).then(pl.col("flow_hash")),
+        l4_hash=pl.col("l4_hash"),
+        truncated=pl.col("truncated"),
+    )
+
+
+def info_from_raw(path: Path, raw: dict[str, Any]) -> CaptureInfo:
+    interfaces = tuple(
+        InterfaceInfo(
+            interface_id=int(i["interface_id"]),
+            link_type=int(i["link_type"]),
+            name=i.get("name"),
+            snaplen=int(i["snaplen"]),
+            ts_resolution=str(i["ts_resolution"]),
+        )
+        for i in raw["interfaces"]
+    )
+    stats = tuple(
+        InterfaceStats(
+            interface_id=int(s["interface_id"]),
+            start_ns=s.get("start_ns"),
+            end_ns=s.get("end_ns"),
+            received=s.get("ifrecv"),
+            dropped_by_interface=s.get("ifdrop"),
+            dropped_by_os=s.get("osdrop"),
+            accepted_by_filter=s.get("filteraccept"),
+            delivered_to_user=s.get("usrdeliv"),
+        )
+        for s in raw["stats"]
+    )
+    return CaptureInfo(
+        path=path,
+        format=str(raw["format"]),
+        engine="native",
+        interfaces=interfaces,
+        stats=stats,
+        warnings=tuple(str(w) for w in raw["warnings"]),
+        nanosecond=raw.get("nanosecond"),
+        big_endian=bool(raw.get("big_endian", False)),
+    )

@@ -1,0 +1,1 @@
+"""One module per ``cganalysis`` subcommand (see :mod:`cganalysis.cli`)."""

@@ -1,0 +1,96 @@
+"""``cganalysis packets INGRESS EGRESS -o PACKETS.parquet``: the per-packet table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cganalysis.capture import ENGINES
+from cganalysis.io import write_json, write_parquet
+from cganalysis.matching import MatchOptions, match_files
+from cganalysis.matching.summary import MatchSummary
+
+
+def add_parser(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "packets",
+        help="match ingress and egress captures into a per-packet delay/loss/ECN table",
+        description=(
+            "Match the captures taken where packets enter (INGRESS) and leave (EGRESS) a "
+            "bottleneck, on one host, into one row per ingress packet: queuing delay, loss "
+            "and ECN marking. A capture tool's stderr saved as CAPTURE.log is read for "
+            "capture drops."
+        ),
+    )
+    p.add_argument("ingress", type=Path, help="capture where packets enter the bottleneck")
+    p.add_argument("egress", type=Path, help="capture where packets leave the bottleneck")
+    p.add_argument("-o", "--output", type=Path, required=True, help="PACKETS.parquet to write")
+    p.add_argument("--flows", type=Path, help="also write the flow table (parquet)")
+    p.add_argument(
+        "--egress-only",
+        type=Path,
+        help="where to write packets seen only at egress (default: OUTPUT stem + "
+        "'.egress-only.parquet')",
+    )
+    p.add_argument("--summary", type=Path, help="also write the match summary (JSON)")
+    p.add_argument("--engine", choices=ENGINES, default="native", help="capture reader")
+    p.add_argument(
+        "--max-delay-ms",
+        type=float,
+        default=MatchOptions.max_delay_ms,
+        help="longest plausible time through the bottleneck (default %(default)s)",
+    )
+    p.add_argument(
+        "--end-guard-ms",
+        type=float,
+        default=None,
+        help="packets entering this close to the end of the egress capture have an unknown "
+        "fate (default: the largest delay measured)",
+    )
+    p.set_defaults(run=run)
+
+
+def egress_only_path(output: Path) -> Path:
+    return output.with_name(output.name.removesuffix(".parquet") + ".egress-only.parquet")
+
+
+def print_summary(s: MatchSummary, seconds: float) -> None:
+    out = sys.stderr
+    rate = s.packets_in / seconds if seconds > 0 else float("nan")
+    print(
+        f"matched {s.packets_in} ingress packets in {seconds:.2f} s ({rate / 1e6:.2f} M/s): "
+        f"{s.packets_delivered} delivered, {s.packets_lost} lost, {s.packets_unknown} unknown; "
+        f"{s.egress_only_packets} seen only at egress",
+        file=out,
+    )
+    if s.reverse_packets_in or s.reverse_packets_out:
+        print(
+            f"left out {s.reverse_packets_in}+{s.reverse_packets_out} packets of flows that "
+            "cross the taps the other way (capture with -Q in / -Q out to avoid them)",
+            file=out,
+        )
+    for name, d in (("ingress", s.capture_drops_ingress), ("egress", s.capture_drops_egress)):
+        if d is None:
+            print(f"note: capture drops of the {name} capture are unknown (no log)", file=out)
+    for w in s.warnings:
+        print(f"WARNING: {w}", file=out)
+    if s.loss_suspect:
+        print("WARNING: LOSS FIGURES ARE SUSPECT: a capture dropped packets", file=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
+    result = match_files(args.ingress, args.egress, engine=args.engine, options=options)
+    provenance = {"summary": result.summary.to_dict()}
+    write_parquet(result.packets, args.output, provenance)
+    write_parquet(result.egress_only, args.egress_only or egress_only_path(args.output), provenance)
+    if args.flows:
+        write_parquet(result.flows, args.flows, provenance)
+    if args.summary:
+        write_json(result.summary.to_dict(), args.summary)
+    print_summary(result.summary, time.perf_counter() - started)
+    return 0

@@ -1,0 +1,55 @@
+"""Writing results atomically: a reader never sees a partial file, an interrupted run
+leaves no output behind, and an existing output is only replaced by a complete one."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import polars as pl
+
+#: Parquet key-value metadata key under which a table's provenance JSON is stored.
+METADATA_KEY = "cganalysis"
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yields a temporary path in ``path``'s folder, renamed to ``path`` on success."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_parquet(df: pl.DataFrame, path: Path, provenance: dict[str, Any] | None = None) -> None:
+    """Writes ``df`` to ``path`` atomically, with ``provenance`` as JSON metadata."""
+    metadata = {METADATA_KEY: json.dumps(provenance, default=str)} if provenance else None
+    with atomic_path(path) as tmp:
+        df.write_parquet(tmp, metadata=metadata)
+
+
+def read_provenance(path: Path) -> dict[str, Any] | None:
+    """The provenance stored by :func:`write_parquet`, or None."""
+    meta = pl.read_parquet_metadata(path)
+    raw = meta.get(METADATA_KEY)
+    return None if raw is None else dict(json.loads(raw))
+
+
+def write_json(obj: Any, path: Path) -> None:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as fh:
+        _dump(obj, fh)
+
+
+def _dump(obj: Any, fh: IO[str]) -> None:
+    json.dump(obj, fh, indent=2, sort_keys=False, default=str)
+    fh.write("\n")

@@ -1,0 +1,236 @@
+"""The project's table schemas, declared once.
+
+Every table that crosses a module or file boundary is described here and checked with
+:func:`check_schema` where it is produced. Units are in the column names (``_ns``,
+``_ms``, ``_bytes``, ``_mbps``). The README documents the same tables for users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from cganalysis.errors import SchemaError
+
+Schema = Mapping[str, pl.DataType | type[pl.DataType]]
+
+#: One row per packet of one capture file (what the reader produces).
+CAPTURE: Schema = {
+    "t_ns": pl.Int64,  # capture timestamp, ns since the epoch; null for a simple packet block
+    "interface_id": pl.UInt32,  # pcapng interface, 0 for pcap
+    "wire_len_bytes": pl.UInt32,  # length on the wire (link layer included)
+    "ip_version": pl.UInt8,  # 4 or 6; null when not IP
+    "src": pl.String,
+    "dst": pl.String,
+    "proto": pl.UInt8,  # IP protocol number (6 TCP, 17 UDP, ...)
+    "sport": pl.UInt16,  # null when not TCP/UDP
+    "dport": pl.UInt16,
+    "ip_id": pl.UInt32,  # IPv4 identification; IPv6 fragment id or null
+    "size_bytes": pl.UInt32,  # IP total length as on the wire (not the snaplen)
+    "dscp": pl.UInt8,
+    "ecn": pl.UInt8,  # 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE
+    "ttl": pl.UInt8,  # IPv4 TTL or IPv6 hop limit
+    "tcp_seq": pl.UInt32,
+    "tcp_ack": pl.UInt32,
+    "tcp_flags": pl.UInt16,
+    "tcp_payload_bytes": pl.UInt32,  # from the IP and TCP header lengths, not the snaplen
+    # RTP header fields wherever the UDP payload parses as RTP version 2; `is_rtp` says
+    # whether the packet belongs to a stream classified as RTP (per flow and SSRC).
+    "rtp_ssrc": pl.UInt32,
+    "rtp_seq": pl.UInt16,
+    "rtp_ts": pl.UInt32,
+    "rtp_marker": pl.Boolean,
+    "rtp_pt": pl.UInt8,
+    "is_rtp": pl.Boolean,
+    "flow_hash": pl.UInt64,  # stable hash of the directional 5-tuple (same in every capture)
+    "l4_hash": pl.UInt64,  # hash of invariant bytes after the L4 header (matching only)
+    "truncated": pl.Boolean,  # snaplen cut a header needed for this row's fields
+}
+
+#: One row per IP packet seen at the ingress capture point (the ``packets`` command).
+PACKETS: Schema = {
+    "flow_id": pl.UInt32,  # row of the flow table (directional 5-tuple and RTP SSRC)
+    "proto": pl.UInt8,
+    "ip_version": pl.UInt8,
+    "src": pl.String,
+    "dst": pl.String,
+    "sport": pl.UInt16,
+    "dport": pl.UInt16,
+    "size_bytes": pl.UInt32,
+    "t_ingress_ns": pl.Int64,
+    "t_egress_ns": pl.Int64,  # null when not seen at egress
+    "delay_ms": pl.Float64,  # egress minus ingress; null when not seen at egress
+    "lost": pl.Boolean,  # null when unknown (outside the egress capture's span)
+    "ecn_ingress": pl.UInt8,
+    "ecn_egress": pl.UInt8,
+    "ce_marked": pl.Boolean,  # became CE across the bottleneck; null when not seen at egress
+    "dscp_ingress": pl.UInt8,
+    "dscp_egress": pl.UInt8,
+    "ip_id": pl.UInt32,
+    "tcp_seq": pl.UInt32,
+    "tcp_ack": pl.UInt32,
+    "tcp_flags": pl.UInt16,
+    "tcp_payload_bytes": pl.UInt32,
+    "rtp_ssrc": pl.UInt32,
+    "rtp_seq": pl.UInt16,
+    "rtp_seq_ext": pl.Int64,  # RTP sequence unwrapped in ingress time order
+    "rtp_ts": pl.UInt32,
+    "rtp_marker": pl.Boolean,
+    "rtp_pt": pl.UInt8,
+}
+
+#: Packets seen only at the egress point (reported, never dropped silently).
+EGRESS_ONLY: Schema = {
+    "flow_id": pl.UInt32,  # null when the flow was never seen at ingress
+    **{k: v for k, v in CAPTURE.items() if k not in ("flow_hash", "l4_hash", "is_rtp")},
+}
+
+#: One row per flow: directional 5-tuple plus RTP SSRC (null for non-RTP flows).
+FLOWS: Schema = {
+    "flow_id": pl.UInt32,
+    "proto": pl.UInt8,
+    "ip_version": pl.UInt8,
+    "src": pl.String,
+    "dst": pl.String,
+    "sport": pl.UInt16,
+    "dport": pl.UInt16,
+    "rtp_ssrc": pl.UInt32,
+    "packets_in": pl.UInt64,
+    "packets_out": pl.UInt64,  # ingress packets seen again at egress
+    "bytes_in": pl.UInt64,
+    "bytes_out": pl.UInt64,
+    "packets_lost": pl.UInt64,
+    "packets_unknown": pl.UInt64,  # entered outside the egress capture's span
+    "loss_rate": pl.Float64,  # lost / (in - unknown), in [0, 1]
+    "delay_mean_ms": pl.Float64,
+    "delay_min_ms": pl.Float64,
+    "delay_p50_ms": pl.Float64,
+    "delay_p95_ms": pl.Float64,
+    "delay_p99_ms": pl.Float64,
+    "delay_max_ms": pl.Float64,
+    "ecn_not_ect_in": pl.UInt64,
+    "ecn_ect1_in": pl.UInt64,
+    "ecn_ect0_in": pl.UInt64,
+    "ecn_ce_in": pl.UInt64,
+    "ce_marked": pl.UInt64,  # packets that became CE across the bottleneck
+    "t_first_ns": pl.Int64,
+    "t_last_ns": pl.Int64,
+    "rate_in_mbps": pl.Float64,  # ingress IP bytes over the flow's duration
+}
+
+
+def check_schema(df: pl.DataFrame, schema: Schema, table: str) -> pl.DataFrame:
+    """Returns ``df`` with its columns in schema order, or raises naming what differs."""
+    missing = [c for c in schema if c not in df.columns]
+    extra = [c for c in df.columns if c not in schema]
+    wrong = [
+        f"{c} is {df.schema[c]}, expected {schema[c]}"
+        for c in schema
+        if c in df.columns and df.schema[c] != schema[c]
+    ]
+    if missing or extra or wrong:
+        parts = []
+        if missing:
+            parts.append(f"missing columns {missing}")
+        if extra:
+            parts.append(f"unexpected columns {extra}")
+        parts.extend(wrong)
+        raise SchemaError(f"{table} table does not match its schema: " + "; ".join(parts))
+    return df.select(list(schema))
+
+
+def empty(schema: Schema) -> pl.DataFrame:
+    """An empty frame with the schema's columns and types."""
+    return pl.DataFrame(schema=dict(schema))
+
+
+# --- Metrics (cganalysis.metrics, cganalysis.report) -------------------------------------
+
+#: Bitrate per role and time bin (``cganalysis.metrics.bitrate.bitrate_series``).
+BITRATE_SERIES: Schema = {
+    "t_s": pl.Float64,  # bin start, seconds from the run's t0
+    "role": pl.String,  # or flow_id (UInt32) when the series is per flow
+    "point": pl.String,  # "egress" (delivered) or "ingress" (offered)
+    "bytes": pl.Int64,
+    "rate_mbps": pl.Float64,  # 0 for a bin with no packet
+}
+
+#: One run's per-role series for the time-series figures (``metrics.timeseries``).
+RUN_TIMESERIES: Schema = {
+    "t_s": pl.Float64,
+    "role": pl.String,
+    "rate_mbps": pl.Float64,  # delivered (by egress time; ingress time for a single capture)
+    "offered_mbps": pl.Float64,  # by ingress time
+    "delay_mean_ms": pl.Float64,  # of the packets that entered in the bin; null if none
+    "delay_p95_ms": pl.Float64,
+    "delay_max_ms": pl.Float64,
+    "loss_pct": pl.Float64,  # in [0, 100]; null when no packet's fate is known
+    "packets": pl.Int64,  # packets that entered in the bin
+    "capacity_mbps": pl.Float64,  # null when not given
+}
+
+#: One row per run: the top-level metrics of a metrics JSON (``metrics.rows.run_rows``).
+METRICS_RUNS: Schema = {
+    "run_id": pl.String,
+    "campaign": pl.String,
+    "qdisc": pl.String,
+    "cca": pl.String,
+    "system": pl.String,
+    "queue": pl.String,
+    "repetition": pl.Int64,
+    "capacity_mbps": pl.Float64,  # configured (the condition's name), else the one used
+    "capacity_used_mbps": pl.Float64,  # what utilisation and fairness divided by
+    "capacity_source": pl.String,  # configured, measured or trace
+    "utilisation_total": pl.Float64,  # [0, 1]
+    "fairness_ratio": pl.Float64,  # [-1, 1]
+    "jain_index": pl.Float64,  # [0.5, 1] for two flows
+    "response_time_s": pl.Float64,
+    "response_status": pl.String,  # reached, never, not_applicable
+    "recovery_time_s": pl.Float64,
+    "recovery_status": pl.String,
+}
+
+#: One row per run, phase and role (``metrics.rows.role_rows``).
+METRICS_ROLES: Schema = {
+    "run_id": pl.String,
+    "campaign": pl.String,
+    "qdisc": pl.String,
+    "cca": pl.String,
+    "system": pl.String,
+    "queue": pl.String,
+    "repetition": pl.Int64,
+    "capacity_mbps": pl.Float64,
+    "phase": pl.String,  # window, before_competitor, with_competitor
+    "role": pl.String,  # cg, competitor, other
+    "packets": pl.Int64,
+    "bytes": pl.Int64,
+    "delay_count": pl.Int64,
+    "delay_mean_ms": pl.Float64,
+    "delay_std_ms": pl.Float64,
+    "delay_var_ms2": pl.Float64,
+    "delay_min_ms": pl.Float64,
+    "delay_p25_ms": pl.Float64,
+    "delay_p50_ms": pl.Float64,
+    "delay_p75_ms": pl.Float64,
+    "delay_p95_ms": pl.Float64,
+    "delay_p99_ms": pl.Float64,
+    "delay_max_ms": pl.Float64,
+    "pct_delay_over_10ms": pl.Float64,  # [0, 100]
+    "pct_delay_over_20ms": pl.Float64,
+    "pct_delay_over_50ms": pl.Float64,
+    "pct_delay_over_100ms": pl.Float64,
+    "bitrate_mean_mbps": pl.Float64,
+    "bitrate_std_mbps": pl.Float64,
+    "bitrate_q1_mbps": pl.Float64,
+    "bitrate_median_mbps": pl.Float64,
+    "bitrate_q3_mbps": pl.Float64,
+    "offered_mean_mbps": pl.Float64,
+    "loss_rate": pl.Float64,  # [0, 1]
+    "packets_lost": pl.Int64,
+    "packets_loss_known": pl.Int64,
+    "ce_rate": pl.Float64,  # [0, 1] of delivered packets
+    "jitter_mean_ms": pl.Float64,
+    "jitter_last_ms": pl.Float64,
+    "utilisation": pl.Float64,  # [0, 1]
+}
