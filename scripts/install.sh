@@ -34,6 +34,12 @@ if ! command -v cargo >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq cargo rustc
 fi
 
+# The data-plane programs (traffic generator, link emulator) go on the PATH.
+echo "install.sh: building the native programs (cga-cg, cga-emu)"
+for crate in cg emulator; do
+  cargo install --quiet --locked --force --path "native/$crate" --root "${CGA_PREFIX:-/usr/local}"
+done
+
 python3 -m pip install --quiet --upgrade "pip>=23" "maturin>=1.7,<2"
 # Editable install: the native extension (native/) is compiled in release mode by maturin.
 python3 -m pip install --quiet -e ".${extras}"
