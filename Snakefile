@@ -6,6 +6,10 @@
 #   data/processed/<campaign>/<run_id>/packets.parquet   one row per ingress packet
 #   data/processed/<campaign>/<run_id>/flows.parquet     one row per flow
 #   data/processed/<campaign>/<run_id>/match.json        match summary (loss, capture drops)
+#   results/metrics/<campaign>/<run_id>.json             the papers' metrics of one run
+#   results/figures/<campaign>/<run_id>.timeseries.pdf   throughput / delay / loss over time
+#   results/tables/<campaign>/<table>.{csv,md,tex}       the papers' tables
+#   results/figures/<campaign>/<figure>.{pdf,png}        the papers' figures
 #   logs/<rule>/<campaign>/<run_id>.log                  every rule's log
 #
 # `snakemake --cores 4` builds `all`; `snakemake -n` shows what would run.
@@ -20,9 +24,12 @@ configfile: "configs/config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/packets.smk"
+include: "workflow/rules/metrics.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:
     default_target: True
     input:
         processed_outputs(),
+        result_outputs(),

@@ -21,6 +21,9 @@ from cganalysis.errors import CganalysisError
 COMMANDS: tuple[str, ...] = (
     "packets",
     "inspect",
+    "metrics",
+    "tables",
+    "figures",
 )
 
 

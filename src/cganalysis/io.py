@@ -24,6 +24,11 @@ def atomic_path(path: Path) -> Iterator[Path]:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
+    # mkstemp makes the file owner-only; results are ordinary files, readable as the umask
+    # allows (the umask can only be read by setting it).
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o666 & ~umask)
     try:
         yield tmp
         tmp.replace(path)

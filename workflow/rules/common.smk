@@ -49,3 +49,28 @@ def processed_outputs():
         str(PROCESSED / campaign / run_id / "packets.parquet")
         for campaign, run_id in raw_runs()
     ]
+
+
+def campaign_metrics(campaign):
+    """The metrics files of every raw run of `campaign`."""
+    return [f"results/metrics/{c}/{r}.json" for c, r in raw_runs() if c == campaign]
+
+
+# The files each artefact of a campaign makes (see workflow/rules/figures.smk).
+ARTEFACT_FILES = {
+    "tma_table1": ["results/tables/{c}/tma_table1.md"],
+    "tma_table2": ["results/tables/{c}/tma_table2.md"],
+    "xu_tables": ["results/tables/{c}/xu_table2.md"],
+    "xu_figures": ["results/figures/{c}/xu_fig3_fairness.pdf"],
+}
+
+
+def result_outputs():
+    """Per run: metrics and the time-series figure; per campaign: its artefacts."""
+    runs = raw_runs()
+    out = [f"results/metrics/{c}/{r}.json" for c, r in runs]
+    out += [f"results/figures/{c}/{r}.timeseries.pdf" for c, r in runs]
+    for campaign in {c for c, _ in runs}:
+        for artefact in config.get("artefacts", {}).get(campaign, []):
+            out += [f.format(c=campaign) for f in ARTEFACT_FILES[artefact]]
+    return sorted(out)

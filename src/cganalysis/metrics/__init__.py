@@ -1,0 +1,42 @@
+"""Metrics of the two papers over per-packet tables: pure functions over polars frames.
+
+One module per role: :mod:`.roles` (which flow is which), :mod:`.spec` (what the run was),
+:mod:`.timebase` (roles and relative times), :mod:`.bitrate`, :mod:`.delay`, :mod:`.loss`,
+:mod:`.capacity` (constant or mahimahi trace), :mod:`.fairness`, :mod:`.response`,
+:mod:`.adaptiveness`, :mod:`.single` (RTP jitter), :mod:`.aggregate` (repetitions),
+:mod:`.timeseries` (figure series), :mod:`.compute` (one run's JSON), :mod:`.rows` (JSON to
+tables) and :mod:`.io` (the only module that opens files). Definitions: docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from cganalysis.metrics.compute import run_metrics
+from cganalysis.metrics.roles import RoleRule, parse_rule, parse_rules
+from cganalysis.metrics.spec import (
+    Capacity,
+    ResponseSettings,
+    RunSpec,
+    Step,
+    Window,
+    choose_capacity,
+    spec_from_meta,
+    spec_from_values,
+)
+from cganalysis.metrics.timebase import Prepared, prepare
+
+__all__ = [
+    "Capacity",
+    "Prepared",
+    "ResponseSettings",
+    "RoleRule",
+    "RunSpec",
+    "Step",
+    "Window",
+    "choose_capacity",
+    "parse_rule",
+    "parse_rules",
+    "prepare",
+    "run_metrics",
+    "spec_from_meta",
+    "spec_from_values",
+]

@@ -1,0 +1,442 @@
+"""One run's metrics, as the JSON document ``cganalysis metrics`` writes.
+
+The document's layout is described in docs/metrics.md and checked by
+:data:`cganalysis.metrics.jsonschema.METRICS_JSON_SCHEMA`. Percentages are in [0, 100],
+rates and utilisations are ratios in [0, 1] (the fairness ratio in [-1, 1]); ``null`` marks a
+value that does not apply (no competing flow, no delivered packet, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cganalysis.errors import ConfigError
+from cganalysis.metrics.bitrate import BITS_PER_MBIT, bitrate_series, n_bins
+from cganalysis.metrics.capacity import LinkCapacity
+from cganalysis.metrics.delay import delay_stats, quantile_key, threshold_key
+from cganalysis.metrics.fairness import jain_index, xu_fairness_ratio
+from cganalysis.metrics.loss import Loss, loss, rtp_gap_loss
+from cganalysis.metrics.response import (
+    Adaptation,
+    Level,
+    adaptation_times,
+    events_from_schedule,
+    first_of,
+)
+from cganalysis.metrics.roles import OTHER
+from cganalysis.metrics.single import rtp_jitter
+from cganalysis.metrics.spec import BitratePoint, RunSpec, Step, Window
+from cganalysis.metrics.timebase import NS_PER_S, Prepared, Resolved, prepare, resolve_window
+
+SCHEMA_VERSION = 1
+CG, COMPETITOR = "cg", "competitor"
+MAIN_ROLES: tuple[str, ...] = (CG, COMPETITOR)
+
+
+def link_capacity(spec: RunSpec, trace_ms: np.ndarray | None) -> LinkCapacity:
+    cap = spec.capacity
+    if cap.source == "trace":
+        if trace_ms is None:
+            raise ConfigError(
+                f"capacity trace {cap.trace}: not loaded (read it with io.read_trace)"
+            )
+        return LinkCapacity(
+            trace_ms=trace_ms,
+            offset_s=cap.trace_offset_s,
+            scale=cap.trace_scale,
+            bytes_per_opportunity=cap.trace_bytes_per_opportunity,
+        )
+    return LinkCapacity(constant_mbps=cap.mbps)
+
+
+def whole_bins(window: Resolved, bin_s: float, name: str) -> Resolved:
+    """The window shortened to a whole number of bins (see bitrate.py)."""
+    n = n_bins(window.start_s, window.end_s, bin_s)
+    if n == 0:
+        raise ConfigError(
+            f"{name} {window.requested}: shorter than one bin ({bin_s:g} s) once clipped to the "
+            "data; give a longer window or a smaller --bin-s"
+        )
+    return Resolved(window.start_s, window.start_s + n * bin_s, window.requested, window.warnings)
+
+
+def on_intervals(schedule: Sequence[Step], end_s: float) -> list[tuple[float, float]]:
+    """The spans during which the competitor is scheduled on."""
+    spans: list[tuple[float, float]] = []
+    start: float | None = None
+    for step in schedule:
+        if step.on and start is None:
+            start = step.t_s
+        elif not step.on and start is not None:
+            spans.append((start, step.t_s))
+            start = None
+    if start is not None and start < end_s:
+        spans.append((start, end_s))
+    return spans
+
+
+def infer_schedule(prepared: Prepared, bin_s: float) -> tuple[Step, ...]:
+    """On at the competitor's first packet, off at its last unless that is the data's end.
+
+    For captures without a testbed schedule (a commercial CG service and a download started
+    by hand): Xu's response and recovery still apply, timed from the traffic itself.
+    """
+    comp = prepared.packets.filter(pl.col("role") == COMPETITOR)
+    if comp.height == 0:
+        return ()
+    first = comp.get_column("t_in_ns").min()
+    last = comp.get_column("t_in_ns").max()
+    assert isinstance(first, int) and isinstance(last, int)
+    steps = [Step(first / NS_PER_S, None)]
+    if prepared.data_end_s - last / NS_PER_S > 2 * bin_s:
+        steps.append(Step(last / NS_PER_S, 0.0))
+    return tuple(steps)
+
+
+def role_stats(
+    packets: pl.DataFrame,
+    role: str,
+    *,
+    window: Resolved,
+    spec: RunSpec,
+    point: BitratePoint,
+    single: bool,
+    capacity_bits: float,
+) -> dict[str, Any]:
+    """The per-role block of the JSON, over ``window`` (already whole bins)."""
+    s_ns, e_ns = window.ns()
+    mine = packets.filter(pl.col("role") == role)
+    entered = mine.filter((pl.col("t_in_ns") >= s_ns) & (pl.col("t_in_ns") < e_ns))
+    d = delay_stats(entered.get_column("delay_ms"), spec.delay_thresholds_ms)
+    series = bitrate_series(
+        mine,
+        start_s=window.start_s,
+        end_s=window.end_s,
+        bin_s=spec.bin_s,
+        point=point,
+        keys=[role],
+    )
+    rates = series.get_column("rate_mbps").to_numpy()
+    q1, q2, q3 = (float(v) for v in np.quantile(rates, [0.25, 0.5, 0.75], method="linear"))
+    delivered_bits = float(series.get_column("bytes").sum()) * 8.0
+    offered_bits = float(entered.get_column("size_bytes").cast(pl.Int64).sum()) * 8.0
+    lost: Loss | None
+    if single:
+        lost = (
+            rtp_gap_loss(entered) if entered.get_column("rtp_seq_ext").is_not_null().any() else None
+        )
+        loss_source = None if lost is None else "rtp_sequence"
+    else:
+        lost, loss_source = loss(entered), "matched"
+    delivered = entered.filter(pl.col("t_out_ns").is_not_null()) if not single else entered
+    ce = delivered.get_column("ce_marked").drop_nulls()
+    jitter = rtp_jitter(delivered, time_col="t_in_ns" if single else "t_out_ns")
+    out: dict[str, Any] = {
+        "packets": entered.height,
+        "bytes": int(offered_bits // 8),
+        "delay_count": d.count,
+        "delay_mean_ms": d.mean_ms,
+        "delay_std_ms": d.std_ms,
+        "delay_var_ms2": d.var_ms2,
+        "delay_min_ms": d.min_ms,
+        **{f"delay_{quantile_key(q)}_ms": v for q, v in d.quantiles_ms.items()},
+        "delay_max_ms": d.max_ms,
+        **{threshold_key(t): v for t, v in d.pct_over.items()},
+        "bitrate_mean_mbps": float(rates.mean()),
+        "bitrate_std_mbps": float(rates.std()),
+        "bitrate_q1_mbps": q1,
+        "bitrate_median_mbps": q2,
+        "bitrate_q3_mbps": q3,
+        "offered_mean_mbps": offered_bits / window.duration_s / BITS_PER_MBIT,
+        "loss_rate": None if lost is None else lost.rate,
+        "packets_lost": None if lost is None else lost.lost,
+        "packets_loss_known": None if lost is None else lost.known,
+        "loss_source": loss_source,
+        "ce_rate": float(ce.mean()) if ce.len() else None,  # type: ignore[arg-type]
+        "jitter_mean_ms": jitter.mean_ms,
+        "jitter_last_ms": jitter.last_ms,
+        "utilisation": delivered_bits / capacity_bits if capacity_bits > 0 else None,
+    }
+    return out
+
+
+def roles_block(
+    prepared: Prepared,
+    window: Resolved,
+    spec: RunSpec,
+    point: BitratePoint,
+    capacity: LinkCapacity,
+) -> dict[str, dict[str, Any]]:
+    present = set(prepared.packets.get_column("role").unique().to_list())
+    roles = [*MAIN_ROLES, *sorted(r for r in present if r not in MAIN_ROLES)]
+    cap_bits = capacity.bits(window.start_s, window.end_s)
+    return {
+        r: role_stats(
+            prepared.packets,
+            r,
+            window=window,
+            spec=spec,
+            point=point,
+            single=prepared.mode == "single",
+            capacity_bits=cap_bits,
+        )
+        for r in roles
+    }
+
+
+def _level(level: Level | None) -> dict[str, float] | None:
+    if level is None:
+        return None
+    return {
+        "mean_mbps": level.mean_mbps,
+        "std_mbps": level.std_mbps,
+        "from_s": level.start_s,
+        "to_s": level.end_s,
+    }
+
+
+def _adaptation(a: Adaptation) -> dict[str, Any]:
+    return {
+        "t_s": a.event.t_s,
+        "kind": a.event.kind,
+        "rate_before_mbps": a.event.rate_before_mbps,
+        "rate_after_mbps": a.event.rate_after_mbps,
+        "baseline": _level(a.baseline),
+        "target": _level(a.target),
+        "time_s": a.time_s,
+        "status": a.status,
+        "note": a.note,
+    }
+
+
+def fairness_block(
+    prepared: Prepared,
+    *,
+    spec: RunSpec,
+    window: Resolved,
+    point: BitratePoint,
+    capacity: LinkCapacity,
+    spans: Sequence[tuple[float, float]],
+    warnings: list[str],
+) -> dict[str, Any] | None:
+    """Xu's ratio and Jain's index over the competition bins, or None when not applicable."""
+    if prepared.packets.filter(pl.col("role") == COMPETITOR).height == 0:
+        return None
+    if spec.fairness_window is not None:
+        fw = whole_bins(
+            resolve_window(spec.fairness_window, prepared, "fairness window", spec.bin_s),
+            spec.bin_s,
+            "fairness window",
+        )
+        start, end, mask_spans = fw.start_s, fw.end_s, [(fw.start_s, fw.end_s)]
+        warnings.extend(fw.warnings)
+    else:
+        start, end, mask_spans = window.start_s, window.end_s, list(spans)
+    series = bitrate_series(
+        prepared.packets,
+        start_s=start,
+        end_s=end,
+        bin_s=spec.bin_s,
+        point=point,
+        keys=list(MAIN_ROLES),
+    )
+    cap = capacity.series(start, end, spec.bin_s)
+    t = cap.get_column("t_s").to_numpy()
+    inside = np.zeros(t.size, dtype=bool)
+    for a, b in mask_spans:
+        inside |= (t >= a - 1e-9) & (t + spec.bin_s <= b + 1e-9)
+    if not inside.any():
+        warnings.append("fairness: the competitor is never on inside the analysis window")
+        return None
+    means = {}
+    for role in MAIN_ROLES:
+        r = series.filter(pl.col("role") == role).sort("t_s").get_column("rate_mbps").to_numpy()
+        means[role] = float(r[inside].mean())
+    cap_mbps = float(cap.get_column("capacity_mbps").to_numpy()[inside].mean())
+    return {
+        "bins": int(inside.sum()),
+        "from_s": float(t[inside].min()),
+        "to_s": float(t[inside].max() + spec.bin_s),
+        "cg_mean_mbps": means[CG],
+        "competitor_mean_mbps": means[COMPETITOR],
+        "capacity_mbps": cap_mbps,
+        "fairness_ratio": xu_fairness_ratio(means[CG], means[COMPETITOR], cap_mbps)
+        if cap_mbps > 0
+        else None,
+        "jain_index": jain_index([means[CG], means[COMPETITOR]]),
+    }
+
+
+def phases_block(
+    prepared: Prepared,
+    *,
+    spec: RunSpec,
+    point: BitratePoint,
+    capacity: LinkCapacity,
+    spans: Sequence[tuple[float, float]],
+    warnings: list[str],
+) -> dict[str, Any]:
+    """Per-role stats without and with the competitor (Xu Tables 2-5)."""
+    if not spans:
+        return {}
+    first_on, first_off = spans[0]
+    wanted = {
+        "before_competitor": (prepared.data_start_s, first_on),
+        "with_competitor": (first_on, first_off),
+    }
+    out: dict[str, Any] = {}
+    for name, (a, b) in wanted.items():
+        try:
+            r = whole_bins(
+                resolve_window(Window(a, b), prepared, name, spec.bin_s), spec.bin_s, name
+            )
+        except ConfigError as err:
+            warnings.append(f"phase {name} skipped: {err}")
+            continue
+        out[name] = {
+            "window_s": [r.start_s, r.end_s],
+            "roles": roles_block(prepared, r, spec, point, capacity),
+        }
+    return out
+
+
+def run_metrics(
+    packets: pl.DataFrame,
+    spec: RunSpec,
+    *,
+    trace_ms: np.ndarray | None = None,
+    packets_path: str | None = None,
+) -> dict[str, Any]:
+    """Every metric of one run, as a JSON-ready dict."""
+    prepared = prepare(packets, spec)
+    capacity = link_capacity(spec, trace_ms)
+    warnings: list[str] = []
+    single = prepared.mode == "single"
+    point: BitratePoint = spec.bitrate_point
+    if single and point == "egress":
+        point = "ingress"
+        warnings.append("single capture (no egress times): bitrates are measured at ingress")
+    window = whole_bins(
+        resolve_window(spec.window, prepared, tolerance_s=spec.bin_s), spec.bin_s, "--window"
+    )
+    warnings.extend(window.warnings)
+
+    schedule, schedule_source = spec.schedule, "meta" if spec.source != "flags" else "flags"
+    if not schedule:
+        schedule = infer_schedule(prepared, spec.bin_s)
+        schedule_source = "inferred" if schedule else "none"
+    spans = on_intervals(schedule, prepared.data_end_s)
+
+    roles = roles_block(prepared, window, spec, point, capacity)
+    warnings.extend(
+        f"role {role}: no packet in the analysis window matched its rules"
+        for role in MAIN_ROLES
+        if roles[role]["packets"] == 0
+    )
+    total = sum(v["utilisation"] or 0.0 for v in roles.values())
+    if total > 1.02:
+        warnings.append(
+            f"total utilisation {total:.3f} > 1: the capacity used "
+            f"({capacity.mean_mbps(window.start_s, window.end_s):.3g} Mbit/s) is below what "
+            "the link delivered; check capacity_mbps or the measured capacity"
+        )
+
+    fairness = fairness_block(
+        prepared,
+        spec=spec,
+        window=window,
+        point=point,
+        capacity=capacity,
+        spans=spans,
+        warnings=warnings,
+    )
+
+    # Response and recovery look at the whole run: the phases before, during and after the
+    # competing flow, not only the analysis window.
+    events = events_from_schedule(schedule)
+    adaptations: list[Adaptation] = []
+    if events and prepared.packets.filter(pl.col("role") == COMPETITOR).height > 0:
+        t_first = np.floor(min(prepared.data_start_s, 0.0) / spec.bin_s) * spec.bin_s
+        cg = bitrate_series(
+            prepared.packets,
+            start_s=float(t_first),
+            end_s=prepared.data_end_s,
+            bin_s=spec.bin_s,
+            point=point,
+            keys=[CG],
+        ).filter(pl.col("role") == CG)
+        adaptations = adaptation_times(
+            cg.get_column("t_s").to_numpy(),
+            cg.get_column("rate_mbps").to_numpy(),
+            events,
+            bin_s=spec.bin_s,
+            data_end_s=prepared.data_end_s,
+            settings=spec.response,
+        )
+    response = first_of(adaptations, "arrival")
+    recovery = first_of(adaptations, "departure")
+
+    cap = spec.capacity
+    excluded = prepared.excluded
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run": dict(spec.labels),
+        "inputs": {
+            "packets": packets_path,
+            "spec_source": spec.source,
+            "mode": prepared.mode,
+            "t0_ns": prepared.t0_ns,
+            "t0_source": prepared.t0_source,
+            "data_span_s": [prepared.data_start_s, prepared.data_end_s],
+            "capacity": {
+                "source": cap.source,
+                "mbps": capacity.mean_mbps(window.start_s, window.end_s),
+                "configured_mbps": cap.configured_mbps,
+                "measured_mbps": cap.measured_mbps,
+                "trace": None if cap.trace is None else str(cap.trace),
+                "trace_scale": cap.trace_scale if cap.trace else None,
+                "trace_offset_s": cap.trace_offset_s if cap.trace else None,
+            },
+            "window_s": [spec.window.start_s, spec.window.end_s],
+            "window_effective_s": [window.start_s, window.end_s],
+            "bin_s": spec.bin_s,
+            "bitrate_point": point,
+            "direction": spec.direction,
+            "rules": [str(r) for r in spec.rules] + [f"{OTHER}=(unmatched)"],
+            "schedule": [{"t_s": s.t_s, "rate_mbps": s.rate_mbps} for s in schedule],
+            "schedule_source": schedule_source,
+            "fairness_window_s": None
+            if spec.fairness_window is None
+            else [spec.fairness_window.start_s, spec.fairness_window.end_s],
+            "response": {
+                "before_s": spec.response.before_s,
+                "settle_s": spec.response.settle_s,
+                "smooth_s": spec.response.smooth_s,
+            },
+            "delay_thresholds_ms": list(spec.delay_thresholds_ms),
+            "excluded_reverse": {
+                "flows": excluded.height,
+                "packets": int(excluded.get_column("packets").sum()) if excluded.height else 0,
+                "bytes": int(excluded.get_column("bytes").sum()) if excluded.height else 0,
+            },
+        },
+        "roles": roles,
+        "utilisation_total": total,
+        "fairness_ratio": None if fairness is None else fairness["fairness_ratio"],
+        "jain_index": None if fairness is None else fairness["jain_index"],
+        "fairness": fairness,
+        "response_time_s": None if response is None else response.time_s,
+        "response_status": "not_applicable" if response is None else response.status,
+        "recovery_time_s": None if recovery is None else recovery.time_s,
+        "recovery_status": "not_applicable" if recovery is None else recovery.status,
+        "events": [_adaptation(a) for a in adaptations],
+        "phases": phases_block(
+            prepared, spec=spec, point=point, capacity=capacity, spans=spans, warnings=warnings
+        ),
+        "warnings": warnings,
+    }
+    return doc

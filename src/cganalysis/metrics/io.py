@@ -1,0 +1,102 @@
+"""The files the metrics read and write: packets, run metadata, traces, metrics JSON.
+
+Everything else in :mod:`cganalysis.metrics` is pure; this is where paths are opened.
+Writes are atomic (:mod:`cganalysis.io`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cganalysis.errors import ConfigError
+from cganalysis.io import write_json, write_parquet
+from cganalysis.metrics.compute import link_capacity, run_metrics
+from cganalysis.metrics.spec import RunSpec, spec_from_meta
+from cganalysis.metrics.timebase import check_columns, prepare
+from cganalysis.metrics.timeseries import run_timeseries
+from cganalysis.schemas import RUN_TIMESERIES, check_schema
+
+
+def read_packets(path: Path) -> pl.DataFrame:
+    """A PACKETS parquet file; a missing file or column is a :class:`ConfigError`."""
+    if not path.is_file():
+        raise ConfigError(f"packets table {path}: no such file (make it with `cganalysis packets`)")
+    try:
+        df = pl.read_parquet(path)
+    except (OSError, pl.exceptions.ComputeError) as err:
+        raise ConfigError(f"packets table {path}: not a readable parquet file ({err})") from None
+    check_columns(df, f"packets table {path}")
+    return df
+
+
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"{what} {path}: no such file")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{what} {path}: not valid JSON ({err})") from None
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{what} {path}: expected a JSON object at the top level")
+    return obj
+
+
+def read_run_spec(path: Path) -> RunSpec:
+    """The run spec from a run's meta.json (relative trace paths: next to the file)."""
+    return spec_from_meta(read_json_object(path, "run metadata"), path.parent, where=str(path))
+
+
+def read_trace(path: Path) -> np.ndarray:
+    """A mahimahi trace: one delivery opportunity per line, a time in ms."""
+    if not path.is_file():
+        raise ConfigError(f"capacity trace {path}: no such file")
+    try:
+        times = np.loadtxt(path, dtype=np.float64, ndmin=1)
+    except ValueError as err:
+        raise ConfigError(
+            f"capacity trace {path}: expected one integer time in ms per line ({err})"
+        ) from None
+    if times.size == 0:
+        raise ConfigError(f"capacity trace {path}: empty")
+    return times
+
+
+def write_metrics(doc: dict[str, Any], path: Path) -> None:
+    write_json(doc, path)
+
+
+def read_metrics(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Metrics documents written by ``cganalysis metrics``."""
+    docs = []
+    for p in paths:
+        doc = read_json_object(p, "metrics file")
+        if "roles" not in doc or "inputs" not in doc:
+            raise ConfigError(f"metrics file {p}: not written by `cganalysis metrics`")
+        doc.setdefault("run", {}).setdefault("run_id", p.stem)
+        docs.append(doc)
+    return docs
+
+
+def metrics_to_files(
+    packets_path: Path, spec: RunSpec, output: Path, timeseries: Path | None = None
+) -> dict[str, Any]:
+    """Reads a run's packets (and trace), writes its metrics JSON (and series); the document.
+
+    The one entry point of the ``metrics`` command and the Snakemake rule.
+    """
+    packets = read_packets(packets_path)
+    trace = read_trace(spec.capacity.trace) if spec.capacity.trace is not None else None
+    doc = run_metrics(packets, spec, trace_ms=trace, packets_path=str(packets_path))
+    write_metrics(doc, output)
+    if timeseries is not None:
+        series = run_timeseries(
+            prepare(packets, spec), bin_s=spec.bin_s, capacity=link_capacity(spec, trace)
+        )
+        write_parquet(check_schema(series, RUN_TIMESERIES, "RUN_TIMESERIES"), timeseries)
+    return doc

@@ -1,0 +1,90 @@
+"""Metrics documents flattened into tables: one row per run, one row per run and role.
+
+These are what the tables and the heatmaps group and pivot; their layouts are the
+METRICS_RUNS and METRICS_ROLES schemas of :mod:`cganalysis.schemas`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS, check_schema
+
+#: Phase name of the analysis window in METRICS_ROLES (the others come from the documents).
+WINDOW_PHASE = "window"
+
+
+def _labels(doc: Mapping[str, Any]) -> dict[str, Any]:
+    run = doc.get("run", {})
+    cap = doc["inputs"]["capacity"]
+    queue = run.get("queue")
+    rep = run.get("repetition")
+    return {
+        "run_id": run.get("run_id"),
+        "campaign": run.get("campaign"),
+        "qdisc": run.get("qdisc"),
+        "cca": run.get("cca"),
+        "system": run.get("system"),
+        "queue": None if queue is None else str(queue),
+        "repetition": None if rep is None else int(rep),
+        "capacity_mbps": cap.get("configured_mbps") or cap.get("mbps"),
+    }
+
+
+def run_rows(docs: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
+    rows = [
+        {
+            **_labels(doc),
+            "capacity_used_mbps": doc["inputs"]["capacity"]["mbps"],
+            "capacity_source": doc["inputs"]["capacity"]["source"],
+            "utilisation_total": doc["utilisation_total"],
+            "fairness_ratio": doc["fairness_ratio"],
+            "jain_index": doc["jain_index"],
+            "response_time_s": doc["response_time_s"],
+            "response_status": doc["response_status"],
+            "recovery_time_s": doc["recovery_time_s"],
+            "recovery_status": doc["recovery_status"],
+        }
+        for doc in docs
+    ]
+    return check_schema(
+        pl.DataFrame(rows, schema=dict(METRICS_RUNS), orient="row"), METRICS_RUNS, "METRICS_RUNS"
+    )
+
+
+def role_rows(docs: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
+    """Every role of every phase of every run; metric columns as in METRICS_ROLES."""
+    metric_cols = [c for c in METRICS_ROLES if c not in _labels_columns()]
+    rows = []
+    for doc in docs:
+        labels = _labels(doc)
+        phases = {WINDOW_PHASE: doc["roles"]}
+        phases.update({k: v["roles"] for k, v in doc.get("phases", {}).items()})
+        for phase, roles in phases.items():
+            for role, values in roles.items():
+                row = {**labels, "phase": phase, "role": role}
+                row.update({c: values.get(c) for c in metric_cols if c not in ("phase", "role")})
+                rows.append(row)
+    return check_schema(
+        pl.DataFrame(rows, schema=dict(METRICS_ROLES), orient="row"),
+        METRICS_ROLES,
+        "METRICS_ROLES",
+    )
+
+
+def _labels_columns() -> tuple[str, ...]:
+    return (
+        "run_id",
+        "campaign",
+        "qdisc",
+        "cca",
+        "system",
+        "queue",
+        "repetition",
+        "capacity_mbps",
+        "phase",
+        "role",
+    )

@@ -1,0 +1,363 @@
+"""What a run was, as the metrics need it: capacity, windows, schedule and roles.
+
+A :class:`RunSpec` comes from a run's ``meta.json`` (:func:`spec_from_meta`, keys documented
+in ``docs/metrics.md`` and checked against :data:`META_SCHEMA`) or from command-line flags
+(:func:`spec_from_values`). Every time is in seconds from the run's origin ``t0``: the
+``start_ns`` of the metadata when given, else the first packet seen at ingress.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+
+from cganalysis.errors import ConfigError
+from cganalysis.metrics.roles import RoleRule, rules_from_mapping
+
+CapacitySource = Literal["configured", "measured", "trace"]
+BitratePoint = Literal["egress", "ingress"]
+Direction = Literal["dominant", "all"]
+
+#: Xu & Claypool compute bitrates every 0.5 s.
+DEFAULT_BIN_S = 0.5
+#: TMA 2024 Table I and II thresholds.
+DEFAULT_DELAY_THRESHOLDS_MS: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0)
+#: Labels copied from the metadata into every result, for tables and figures.
+LABEL_KEYS: tuple[str, ...] = (
+    "run_id",
+    "campaign",
+    "qdisc",
+    "cca",
+    "system",
+    "repetition",
+    "queue",
+)
+
+
+@dataclass(frozen=True)
+class Window:
+    """``[start_s, end_s)`` in seconds from t0; ``end_s`` None means the end of the data."""
+
+    start_s: float
+    end_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.start_s) or (
+            self.end_s is not None and not math.isfinite(self.end_s)
+        ):
+            raise ConfigError(f"window {self}: times must be finite numbers of seconds")
+        if self.end_s is not None and self.end_s <= self.start_s:
+            raise ConfigError(
+                f"window {self.start_s}:{self.end_s}: the end must be after the start"
+            )
+
+    def __str__(self) -> str:
+        end = "" if self.end_s is None else f"{self.end_s:g}"
+        return f"{self.start_s:g}:{end}"
+
+
+def parse_window(text: str, flag: str = "--window") -> Window:
+    """``START:END`` in seconds; END may be empty (to the end of the data)."""
+    start, sep, end = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return Window(float(start), float(end) if end.strip() else None)
+    except ValueError:
+        raise ConfigError(
+            f"{flag} {text!r}: expected START:END in seconds from the run's start, e.g. "
+            "120:360, or 120: for 'until the end of the data'"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Step:
+    """From ``t_s`` on, the competing flow's target rate: None unlimited (bulk), 0 off."""
+
+    t_s: float
+    rate_mbps: float | None
+
+    @property
+    def on(self) -> bool:
+        return self.rate_mbps is None or self.rate_mbps > 0
+
+
+def parse_step(text: str, flag: str = "--step") -> Step:
+    """``T:RATE`` with RATE in Mbit/s, ``bulk`` (unlimited) or ``off``."""
+    t, sep, rate = text.partition(":")
+    rate = rate.strip().lower()
+    try:
+        if not sep:
+            raise ValueError
+        value = None if rate == "bulk" else 0.0 if rate == "off" else float(rate)
+        if value is not None and value < 0:
+            raise ValueError
+        return Step(float(t), value)
+    except ValueError:
+        raise ConfigError(
+            f"{flag} {text!r}: expected T:RATE, T in seconds from the run's start and RATE "
+            "the competing flow's target in Mbit/s, 'bulk' (unlimited) or 'off'; e.g. 60:10"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The bottleneck's capacity: a constant, or a mahimahi trace (see capacity.py)."""
+
+    source: CapacitySource
+    mbps: float | None = None  # the constant used when source is not "trace"
+    configured_mbps: float | None = None
+    measured_mbps: float | None = None
+    trace: Path | None = None
+    trace_scale: float = 1.0
+    trace_offset_s: float = 0.0  # when the trace's time 0 was, in seconds from t0
+    trace_bytes_per_opportunity: int = 1500
+
+
+@dataclass(frozen=True)
+class ResponseSettings:
+    """Xu & Claypool section 4.2: 60 s before the arrival, the last 60 s before departure."""
+
+    before_s: float = 60.0
+    settle_s: float = 60.0
+    #: Centred moving average applied to the bitrate series before searching (0: none).
+    smooth_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    capacity: Capacity
+    window: Window
+    rules: tuple[RoleRule, ...]
+    bin_s: float = DEFAULT_BIN_S
+    schedule: tuple[Step, ...] = ()
+    t0_ns: int | None = None
+    #: Where fairness is measured; None: the analysis window while the competitor is on.
+    fairness_window: Window | None = None
+    response: ResponseSettings = field(default_factory=ResponseSettings)
+    bitrate_point: BitratePoint = "egress"
+    direction: Direction = "dominant"
+    delay_thresholds_ms: tuple[float, ...] = DEFAULT_DELAY_THRESHOLDS_MS
+    labels: Mapping[str, str | int | float] = field(default_factory=dict)
+    source: str = "flags"
+
+    def __post_init__(self) -> None:
+        if not self.bin_s > 0:
+            raise ConfigError(f"bin size {self.bin_s}: must be a positive number of seconds")
+        if not self.rules:
+            raise ConfigError("no role rules: give --role cg=udp:PORT (and competitor=tcp)")
+        times = [s.t_s for s in self.schedule]
+        if times != sorted(times) or len(set(times)) != len(times):
+            raise ConfigError(f"schedule times {times}: must be strictly increasing")
+
+
+def choose_capacity(
+    configured: float | None,
+    measured: float | None,
+    trace: Path | None,
+    *,
+    prefer: Literal["measured", "configured"] = "measured",
+    trace_scale: float = 1.0,
+    trace_offset_s: float = 0.0,
+    trace_bytes_per_opportunity: int = 1500,
+    key: str = "--capacity-mbps",
+) -> Capacity:
+    """A trace wins; else the measured capacity (when preferred and known), else configured.
+
+    The measured one is preferred because a configured shaper rate is not what some machines
+    deliver (REFERENCE.md 1b): utilisation against a rate the link never had reads as waste.
+    """
+    for name, v in (("configured", configured), ("measured", measured)):
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise ConfigError(f"{key}: {name} capacity {v} must be a positive number of Mbit/s")
+    if trace is not None:
+        if not trace_scale > 0:
+            raise ConfigError(f"capacity trace scale {trace_scale}: must be positive")
+        return Capacity(
+            "trace",
+            None,
+            configured,
+            measured,
+            trace,
+            trace_scale,
+            trace_offset_s,
+            trace_bytes_per_opportunity,
+        )
+    if measured is not None and (prefer == "measured" or configured is None):
+        return Capacity("measured", measured, configured, measured)
+    if configured is not None:
+        return Capacity("configured", configured, configured, measured)
+    raise ConfigError(
+        f"no link capacity: give {key} X (Mbit/s) or a capacity trace, or in meta.json "
+        "capacity_mbps, capacity_measured_mbps or capacity_trace"
+    )
+
+
+#: JSON schema of the keys of a run's meta.json that the metrics read (others are ignored).
+META_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["roles", "analysis"],
+    "properties": {
+        "run_id": {"type": "string"},
+        "campaign": {"type": "string"},
+        "qdisc": {"type": "string"},
+        "cca": {"type": "string"},
+        "system": {"type": "string"},
+        "repetition": {"type": "integer", "minimum": 0},
+        "queue": {"type": ["string", "number"]},
+        "start_ns": {"type": "integer"},
+        "capacity_mbps": {"type": "number", "exclusiveMinimum": 0},
+        "capacity_measured_mbps": {"type": "number", "exclusiveMinimum": 0},
+        "capacity_trace": {"type": "string"},
+        "capacity_trace_scale": {"type": "number", "exclusiveMinimum": 0},
+        "capacity_trace_offset_s": {"type": "number"},
+        "capacity_trace_bytes_per_opportunity": {"type": "integer", "minimum": 1},
+        "roles": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {
+                "oneOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                ]
+            },
+        },
+        "schedule": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["t_s", "rate_mbps"],
+                "properties": {
+                    "t_s": {"type": "number"},
+                    "rate_mbps": {"type": ["number", "null"], "minimum": 0},
+                },
+            },
+        },
+        "analysis": {
+            "type": "object",
+            "required": ["window_s"],
+            "properties": {
+                "window_s": {"$ref": "#/$defs/window"},
+                "fairness_window_s": {"$ref": "#/$defs/window"},
+                "bin_s": {"type": "number", "exclusiveMinimum": 0},
+                "bitrate_point": {"enum": ["egress", "ingress"]},
+                "direction": {"enum": ["dominant", "all"]},
+                "capacity_source": {"enum": ["measured", "configured"]},
+                "delay_thresholds_ms": {
+                    "type": "array",
+                    "items": {"type": "number", "minimum": 0},
+                    "minItems": 1,
+                },
+                "response": {
+                    "type": "object",
+                    "properties": {
+                        "before_s": {"type": "number", "exclusiveMinimum": 0},
+                        "settle_s": {"type": "number", "exclusiveMinimum": 0},
+                        "smooth_s": {"type": "number", "minimum": 0},
+                    },
+                    "additionalProperties": False,
+                },
+            },
+            "additionalProperties": False,
+        },
+    },
+    "$defs": {
+        "window": {
+            "type": "array",
+            "prefixItems": [{"type": "number"}, {"type": ["number", "null"]}],
+            "minItems": 2,
+            "maxItems": 2,
+        }
+    },
+}
+
+
+def _validate(meta: Mapping[str, Any], where: str) -> None:
+    validator = jsonschema.Draft202012Validator(META_SCHEMA)
+    errors = sorted(validator.iter_errors(meta), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        if err.validator == "required":
+            missing = str(err.message).split("'")[1]
+            key = f"{key}.{missing}" if err.absolute_path else missing
+        raise ConfigError(
+            f"{where}: key {key}: {err.message} (the keys are documented in docs/metrics.md)"
+        )
+
+
+def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.json") -> RunSpec:
+    """A spec from a run's metadata; relative trace paths are relative to ``base_dir``."""
+    _validate(meta, where)
+    analysis: Mapping[str, Any] = meta["analysis"]
+    trace = meta.get("capacity_trace")
+    try:
+        capacity = choose_capacity(
+            meta.get("capacity_mbps"),
+            meta.get("capacity_measured_mbps"),
+            None if trace is None else base_dir / trace,
+            prefer=analysis.get("capacity_source", "measured"),
+            trace_scale=meta.get("capacity_trace_scale", 1.0),
+            trace_offset_s=meta.get("capacity_trace_offset_s", 0.0),
+            trace_bytes_per_opportunity=meta.get("capacity_trace_bytes_per_opportunity", 1500),
+            key="capacity_mbps",
+        )
+        window = Window(*analysis["window_s"])
+        fw = analysis.get("fairness_window_s")
+        return RunSpec(
+            capacity=capacity,
+            window=window,
+            rules=rules_from_mapping(meta["roles"]),
+            bin_s=analysis.get("bin_s", DEFAULT_BIN_S),
+            schedule=tuple(Step(float(s["t_s"]), s["rate_mbps"]) for s in meta.get("schedule", [])),
+            t0_ns=meta.get("start_ns"),
+            fairness_window=None if fw is None else Window(*fw),
+            response=ResponseSettings(**analysis.get("response", {})),
+            bitrate_point=analysis.get("bitrate_point", "egress"),
+            direction=analysis.get("direction", "dominant"),
+            delay_thresholds_ms=tuple(
+                analysis.get("delay_thresholds_ms", DEFAULT_DELAY_THRESHOLDS_MS)
+            ),
+            labels={k: meta[k] for k in LABEL_KEYS if k in meta},
+            source=where,
+        )
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+
+
+def spec_from_values(
+    *,
+    capacity: Capacity,
+    window: Window,
+    rules: Sequence[RoleRule],
+    bin_s: float = DEFAULT_BIN_S,
+    schedule: Sequence[Step] = (),
+    t0_ns: int | None = None,
+    fairness_window: Window | None = None,
+    response: ResponseSettings | None = None,
+    bitrate_point: BitratePoint = "egress",
+    direction: Direction = "dominant",
+    delay_thresholds_ms: Sequence[float] = DEFAULT_DELAY_THRESHOLDS_MS,
+    labels: Mapping[str, str | int | float] | None = None,
+) -> RunSpec:
+    return RunSpec(
+        capacity=capacity,
+        window=window,
+        rules=tuple(rules),
+        bin_s=bin_s,
+        schedule=tuple(schedule),
+        t0_ns=t0_ns,
+        fairness_window=fairness_window,
+        response=response or ResponseSettings(),
+        bitrate_point=bitrate_point,
+        direction=direction,
+        delay_thresholds_ms=tuple(delay_thresholds_ms),
+        labels=dict(labels or {}),
+        source="flags",
+    )

@@ -1,0 +1,41 @@
+"""Metrics files to the frames that tables and figures read, and a run's time series."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cganalysis.errors import ConfigError
+from cganalysis.metrics.docschema import validate_metrics
+from cganalysis.metrics.io import read_metrics
+from cganalysis.metrics.rows import role_rows, run_rows
+from cganalysis.metrics.spec import Step
+from cganalysis.schemas import RUN_TIMESERIES, check_schema
+
+
+def load_metrics(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], pl.DataFrame, pl.DataFrame]:
+    """The documents, their METRICS_RUNS rows and their METRICS_ROLES rows."""
+    if not paths:
+        raise ConfigError("no metrics file given")
+    docs = read_metrics(paths)
+    for path, doc in zip(paths, docs, strict=True):
+        validate_metrics(doc, str(path))
+    return docs, run_rows(docs), role_rows(docs)
+
+
+def schedule_of(doc: dict[str, Any]) -> list[Step]:
+    return [Step(float(s["t_s"]), s["rate_mbps"]) for s in doc["inputs"]["schedule"]]
+
+
+def window_of(doc: dict[str, Any]) -> tuple[float, float]:
+    a, b = doc["inputs"]["window_effective_s"]
+    return float(a), float(b)
+
+
+def read_timeseries(path: Path) -> pl.DataFrame:
+    if not path.is_file():
+        raise ConfigError(f"time series {path}: no such file (cganalysis metrics --timeseries)")
+    return check_schema(pl.read_parquet(path), RUN_TIMESERIES, f"time series {path}")

@@ -1,0 +1,180 @@
+"""A small table model with multi-level column headers, rendered as CSV, Markdown, LaTeX.
+
+Paper tables group their columns (queue discipline over CCA, queue size over system over
+CCA) and their rows (CG block, TCP block): the model keeps both, and each format shows them
+as well as it can. CSV repeats group labels in every cell they span (so each column is
+self-describing); Markdown joins header levels with " / "; LaTeX uses booktabs with
+``\\multicolumn`` and ``\\cmidrule``. A missing value is None: an en dash in CSV and
+Markdown, "--" in LaTeX.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cganalysis.io import atomic_path
+
+MISSING_TEXT = "\u2013"  # en dash
+
+
+@dataclass(frozen=True)
+class Row:
+    stub: tuple[str, ...]  # row labels, e.g. ("CG Traffic", "Avg Latency"); "" = as above
+    cells: tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """``header`` levels from the top; each level is (label, span) pairs over the value
+    columns; ``stub_header`` names the row-label columns (bottom header row)."""
+
+    header: tuple[tuple[tuple[str, int], ...], ...]
+    stub_header: tuple[str, ...]
+    rows: tuple[Row, ...]
+    caption: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        width = self.n_columns
+        for level in self.header:
+            if sum(span for _, span in level) != width:
+                raise ValueError(f"header level {level} does not span {width} columns")
+        for row in self.rows:
+            if len(row.cells) != width or len(row.stub) != len(self.stub_header):
+                raise ValueError(f"row {row} does not fit the table's columns")
+
+    @property
+    def n_columns(self) -> int:
+        return sum(span for _, span in self.header[-1]) if self.header else 0
+
+    def leaf_labels(self) -> list[list[str]]:
+        """For each value column, its labels from the top level down."""
+        out: list[list[str]] = [[] for _ in range(self.n_columns)]
+        for level in self.header:
+            col = 0
+            for label, span in level:
+                for _ in range(span):
+                    out[col].append(label)
+                    col += 1
+        return out
+
+
+def to_csv(table: Table) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    leaves = table.leaf_labels()
+    for depth in range(len(table.header)):
+        stub = (
+            list(table.stub_header)
+            if depth == len(table.header) - 1
+            else [""] * len(table.stub_header)
+        )
+        w.writerow(stub + [labels[depth] for labels in leaves])
+    block = [""] * len(table.stub_header)
+    for row in table.rows:
+        # Repeat the row-group label on every row: a CSV row must stand on its own.
+        stub = [s if s else block[i] for i, s in enumerate(row.stub)]
+        block = stub
+        w.writerow(stub + [MISSING_TEXT if c is None else c for c in row.cells])
+    return buf.getvalue()
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def to_markdown(table: Table) -> str:
+    heads = [" / ".join(x for x in labels if x) for labels in table.leaf_labels()]
+    lines = []
+    if table.caption:
+        lines += [f"**{_md_escape(table.caption)}**", ""]
+    cols = [*table.stub_header, *heads]
+    lines.append("| " + " | ".join(_md_escape(c) for c in cols) + " |")
+    aligns = [":--"] * len(table.stub_header) + ["--:"] * len(heads)
+    lines.append("| " + " | ".join(aligns) + " |")
+    for row in table.rows:
+        cells = [MISSING_TEXT if c is None else c for c in row.cells]
+        lines.append("| " + " | ".join(_md_escape(c) for c in [*row.stub, *cells]) + " |")
+    for note in table.notes:
+        lines += ["", _md_escape(note)]
+    return "\n".join(lines) + "\n"
+
+
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    # In text mode with the default encoding, < and > print as other glyphs.
+    ">": r"$>$",
+    "<": r"$<$",
+    "±": r"$\pm$",
+    "\u2013": "--",
+}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX.get(ch, ch) for ch in text)
+
+
+def to_latex(table: Table) -> str:
+    n_stub = len(table.stub_header)
+    lines = [r"\begin{tabular}{" + "l" * n_stub + "r" * table.n_columns + "}", r"\toprule"]
+    for depth, level in enumerate(table.header):
+        last = depth == len(table.header) - 1
+        stub = [latex_escape(s) for s in table.stub_header] if last else [""] * n_stub
+        cells = [
+            latex_escape(label)
+            if span == 1
+            else rf"\multicolumn{{{span}}}{{c}}{{{latex_escape(label)}}}"
+            for label, span in level
+        ]
+        lines.append(" & ".join(stub + cells) + r" \\")
+        if not last:
+            col, rules = n_stub + 1, []
+            for label, span in level:
+                if label:
+                    rules.append(rf"\cmidrule(lr){{{col}-{col + span - 1}}}")
+                col += span
+            if rules:
+                lines.append("".join(rules))
+    lines.append(r"\midrule")
+    for i, row in enumerate(table.rows):
+        if i > 0 and n_stub > 1 and row.stub[0]:
+            lines.append(r"\midrule")  # a new row group (CG block, TCP block, ...)
+        cells = ["--" if c is None else latex_escape(c) for c in row.cells]
+        lines.append(" & ".join([latex_escape(s) for s in row.stub] + cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    body = "\n".join(lines)
+    if not table.caption:
+        return body + "\n"
+    return (
+        "\\begin{table}[t]\n\\centering\n"
+        + rf"\caption{{{latex_escape(table.caption)}}}"
+        + "\n"
+        + body
+        + "\n\\end{table}\n"
+    )
+
+
+FORMATS = {"csv": to_csv, "md": to_markdown, "tex": to_latex}
+
+
+def write_table(table: Table, stem: Path) -> list[Path]:
+    """Writes ``stem.csv``, ``stem.md`` and ``stem.tex`` (each atomically)."""
+    written = []
+    for ext, render in FORMATS.items():
+        path = stem.with_name(f"{stem.name}.{ext}")
+        with atomic_path(path) as tmp:
+            tmp.write_text(render(table), encoding="utf-8")
+        written.append(path)
+    return written
