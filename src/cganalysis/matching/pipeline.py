@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,13 @@ class MatchOptions:
 @dataclass(frozen=True)
 class MatchedPackets:
     packets: pl.DataFrame  # schemas.PACKETS
-    flows: pl.DataFrame  # schemas.FLOWS
     egress_only: pl.DataFrame  # schemas.EGRESS_ONLY
     summary: MatchSummary
+
+    @cached_property
+    def flows(self) -> pl.DataFrame:
+        """The flow table (schemas.FLOWS), computed when first asked for."""
+        return flow_table(self.packets)
 
 
 def match_files(
@@ -63,6 +68,11 @@ def _rtp_streams(packets: pl.DataFrame) -> set[tuple[int, int]]:
 def _ip_rows(capture: Capture) -> pl.DataFrame:
     """The IP packets, numbered (``_row``) in the order the pairing arrays refer to."""
     return capture.packets.filter(pl.col("ip_version").is_not_null()).with_row_index("_row")
+
+
+def _in_flows(flow_hashes: set[int]) -> pl.Expr:
+    hashes = pl.Series(sorted(flow_hashes), dtype=pl.UInt64)
+    return pl.col("flow_hash").is_in(pl.lit(hashes).implode())
 
 
 def _reverse_flows(
@@ -105,19 +115,23 @@ def match_captures(
 
     matched_in = pl.Series("m", pairing.in_to_eg >= 0)
     reverse_eg = pl.Series("r", pairing.reverse_twin)
-    reverse = _reverse_flows(ing_all, eg_all, matched_in, reverse_eg)
-    fwd_bytes = int(ing_all.filter(matched_in)["size_bytes"].sum())
-    rev_bytes = int(eg_all.filter(reverse_eg)["size_bytes"].sum())
-    if rev_bytes > fwd_bytes:
-        raise MatchError(
-            f"most packets reach {egress.info.path} before {ingress.info.path} "
-            f"({int(reverse_eg.sum())} egress packets precede their ingress twin, "
-            f"{int(matched_in.sum())} follow it): were ingress and egress given the wrong "
-            "way round? Pass the capture taken where packets enter the bottleneck first."
-        )
+    reverse: set[int] = set()
+    if reverse_eg.any():  # only a tap that sees both directions (or swapped files) has any
+        reverse = _reverse_flows(ing_all, eg_all, matched_in, reverse_eg)
+        fwd_bytes = int(ing_all["size_bytes"].filter(matched_in).sum())
+        rev_bytes = int(eg_all["size_bytes"].filter(reverse_eg).sum())
+        if rev_bytes > fwd_bytes:
+            raise MatchError(
+                f"most packets reach {egress.info.path} before {ingress.info.path} "
+                f"({int(reverse_eg.sum())} egress packets precede their ingress twin, "
+                f"{int(matched_in.sum())} follow it): were ingress and egress given the "
+                "wrong way round? Pass the capture taken where packets enter the bottleneck "
+                "first."
+            )
 
-    ing = ing_all.filter(~pl.col("flow_hash").is_in(list(reverse)))
-    eg = eg_all.filter(~pl.col("flow_hash").is_in(list(reverse)))
+    ing, eg = ing_all, eg_all
+    if reverse:
+        ing, eg = ing_all.filter(~_in_flows(reverse)), eg_all.filter(~_in_flows(reverse))
     ing = assign_flow_ids(ing)
     if options.end_guard_ms is None:
         guard_ns = _largest_delay_ns(ing, eg_all, pairing.in_to_eg)
@@ -127,11 +141,10 @@ def match_captures(
     packets = build_packet_table(ing, eg_all, pairing.in_to_eg, span, guard_ns)
     flow_ids = ing.select("_fkey", "flow_id").unique("_fkey")
     egress_only = build_egress_only(eg, pairing.eg_to_in, flow_ids)
-    flows = flow_table(packets)
     summary = _summarise(
         ingress, egress, ing_all, eg_all, packets, egress_only, reverse, span, guard_ns, options
     )
-    return MatchedPackets(packets=packets, flows=flows, egress_only=egress_only, summary=summary)
+    return MatchedPackets(packets=packets, egress_only=egress_only, summary=summary)
 
 
 def _largest_delay_ns(
@@ -180,7 +193,7 @@ def _summarise(
             f"{egress_only.height} packets seen only at egress (not from the ingress link, "
             "or the ingress capture missed them)"
         )
-    is_rev = pl.col("flow_hash").is_in(list(reverse))
+    is_rev = _in_flows(reverse)
     return MatchSummary(
         ingress=str(ingress.info.path),
         egress=str(egress.info.path),
