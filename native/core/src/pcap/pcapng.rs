@@ -240,11 +240,17 @@ pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
         }
         let body = &data[off + 8..off + blen - 4];
         match btype {
-            EPB => {
+            EPB | PB => {
                 if body.len() < 20 {
-                    return Err(invalid("corrupt enhanced packet block (too short)", off));
+                    return Err(invalid("corrupt packet block (too short)", off));
                 }
-                let g = st.interface(rd32(body, 0, be), off)?;
+                // The obsolete packet block has a 16-bit interface id (then drop counts).
+                let id = if btype == EPB {
+                    rd32(body, 0, be)
+                } else {
+                    u32::from(rd16(body, 0, be))
+                };
+                let g = st.interface(id, off)?;
                 let ts = (u64::from(rd32(body, 4, be)) << 32) | u64::from(rd32(body, 8, be));
                 let caplen = rd32(body, 12, be);
                 let wire = rd32(body, 16, be);
@@ -285,31 +291,6 @@ pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
                     iface.link,
                     &body[4..4 + caplen],
                 );
-            }
-            PB => {
-                if body.len() < 20 {
-                    return Err(invalid("corrupt packet block (too short)", off));
-                }
-                let g = st.interface(u32::from(rd16(body, 0, be)), off)?;
-                let ts = (u64::from(rd32(body, 4, be)) << 32) | u64::from(rd32(body, 8, be));
-                let caplen = rd32(body, 12, be);
-                let wire = rd32(body, 16, be);
-                if caplen as usize > body.len() - 20 {
-                    return Err(invalid(
-                        format!("corrupt packet block: captured length {caplen} exceeds the block"),
-                        off,
-                    ));
-                }
-                let iface = &st.interfaces[g];
-                let t_ns = iface.ts_ns(ts);
-                b.packet(
-                    t_ns,
-                    g as u32,
-                    wire,
-                    iface.link,
-                    &body[20..20 + caplen as usize],
-                );
-                st.last_packet_ns = Some(t_ns);
             }
             SHB => {
                 let major = rd16(body, 4, be);
