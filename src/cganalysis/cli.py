@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "metrics",
     "tables",
     "figures",
+    "cg",
 )
 
 

@@ -234,3 +234,96 @@ METRICS_ROLES: Schema = {
     "jitter_last_ms": pl.Float64,
     "utilisation": pl.Float64,  # [0, 1]
 }
+
+
+# --- CG traffic generator logs (cganalysis.cg; written by cga-cg, docs/cg.md) -------------
+
+#: One row per RTP packet the generator sent.
+CG_SENDER_PACKETS: Schema = {
+    "t_ns": pl.Int64,  # send time, wall clock ns since the epoch (lines up with captures)
+    "seq": pl.Int64,  # extended RTP sequence number (never wraps)
+    "rtp_seq": pl.UInt16,
+    "rtp_ts": pl.UInt32,  # 90 kHz
+    "frame_id": pl.UInt32,
+    "size_bytes": pl.UInt32,  # RTP packet (UDP payload) bytes
+    "marker": pl.Boolean,
+    "ecn": pl.UInt8,  # codepoint set: 0 Not-ECT, 1 ECT(1), 2 ECT(0)
+    "due_ns": pl.Int64,  # when the pacer scheduled it (send - due = pacing error)
+    "queue_delay_us": pl.Int64,  # time in the sender's RTP queue
+}
+
+#: One row per frame the encoder (model or trace) produced.
+CG_SENDER_FRAMES: Schema = {
+    "frame_id": pl.UInt32,
+    "t_ns": pl.Int64,  # capture time of the frame
+    "size_bytes": pl.UInt32,
+    "packets": pl.UInt32,
+    "keyframe": pl.Boolean,
+    "target_bps": pl.Float64,  # controller's target when the frame was made
+    "encoder_bps": pl.Float64,  # rate the encoder produced (follows the target with a lag)
+}
+
+#: One row per feedback (or timer event) the sender's controller processed.
+CG_CONTROLLER: Schema = {
+    "t_ns": pl.Int64,
+    "event": pl.String,  # feedback, tfrc_report, loss_timer, feedback_timeout
+    "cc": pl.String,  # scream, none, tfrc, gtfrc
+    "ref_wnd_bytes": pl.Float64,  # SCReAM only
+    "send_wnd_bytes": pl.Float64,  # SCReAM only
+    "bytes_in_flight": pl.Int64,
+    "target_bps": pl.Float64,
+    "pace_bps": pl.Float64,
+    "srtt_ms": pl.Float64,
+    "rtt_sample_ms": pl.Float64,
+    "qdelay_ms": pl.Float64,  # one-way delay over its minimum, as the sender estimates it
+    "qdelay_avg_ms": pl.Float64,  # SCReAM only
+    "qdelay_target_ms": pl.Float64,  # SCReAM only
+    "l4s_alpha": pl.Float64,  # SCReAM only, [0, 1]
+    "l4s_alpha_v": pl.Float64,  # SCReAM delay-based "virtual CE" fraction, [0, 1]
+    "loss_rate": pl.Float64,  # SCReAM only, [0, 1]
+    "loss_event_rate": pl.Float64,  # TFRC p, [0, 1]
+    "x_recv_bps": pl.Float64,  # TFRC receive rate
+    "x_calc_bps": pl.Float64,  # TFRC equation rate
+    "packets_acked": pl.Int64,  # newly acknowledged by this report
+    "packets_ce": pl.Int64,
+    "packets_lost": pl.Int64,  # newly declared lost
+    "rtp_queue_bytes": pl.Int64,
+    "rtp_queue_delay_ms": pl.Float64,
+}
+
+#: One row per RTP packet the receiver got.
+CG_RECEIVER_PACKETS: Schema = {
+    "t_ns": pl.Int64,  # kernel arrival time, wall clock ns since the epoch
+    "ssrc": pl.UInt32,
+    "rtp_seq": pl.UInt16,
+    "seq": pl.Int64,  # extended sequence number
+    "rtp_ts": pl.UInt32,
+    "marker": pl.Boolean,
+    "pt": pl.UInt8,
+    "size_bytes": pl.UInt32,  # RTP packet (UDP payload) bytes
+    "ecn": pl.UInt8,  # as received: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE
+    "frame_id": pl.UInt32,  # null for packets without the generator's payload header
+    "send_t_ns": pl.Int64,  # sender's clock when sent (same host: one-way delay)
+}
+
+#: One row per frame at the receiver (complete or not; entirely lost frames included).
+CG_RECEIVER_FRAMES: Schema = {
+    "frame_id": pl.UInt32,
+    "rtp_ts": pl.UInt32,  # null when no packet of the frame arrived
+    "send_t_ns": pl.Int64,  # when its first packet left the sender
+    "t_first_ns": pl.Int64,
+    "t_last_ns": pl.Int64,  # delivery time when complete
+    "packets_expected": pl.UInt32,  # null when no packet arrived
+    "packets_received": pl.UInt32,
+    "bytes_expected": pl.UInt32,
+    "bytes_received": pl.Int64,
+    "complete": pl.Boolean,
+    "keyframe": pl.Boolean,
+    "delivery_delay_ms": pl.Float64,  # t_last - send_t for complete frames, else null
+}
+
+#: A frame-size trace (``cganalysis cg frames-from-capture``; ``cga-cg send --frames``).
+CG_FRAME_TRACE: Schema = {
+    "t_s": pl.Float64,  # frame time, seconds from the first frame
+    "size_bytes": pl.Int64,  # RTP payload bytes of the frame
+}

@@ -1,0 +1,601 @@
+//! SCReAM v2 (IETF draft-ietf-ccwg-rfc8298bis-screamv2), written from the draft's
+//! pseudocode: network congestion control (reference window `ref_wnd`), sender
+//! transmission control (send window and pacing) and media rate control (target bitrate
+//! from `ref_wnd` and the smoothed RTT).
+//!
+//! Names follow the draft (section numbers of the -01 working-group draft). Where the
+//! draft leaves a choice open this module documents it next to the code:
+//! - the one-way-delay base is LEDBAT's (RFC 6817): the minimum over ten one-minute
+//!   buckets;
+//! - `ref_wnd` is initialised at the first RTT sample so that the first target bitrate
+//!   equals the configured start bitrate (the draft starts at MIN_REF_WND; Ericsson's code
+//!   and eCGP start from a start bitrate);
+//! - the RTT used in `8 * ref_wnd / s_rtt` is at least 1 ms, so that the sub-millisecond
+//!   RTTs of a namespace testbed do not turn a 3 kB window into hundreds of Mbit/s;
+//! - the optional parts (REDUCE_JITTER, the competing-flows qdelay target adaptation, the
+//!   conditional loss backoff) are settings, off by default.
+
+use std::collections::VecDeque;
+
+use super::{smooth_rtt, Controller, ControllerState, RateLimits};
+use crate::history::FeedbackSummary;
+
+// Constants of the draft (RECOMMENDED values).
+pub const QDELAY_TARGET_LO: f64 = 0.06;
+pub const QDELAY_TARGET_HI: f64 = 0.4;
+pub const MIN_REF_WND: f64 = 3000.0;
+pub const BYTES_IN_FLIGHT_HEAD_ROOM: f64 = 1.5;
+pub const BETA_LOSS: f64 = 0.7;
+pub const BETA_ECN: f64 = 0.8;
+pub const MSS: f64 = 1000.0;
+pub const POST_CONGESTION_DELAY_RTTS: f64 = 100.0;
+pub const MUL_INCREASE_FACTOR: f64 = 0.02;
+pub const VIRTUAL_RTT: f64 = 0.025;
+pub const ACKED_BITRATE_MARGIN: f64 = 0.8;
+pub const BACKOFF_SCALE_LOW_TARGET_RATE: f64 = 0.25;
+pub const L4S_AVG_G_UP: f64 = 1.0 / 8.0;
+pub const L4S_AVG_G_DOWN: f64 = 1.0 / 128.0;
+pub const QDELAY_AVG_G: f64 = 1.0 / 4.0;
+pub const QDELAY_MIN_MAX_AVG_G: f64 = 1.0 / 16.0;
+pub const QDELAY_DEV_AVG_G: f64 = 1.0 / 32.0;
+pub const QDELAY_DEV_THRESHOLD: f64 = 0.01;
+pub const LOSS_RATE_THRESHOLD: f64 = 0.01;
+pub const REF_WND_OVERHEAD_MIN: f64 = 1.5;
+pub const REF_WND_OVERHEAD_MAX: f64 = 3.0;
+pub const RATE_PACE_MIN: f64 = 50_000.0;
+pub const PACKET_PACING_HEADROOM: f64 = 1.5;
+pub const MAX_RELAXED_PACING_FACTOR: f64 = 4.0;
+pub const RELAXED_PACING_LIMIT_LOW: f64 = 0.8;
+pub const PACKET_OVERHEAD: f64 = 20.0;
+pub const RATE_ADJUST_GAIN: f64 = 1.0 / 16.0;
+pub const FRAME_SIZE_DEV_ALPHA: f64 = 1.0 / 64.0;
+/// This implementation's floor on the RTT in the target bitrate (see the module doc).
+pub const MIN_RTT_FOR_RATE: f64 = 0.001;
+/// LEDBAT base-delay history: this many one-minute minima.
+const BASE_HISTORY: usize = 10;
+
+/// SCReAM settings.
+#[derive(Clone, Debug)]
+pub struct ScreamConfig {
+    /// L4S mode (ECT(1)): CE marks scale the window by the marked fraction; otherwise CE
+    /// is classic ECN (x BETA_ECN).
+    pub l4s: bool,
+    pub limits: RateLimits,
+    pub qdelay_target_s: f64,
+    pub mss: f64,
+    pub frame_period_s: f64,
+    /// Optional jitter filtering (draft REDUCE_JITTER).
+    pub reduce_jitter: bool,
+    /// Optional qdelay target adaptation against loss-based competitors (draft 4.4.3).
+    pub adapt_qdelay_target: bool,
+    /// Optional conditional loss backoff (draft 4.4.2).
+    pub conditional_loss_backoff: bool,
+}
+
+impl ScreamConfig {
+    pub fn new(l4s: bool, limits: RateLimits, frame_period_s: f64) -> Self {
+        ScreamConfig {
+            l4s,
+            limits,
+            qdelay_target_s: QDELAY_TARGET_LO,
+            mss: MSS,
+            frame_period_s,
+            reduce_jitter: false,
+            adapt_qdelay_target: false,
+            conditional_loss_backoff: false,
+        }
+    }
+}
+
+/// LEDBAT's base delay: the minimum one-way delay over the last ten minutes, kept as
+/// per-minute minima so that a route change is forgotten in ten minutes.
+#[derive(Clone, Debug, Default)]
+struct BaseDelay {
+    minutes: VecDeque<(i64, i64)>, // (minute index, min owd ns)
+}
+
+impl BaseDelay {
+    fn update(&mut self, now_ns: i64, owd_ns: i64) -> i64 {
+        let minute = now_ns.div_euclid(60_000_000_000);
+        match self.minutes.back_mut() {
+            Some((m, v)) if *m == minute => *v = (*v).min(owd_ns),
+            _ => {
+                self.minutes.push_back((minute, owd_ns));
+                while self.minutes.len() > BASE_HISTORY {
+                    self.minutes.pop_front();
+                }
+            }
+        }
+        self.minutes.iter().map(|&(_, v)| v).min().unwrap_or(owd_ns)
+    }
+}
+
+/// Which congestion signal caused a reduction (counted for tests and logs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reactions {
+    pub loss: u64,
+    pub ce: u64,
+    pub virtual_ce: u64,
+}
+
+pub struct Scream {
+    cfg: ScreamConfig,
+    started_ns: Option<i64>,
+    // Network congestion control.
+    pub ref_wnd: f64,
+    ref_wnd_i: f64,
+    s_rtt: Option<f64>,
+    qdelay: f64,
+    qdelay_avg: f64,
+    qdelay_max_avg: f64,
+    qdelay_min_avg: f64,
+    qdelay_dev_avg: f64,
+    ref_wnd_delay_scale: f64,
+    qdelay_target: f64,
+    base: BaseDelay,
+    l4s_alpha: f64,
+    l4s_alpha_v: f64,
+    last_update_l4s_alpha: f64,
+    units_delivered_this_rtt: u64,
+    units_marked_this_rtt: u64,
+    last_update_qdelay_avg: f64,
+    last_congestion_detected: f64,
+    last_reaction_to_congestion: f64,
+    last_ref_wnd_i_update: f64,
+    loss_detected: bool,
+    data_units_marked: bool,
+    loss_rate: f64,
+    bytes_newly_acked: f64,
+    bytes_newly_acked_ce: f64,
+    max_bytes_in_flight: f64,
+    max_bytes_in_flight_prev: f64,
+    last_bif_roll: f64,
+    acked_bitrate: f64,
+    acked_bytes_acc: f64,
+    acked_window_start: f64,
+    // Competing flows compensation (optional).
+    qdelay_norm_history: VecDeque<f64>,
+    loss_event_rate: f64,
+    loss_in_this_rtt: bool,
+    last_loss_event_rate_update: f64,
+    // Media rate control.
+    target_bitrate: f64,
+    rate_adjust_factor: f64,
+    frame_size_dev: f64,
+    pub reactions: Reactions,
+}
+
+impl Scream {
+    pub fn new(cfg: ScreamConfig) -> Self {
+        let target = cfg.limits.clamp(cfg.limits.start_bps);
+        let qt = cfg.qdelay_target_s;
+        Scream {
+            started_ns: None,
+            ref_wnd: MIN_REF_WND,
+            ref_wnd_i: 1.0,
+            s_rtt: None,
+            qdelay: 0.0,
+            qdelay_avg: 0.0,
+            qdelay_max_avg: qt,
+            qdelay_min_avg: 0.0,
+            qdelay_dev_avg: 0.0,
+            ref_wnd_delay_scale: 1.0,
+            qdelay_target: qt,
+            base: BaseDelay::default(),
+            l4s_alpha: 0.0,
+            l4s_alpha_v: 0.0,
+            last_update_l4s_alpha: 0.0,
+            units_delivered_this_rtt: 0,
+            units_marked_this_rtt: 0,
+            last_update_qdelay_avg: 0.0,
+            last_congestion_detected: f64::NEG_INFINITY,
+            last_reaction_to_congestion: f64::NEG_INFINITY,
+            last_ref_wnd_i_update: f64::NEG_INFINITY,
+            loss_detected: false,
+            data_units_marked: false,
+            loss_rate: 0.0,
+            bytes_newly_acked: 0.0,
+            bytes_newly_acked_ce: 0.0,
+            max_bytes_in_flight: 0.0,
+            max_bytes_in_flight_prev: 0.0,
+            last_bif_roll: 0.0,
+            acked_bitrate: 0.0,
+            acked_bytes_acc: 0.0,
+            acked_window_start: 0.0,
+            qdelay_norm_history: VecDeque::new(),
+            loss_event_rate: 0.0,
+            loss_in_this_rtt: false,
+            last_loss_event_rate_update: 0.0,
+            target_bitrate: target,
+            rate_adjust_factor: 0.0,
+            frame_size_dev: 0.0,
+            reactions: Reactions::default(),
+            cfg,
+        }
+    }
+
+    /// Seconds since the controller started (the draft's `now`).
+    fn secs(&mut self, now_ns: i64) -> f64 {
+        let start = *self.started_ns.get_or_insert(now_ns);
+        (now_ns - start) as f64 * 1e-9
+    }
+
+    pub fn s_rtt(&self) -> Option<f64> {
+        self.s_rtt
+    }
+
+    pub fn qdelay_avg(&self) -> f64 {
+        self.qdelay_avg
+    }
+
+    pub fn l4s_alpha(&self) -> f64 {
+        self.l4s_alpha
+    }
+
+    fn mss(&self) -> f64 {
+        self.cfg.mss
+    }
+
+    fn ref_wnd_ratio(&self) -> f64 {
+        (self.mss() / self.ref_wnd).min(1.0)
+    }
+
+    /// Draft 4.2.1.4: qdelay samples, their averages and (optionally) the jitter scale.
+    fn update_qdelay(&mut self, now: f64, s_rtt: f64, qdelay: f64) {
+        self.qdelay = qdelay;
+        self.qdelay_max_avg = self.qdelay_target.min(qdelay.max(self.qdelay_max_avg));
+        self.qdelay_min_avg = qdelay.min(self.qdelay_min_avg);
+        if now - self.last_update_qdelay_avg >= VIRTUAL_RTT.min(s_rtt) {
+            // Slow attack, fast decay: delay spikes alone do not cause a backoff.
+            if qdelay < self.qdelay_avg {
+                self.qdelay_avg = qdelay;
+            } else {
+                self.qdelay_avg = QDELAY_AVG_G * qdelay + (1.0 - QDELAY_AVG_G) * self.qdelay_avg;
+            }
+            if self.cfg.reduce_jitter {
+                self.qdelay_max_avg *= 1.0 - QDELAY_MIN_MAX_AVG_G;
+                self.qdelay_min_avg = self.qdelay_min_avg * (1.0 - QDELAY_MIN_MAX_AVG_G)
+                    + self.qdelay_max_avg * QDELAY_MIN_MAX_AVG_G;
+                self.qdelay_dev_avg = (1.0 - QDELAY_DEV_AVG_G) * self.qdelay_dev_avg
+                    + QDELAY_DEV_AVG_G * (self.qdelay_max_avg - self.qdelay_min_avg);
+                self.ref_wnd_delay_scale =
+                    (1.0 - self.qdelay_dev_avg / QDELAY_DEV_THRESHOLD).clamp(0.0, 1.0);
+            }
+            self.last_update_qdelay_avg = now;
+        }
+    }
+
+    /// Draft 4.2.1.3: fast attack, slow decay average of the CE-marked fraction.
+    fn update_l4s_alpha(&mut self, now: f64, s_rtt: f64, acked: u64, marked: u64) {
+        self.units_delivered_this_rtt += acked;
+        self.units_marked_this_rtt += marked;
+        if now - self.last_update_l4s_alpha >= 0.01_f64.min(s_rtt)
+            && self.units_delivered_this_rtt > 0
+        {
+            let fraction = self.units_marked_this_rtt as f64 / self.units_delivered_this_rtt as f64;
+            if fraction >= self.l4s_alpha {
+                self.l4s_alpha = L4S_AVG_G_UP * fraction + (1.0 - L4S_AVG_G_UP) * self.l4s_alpha;
+            } else {
+                self.l4s_alpha *= 1.0 - L4S_AVG_G_DOWN;
+            }
+            self.last_update_l4s_alpha = now;
+            self.units_delivered_this_rtt = 0;
+            self.units_marked_this_rtt = 0;
+        }
+    }
+
+    /// Draft 4.4.3 (optional): raise the qdelay target when loss-based flows share the
+    /// bottleneck, so that SCReAM is not starved; lower it again otherwise.
+    fn adjust_qdelay_target(&mut self, qdelay: f64) {
+        self.qdelay_norm_history
+            .push_back(qdelay / QDELAY_TARGET_LO);
+        while self.qdelay_norm_history.len() > 200 {
+            self.qdelay_norm_history.pop_front();
+        }
+        let h = &self.qdelay_norm_history;
+        let mean_all = h.iter().sum::<f64>() / h.len() as f64;
+        let var = h.iter().map(|v| (v - mean_all).powi(2)).sum::<f64>() / h.len() as f64;
+        let recent: Vec<f64> = h.iter().rev().take(50).copied().collect();
+        let avg = recent.iter().sum::<f64>() / recent.len() as f64;
+        let new_target = (avg + var.sqrt()) * QDELAY_TARGET_LO;
+        if self.loss_event_rate > 0.002 {
+            self.qdelay_target = 1.5 * new_target;
+        } else if var < 0.2 {
+            self.qdelay_target = new_target;
+        } else if new_target < QDELAY_TARGET_LO {
+            self.qdelay_target = (self.qdelay_target * 0.5).max(new_target);
+        } else {
+            self.qdelay_target *= 0.9;
+        }
+        self.qdelay_target = self.qdelay_target.clamp(QDELAY_TARGET_LO, QDELAY_TARGET_HI);
+    }
+
+    /// Draft 4.2.2.1: reduce `ref_wnd` at most once per min(VIRTUAL_RTT, s_rtt).
+    fn reduce_ref_wnd(&mut self, now: f64, s_rtt: f64) {
+        let mut scl = (self.ref_wnd - self.ref_wnd_i) / self.ref_wnd_i * 8.0;
+        scl = (scl * scl).clamp(0.1, 1.0);
+        if self.loss_detected || self.data_units_marked {
+            self.last_congestion_detected = now;
+        }
+        let (mut is_loss, mut is_ce, mut is_virtual_ce) = (false, false, false);
+        let mut alpha_v = 0.0;
+        if now - self.last_reaction_to_congestion >= VIRTUAL_RTT.min(s_rtt) {
+            if self.loss_detected {
+                is_loss = true;
+            } else if self.data_units_marked {
+                is_ce = true;
+            } else if self.qdelay_avg > self.qdelay_target / 2.0 {
+                // Delay acts as a virtual CE fraction growing from 0 at qdelay_target/2 to 1
+                // at qdelay_target.
+                alpha_v = ((self.qdelay_avg - self.qdelay_target / 2.0)
+                    / (self.qdelay_target / 2.0))
+                    .clamp(0.0, 1.0);
+                is_virtual_ce = true;
+            }
+            self.l4s_alpha_v = alpha_v;
+        }
+        if (is_loss || is_ce || is_virtual_ce) && now - self.last_ref_wnd_i_update > 10.0 * s_rtt {
+            self.last_ref_wnd_i_update = now;
+            self.ref_wnd_i = self.ref_wnd;
+        }
+        if is_loss {
+            self.ref_wnd *= BETA_LOSS;
+            self.reactions.loss += 1;
+        }
+        if is_ce {
+            self.reactions.ce += 1;
+            if self.cfg.l4s {
+                let mut backoff = self.l4s_alpha / 2.0;
+                if self.target_bitrate < self.acked_bitrate * ACKED_BITRATE_MARGIN {
+                    backoff *= BACKOFF_SCALE_LOW_TARGET_RATE;
+                }
+                backoff /= (s_rtt / VIRTUAL_RTT).max(1.0);
+                if self.qdelay < self.qdelay_target * 0.25 {
+                    backoff *= scl.max(0.25);
+                    backoff *= self.ref_wnd_delay_scale.max(0.25);
+                }
+                if now - self.last_reaction_to_congestion > 100.0 * VIRTUAL_RTT.max(s_rtt)
+                    && self.max_bytes_in_flight_prev > 0.0
+                {
+                    // Long uncongested (source-limited): bring ref_wnd back near what is
+                    // actually in flight before backing off.
+                    self.ref_wnd = self.ref_wnd.min(self.max_bytes_in_flight_prev);
+                }
+                self.ref_wnd *= 1.0 - backoff;
+            } else {
+                self.ref_wnd *= BETA_ECN;
+            }
+        }
+        if is_virtual_ce {
+            self.reactions.virtual_ce += 1;
+            let mut backoff = alpha_v / 2.0;
+            if self.target_bitrate < self.acked_bitrate * ACKED_BITRATE_MARGIN {
+                backoff *= BACKOFF_SCALE_LOW_TARGET_RATE;
+            }
+            backoff /= (s_rtt / VIRTUAL_RTT).max(1.0);
+            self.ref_wnd *= 1.0 - backoff;
+        }
+        self.ref_wnd = self.ref_wnd.max(MIN_REF_WND);
+        if is_loss || is_ce || is_virtual_ce {
+            self.last_reaction_to_congestion = now;
+            self.loss_detected = false;
+            self.data_units_marked = false;
+        }
+    }
+
+    /// Draft 4.2.2.2: increase `ref_wnd` on every feedback.
+    fn increase_ref_wnd(&mut self, now: f64, s_rtt: f64) {
+        let mut scl = (self.ref_wnd - self.ref_wnd_i) / self.ref_wnd_i * 8.0;
+        scl = (scl * scl).clamp(0.1, 1.0);
+        let post_congestion_scale = ((now - self.last_congestion_detected)
+            / (POST_CONGESTION_DELAY_RTTS * VIRTUAL_RTT.max(s_rtt)))
+        .clamp(0.0, 1.0);
+        let scale_factor = 1.0 + (MUL_INCREASE_FACTOR * self.ref_wnd) / self.mss();
+        let mut increment =
+            (self.bytes_newly_acked - self.bytes_newly_acked_ce) * self.ref_wnd_ratio();
+        increment *= (s_rtt / VIRTUAL_RTT).min(1.0);
+        increment *= scl.max(0.25);
+        increment *= self.ref_wnd_delay_scale.max(0.1);
+        let mut tmp = scale_factor;
+        if tmp > 1.0 {
+            tmp = 1.0 + (tmp - 1.0) * post_congestion_scale * scl;
+        }
+        increment *= tmp;
+        let max_allowed = self.mss()
+            + self.max_bytes_in_flight.max(self.max_bytes_in_flight_prev)
+                * BYTES_IN_FLIGHT_HEAD_ROOM;
+        let candidate = self.ref_wnd + increment.max(0.0);
+        if candidate <= max_allowed && self.target_bitrate < self.cfg.limits.max_bps {
+            self.ref_wnd = candidate;
+        }
+    }
+
+    /// Draft 4.4: target bitrate from ref_wnd and the smoothed RTT.
+    fn update_target_bitrate(&mut self) {
+        let Some(s_rtt) = self.s_rtt else {
+            return;
+        };
+        let mut tmp = 1.0;
+        tmp *= 1.0 - (self.ref_wnd_ratio() - 0.1).clamp(0.0, 0.2);
+        tmp *= self.mss() / (self.mss() + PACKET_OVERHEAD);
+        tmp /= 1.2 + self.rate_adjust_factor + self.frame_size_dev;
+        let rate = tmp * 8.0 * self.ref_wnd / s_rtt.max(MIN_RTT_FOR_RATE);
+        self.target_bitrate = self.cfg.limits.clamp(rate);
+    }
+
+    fn ref_wnd_overhead(&self) -> f64 {
+        REF_WND_OVERHEAD_MIN
+            + (REF_WND_OVERHEAD_MAX - REF_WND_OVERHEAD_MIN) * self.ref_wnd_delay_scale
+    }
+
+    /// The window that gives the start bitrate at this RTT (inverse of the target formula).
+    fn initial_ref_wnd(&self, s_rtt: f64) -> f64 {
+        let factor = self.mss() / (self.mss() + PACKET_OVERHEAD) / 1.2;
+        let wnd = self.cfg.limits.start_bps * s_rtt.max(MIN_RTT_FOR_RATE) / 8.0 / factor;
+        wnd.max(MIN_REF_WND)
+    }
+}
+
+impl Controller for Scream {
+    fn name(&self) -> &'static str {
+        "scream"
+    }
+
+    fn on_sent(&mut self, _now_ns: i64, _size: usize, bytes_in_flight: u64) {
+        self.max_bytes_in_flight = self.max_bytes_in_flight.max(bytes_in_flight as f64);
+    }
+
+    fn on_feedback(&mut self, fb: &FeedbackSummary) {
+        let now = self.secs(fb.now_ns);
+        if let Some(rtt) = fb.rtt_sample_ns {
+            let first = self.s_rtt.is_none();
+            let s = smooth_rtt(self.s_rtt, rtt as f64 * 1e-9);
+            self.s_rtt = Some(s);
+            if first {
+                self.ref_wnd = self.initial_ref_wnd(s);
+                self.last_bif_roll = now;
+                self.acked_window_start = now;
+                self.last_loss_event_rate_update = now;
+            }
+        }
+        self.bytes_newly_acked += fb.bytes_newly_acked as f64;
+        self.bytes_newly_acked_ce += fb.bytes_newly_acked_ce as f64;
+        let Some(s_rtt) = self.s_rtt else {
+            return;
+        };
+
+        // Loss: flag and the per-packet loss rate average (draft 4.2.1.1).
+        let alpha = (LOSS_RATE_THRESHOLD / 4.0).min(self.mss() / self.ref_wnd / 2.0);
+        for _ in 0..fb.packets_newly_acked.min(10_000) {
+            self.loss_rate *= 1.0 - alpha;
+        }
+        for _ in 0..fb.packets_newly_lost.min(10_000) {
+            self.loss_rate = (1.0 - alpha) * self.loss_rate + alpha;
+        }
+        if fb.packets_newly_lost > 0 {
+            let conditional_ok = !self.cfg.conditional_loss_backoff
+                || self.loss_rate > LOSS_RATE_THRESHOLD
+                || self.qdelay_avg > self.qdelay_target / 4.0;
+            if conditional_ok {
+                self.loss_detected = true;
+            }
+            self.loss_in_this_rtt = true;
+        }
+        if fb.packets_newly_ce > 0 {
+            self.data_units_marked = true;
+        }
+
+        if let Some(owd) = fb.owd_ns {
+            let base = self.base.update(fb.now_ns, owd);
+            let qdelay = (owd - base) as f64 * 1e-9;
+            self.update_qdelay(now, s_rtt, qdelay);
+            if self.cfg.adapt_qdelay_target {
+                self.adjust_qdelay_target(qdelay);
+            }
+        }
+        self.update_l4s_alpha(now, s_rtt, fb.packets_newly_acked, fb.packets_newly_ce);
+
+        // Bytes in flight of this and the previous round trip.
+        self.max_bytes_in_flight = self.max_bytes_in_flight.max(fb.bytes_in_flight as f64);
+        if now - self.last_bif_roll >= s_rtt {
+            self.max_bytes_in_flight_prev = self.max_bytes_in_flight;
+            self.max_bytes_in_flight = fb.bytes_in_flight as f64;
+            self.last_bif_roll = now;
+        }
+        // Loss event rate: fraction of RTTs with a loss (for the qdelay target adaptation).
+        if now - self.last_loss_event_rate_update >= s_rtt {
+            let x = if self.loss_in_this_rtt { 1.0 } else { 0.0 };
+            self.loss_event_rate = 0.9 * self.loss_event_rate + 0.1 * x;
+            self.loss_in_this_rtt = false;
+            self.last_loss_event_rate_update = now;
+        }
+        // Acknowledged bitrate over about two frame periods or one RTT (draft 4.1.2).
+        self.acked_bytes_acc += fb.bytes_newly_acked as f64;
+        let window = (2.0 * self.cfg.frame_period_s).max(s_rtt);
+        if now - self.acked_window_start >= window {
+            self.acked_bitrate = self.acked_bytes_acc * 8.0 / (now - self.acked_window_start);
+            self.acked_bytes_acc = 0.0;
+            self.acked_window_start = now;
+        }
+
+        self.reduce_ref_wnd(now, s_rtt);
+        self.increase_ref_wnd(now, s_rtt);
+        self.bytes_newly_acked = 0.0;
+        self.bytes_newly_acked_ce = 0.0;
+        self.update_target_bitrate();
+    }
+
+    fn on_feedback_timeout(&mut self, _now_ns: i64) {
+        // No feedback: the self-clocking has stopped. Fall back to the minimum window and
+        // rate; the normal increase brings them back once reports resume.
+        self.ref_wnd = MIN_REF_WND;
+        self.max_bytes_in_flight = 0.0;
+        self.max_bytes_in_flight_prev = 0.0;
+        self.target_bitrate = self.cfg.limits.min_bps;
+    }
+
+    fn on_frame(&mut self, _now_ns: i64, frame_bytes: usize, media_qdelay_s: f64) {
+        // Draft 4.4: integrate the RTP queue delay beyond a quarter frame period, and track
+        // how much frames exceed their nominal size.
+        let fp = self.cfg.frame_period_s;
+        let error = (media_qdelay_s - fp / 4.0) / fp;
+        self.rate_adjust_factor =
+            (self.rate_adjust_factor + error * RATE_ADJUST_GAIN).clamp(0.0, 0.5);
+        let nominal = self.target_bitrate * fp / 8.0;
+        if nominal > 0.0 {
+            let deviation = ((frame_bytes as f64 - nominal) / nominal).max(0.0);
+            self.frame_size_dev = ((1.0 - FRAME_SIZE_DEV_ALPHA) * self.frame_size_dev
+                + FRAME_SIZE_DEV_ALPHA * deviation)
+                .min(0.2);
+        }
+        self.update_target_bitrate();
+    }
+
+    fn target_bitrate(&self) -> f64 {
+        self.target_bitrate
+    }
+
+    fn pacing_rate(&self) -> f64 {
+        // Draft 4.3.2, with relaxed pacing near the maximum bitrate.
+        let mut pace = RATE_PACE_MIN.max(self.target_bitrate) * PACKET_PACING_HEADROOM;
+        let nominal = self.target_bitrate / self.cfg.limits.max_bps;
+        let mut scale =
+            ((nominal - RELAXED_PACING_LIMIT_LOW) / (1.0 - RELAXED_PACING_LIMIT_LOW)).min(1.0);
+        scale = (1.0 - scale).clamp(1.0 / MAX_RELAXED_PACING_FACTOR, 1.0);
+        pace /= scale;
+        pace
+    }
+
+    fn may_send(&self, bytes_in_flight: u64, size: usize) -> bool {
+        // Bytes in flight may exceed ref_wnd by the overhead factor (draft 4.3.1).
+        bytes_in_flight == 0
+            || (bytes_in_flight + size as u64) as f64 <= self.ref_wnd * self.ref_wnd_overhead()
+    }
+
+    fn send_window(&self, bytes_in_flight: u64) -> Option<f64> {
+        Some(self.ref_wnd * self.ref_wnd_overhead() - bytes_in_flight as f64)
+    }
+
+    fn srtt_ns(&self) -> Option<i64> {
+        self.s_rtt.map(|s| (s * 1e9) as i64)
+    }
+
+    fn state(&self) -> ControllerState {
+        ControllerState {
+            ref_wnd_bytes: Some(self.ref_wnd),
+            target_bps: self.target_bitrate,
+            pace_bps: self.pacing_rate(),
+            srtt_ms: self.s_rtt.map(|s| s * 1e3),
+            qdelay_ms: Some(self.qdelay * 1e3),
+            qdelay_avg_ms: Some(self.qdelay_avg * 1e3),
+            qdelay_target_ms: Some(self.qdelay_target * 1e3),
+            l4s_alpha: Some(self.l4s_alpha),
+            l4s_alpha_v: Some(self.l4s_alpha_v),
+            loss_rate: Some(self.loss_rate),
+            ..ControllerState::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,380 @@
+//! Command-line parsing for `cga-cg send`, `cga-cg receive` and `cga-cg timer-lateness`.
+//!
+//! Options are `--name VALUE` or `--name=VALUE`; every error names the option and what it
+//! expects.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::cc::RateLimits;
+use crate::net::Ecn;
+use crate::receiver_app::ReceiveConfig;
+use crate::rfc8888::NumReports;
+use crate::sender::{CcKind, SenderConfig};
+
+pub const SEND_HELP: &str = "\
+cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
+
+  --cc scream|none|tfrc|gtfrc   rate controller (default scream)
+  --ecn ect1|ect0|none          ECN codepoint of the video packets (default ect1 for
+                                scream = L4S mode, none otherwise); SCReAM runs its L4S
+                                mode with ect1 and its classic mode otherwise
+  --dscp N                      DSCP value (default 0)
+  --duration S                  stop after S seconds (default: until SIGINT/SIGTERM)
+  --min-mbps X / --start-mbps X / --max-mbps X
+                                encoder bitrate limits (default 0.5 / 10 / 30, as eCGP)
+  --rate-mbps X                 constant bitrate of --cc none (default: --max-mbps)
+  --gtfrc-target-mbps X         gTFRC target rate g (default: --min-mbps)
+  --fps N                       frame rate of the encoder model (default 60)
+  --frames TRACE.csv            replay frame sizes (CSV t_s,size_bytes), scaled to the
+                                controller's target, instead of the encoder model
+  --keyframe-interval S         periodic I-frames every S seconds, 0 = only on request
+                                (default 2)
+  --keyframe-factor K           I-frame size / P-frame size (default 4)
+  --frame-size-cv C             coefficient of variation of frame sizes (default 0.1)
+  --encoder-lag-ms M            encoder rate-control time constant (default 100)
+  --seed N                      random seed (frame sizes, first sequence number)
+  --qdelay-target-ms M          SCReAM queue delay target (default 60)
+  --reduce-jitter               SCReAM: optional jitter filtering (REDUCE_JITTER)
+  --adapt-qdelay-target         SCReAM: optional qdelay target adaptation against
+                                loss-based competing flows
+  --conditional-loss-backoff    SCReAM: optional conditional loss backoff
+  --pace-factor F               pacing rate / target for none, tfrc, gtfrc (default 1.5)
+  --ssrc N  --pt N              RTP SSRC (default 100) and payload type (default 96)
+  --max-payload BYTES           largest RTP payload (default 1200)
+  --max-rtp-queue-ms M          discard the RTP queue beyond this delay (default 200)
+  --spin-us U                   busy-wait the last U us before a due packet (default 0)
+  --burst-us U                  send packets due within U us together, one wake-up per
+                                microburst (default 500, as Ericsson's SCReAM code)
+  --feedback-timeout-ms M       no feedback for this long: reset (default 1000)
+  --reorder-window-ms M         initial loss reordering window (default 30)
+  --num-reports count|count-minus-one
+                                RFC 8888 num_reports meaning (default count, erratum
+                                8166; Ericsson's SCReAM uses count-minus-one)
+  --bind IP:PORT                local address (default any)
+  --log DIR                     write sender_packets.csv, sender_frames.csv,
+                                controller.csv and sender_summary.json into DIR
+  --quiet                       no summary on stderr
+";
+
+pub const RECEIVE_HELP: &str = "\
+cga-cg receive LISTEN_IP:PORT [options]   RTP video receiver with RFC 8888 feedback
+
+  --duration S                  stop after S seconds (default: until SIGINT/SIGTERM)
+  --num-reports count|count-minus-one
+                                RFC 8888 num_reports meaning (default count)
+  --feedback-packets N          feedback after N packets (default 16)
+  --feedback-interval-ms M      feedback at least every M ms (default 40)
+  --log DIR                     write receiver_packets.csv, receiver_frames.csv and
+                                receiver_summary.json into DIR
+  --quiet                       no summary on stderr
+";
+
+/// Positional arguments and (name, value) options.
+type SplitArgs = (Vec<String>, Vec<(String, String)>);
+
+/// Splits `args` into positionals and (name, value) options; flags get an empty value.
+fn split_args(args: &[String], flags: &[&str]) -> Result<SplitArgs, String> {
+    let mut pos = Vec::new();
+    let mut opts = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if let Some(name) = a.strip_prefix("--") {
+            if let Some((n, v)) = name.split_once('=') {
+                opts.push((n.to_string(), v.to_string()));
+            } else if flags.contains(&name) {
+                opts.push((name.to_string(), String::new()));
+            } else {
+                let v = args
+                    .get(i + 1)
+                    .ok_or_else(|| format!("--{name} needs a value"))?;
+                opts.push((name.to_string(), v.clone()));
+                i += 1;
+            }
+        } else {
+            pos.push(a.clone());
+        }
+        i += 1;
+    }
+    Ok((pos, opts))
+}
+
+fn num(name: &str, v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| format!("--{name} {v:?}: expected a number"))
+}
+
+fn positive(name: &str, v: &str) -> Result<f64, String> {
+    let x = num(name, v)?;
+    if x > 0.0 {
+        Ok(x)
+    } else {
+        Err(format!("--{name} {v}: must be greater than 0"))
+    }
+}
+
+fn non_negative(name: &str, v: &str) -> Result<f64, String> {
+    let x = num(name, v)?;
+    if x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(format!("--{name} {v}: must not be negative"))
+    }
+}
+
+fn integer(name: &str, v: &str, max: u64) -> Result<u64, String> {
+    let x = if let Some(hex) = v.strip_prefix("0x") {
+        u64::from_str_radix(hex, 16).ok()
+    } else {
+        v.parse::<u64>().ok()
+    };
+    x.filter(|&x| x <= max)
+        .ok_or_else(|| format!("--{name} {v:?}: expected an integer from 0 to {max}"))
+}
+
+fn addr(what: &str, v: &str) -> Result<SocketAddr, String> {
+    v.parse::<SocketAddr>().map_err(|_| {
+        format!("{what} {v:?}: expected IP:PORT, e.g. 10.0.2.1:30002 or [fd00::1]:30002")
+    })
+}
+
+fn num_reports(v: &str) -> Result<NumReports, String> {
+    NumReports::parse(v)
+        .ok_or_else(|| format!("--num-reports {v:?}: expected count or count-minus-one"))
+}
+
+pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
+    let flags = [
+        "reduce-jitter",
+        "adapt-qdelay-target",
+        "conditional-loss-backoff",
+        "quiet",
+    ];
+    let (pos, opts) = split_args(args, &flags)?;
+    let [dest] = pos.as_slice() else {
+        return Err("expected exactly one DEST_IP:PORT (see cga-cg send --help)".into());
+    };
+    let get = |n: &str| {
+        opts.iter()
+            .rev()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+    };
+    let known = [
+        "cc",
+        "ecn",
+        "dscp",
+        "duration",
+        "min-mbps",
+        "start-mbps",
+        "max-mbps",
+        "rate-mbps",
+        "gtfrc-target-mbps",
+        "fps",
+        "frames",
+        "keyframe-interval",
+        "keyframe-factor",
+        "frame-size-cv",
+        "encoder-lag-ms",
+        "seed",
+        "qdelay-target-ms",
+        "pace-factor",
+        "ssrc",
+        "pt",
+        "max-payload",
+        "max-rtp-queue-ms",
+        "spin-us",
+        "burst-us",
+        "feedback-timeout-ms",
+        "reorder-window-ms",
+        "num-reports",
+        "bind",
+        "log",
+    ];
+    for (k, _) in &opts {
+        if !known.contains(&k.as_str()) && !flags.contains(&k.as_str()) {
+            return Err(format!("unknown option --{k} (see cga-cg send --help)"));
+        }
+    }
+    let cc_name = get("cc").unwrap_or("scream");
+    let cc = CcKind::parse(cc_name)
+        .ok_or_else(|| format!("--cc {cc_name:?}: expected scream, none, tfrc or gtfrc"))?;
+    let ecn = match get("ecn") {
+        Some(v) => {
+            Ecn::parse(v).ok_or_else(|| format!("--ecn {v:?}: expected ect1, ect0 or none"))?
+        }
+        None if cc == CcKind::Scream => Ecn::Ect1,
+        None => Ecn::NotEct,
+    };
+    let mbps = |n: &str, d: f64| -> Result<f64, String> {
+        get(n).map_or(Ok(d), |v| positive(n, v)).map(|x| x * 1e6)
+    };
+    let limits = RateLimits {
+        min_bps: mbps("min-mbps", 0.5)?,
+        start_bps: mbps("start-mbps", 10.0)?,
+        max_bps: mbps("max-mbps", 30.0)?,
+    };
+    if limits.min_bps > limits.max_bps {
+        return Err(format!(
+            "--min-mbps {} is above --max-mbps {}",
+            limits.min_bps / 1e6,
+            limits.max_bps / 1e6
+        ));
+    }
+    let ms =
+        |n: &str, d: f64| -> Result<f64, String> { get(n).map_or(Ok(d), |v| non_negative(n, v)) };
+    let fps = get("fps").map_or(Ok(60.0), |v| positive("fps", v))?;
+    if fps > 1000.0 {
+        return Err(format!("--fps {fps}: at most 1000"));
+    }
+    let max_payload =
+        get("max-payload").map_or(Ok(1200), |v| integer("max-payload", v, 65_000))? as usize;
+    if max_payload < crate::rtp::PAYLOAD_HEADER_BYTES {
+        return Err(format!(
+            "--max-payload {max_payload}: at least {}",
+            crate::rtp::PAYLOAD_HEADER_BYTES
+        ));
+    }
+    Ok(SenderConfig {
+        dest: addr("DEST_IP:PORT", dest)?,
+        bind: get("bind").map(|v| addr("--bind", v)).transpose()?,
+        cc,
+        ecn,
+        dscp: get("dscp").map_or(Ok(0), |v| integer("dscp", v, 63))? as u8,
+        duration_s: get("duration")
+            .map(|v| positive("duration", v))
+            .transpose()?,
+        limits,
+        rate_bps: mbps("rate-mbps", limits.max_bps / 1e6)?,
+        gtfrc_target_bps: get("gtfrc-target-mbps")
+            .map(|v| positive("gtfrc-target-mbps", v).map(|x| x * 1e6))
+            .transpose()?,
+        fps,
+        frames_trace: get("frames").map(PathBuf::from),
+        keyframe_interval_s: ms("keyframe-interval", 2.0)?,
+        keyframe_factor: get("keyframe-factor")
+            .map_or(Ok(4.0), |v| positive("keyframe-factor", v))?,
+        frame_size_cv: ms("frame-size-cv", 0.1)?,
+        encoder_lag_s: ms("encoder-lag-ms", 100.0)? * 1e-3,
+        seed: get("seed").map_or(Ok(1), |v| integer("seed", v, u64::MAX))?,
+        qdelay_target_s: get("qdelay-target-ms")
+            .map_or(Ok(60.0), |v| positive("qdelay-target-ms", v))?
+            * 1e-3,
+        reduce_jitter: get("reduce-jitter").is_some(),
+        adapt_qdelay_target: get("adapt-qdelay-target").is_some(),
+        conditional_loss_backoff: get("conditional-loss-backoff").is_some(),
+        pace_factor: get("pace-factor").map_or(Ok(1.5), |v| positive("pace-factor", v))?,
+        ssrc: get("ssrc").map_or(Ok(100), |v| integer("ssrc", v, u32::MAX as u64))? as u32,
+        payload_type: get("pt").map_or(Ok(96), |v| integer("pt", v, 127))? as u8,
+        max_payload,
+        max_rtp_queue_s: ms("max-rtp-queue-ms", 200.0)? * 1e-3,
+        spin_ns: (ms("spin-us", 0.0)? * 1e3) as i64,
+        burst_ns: (ms("burst-us", 500.0)? * 1e3) as i64,
+        feedback_timeout_ns: (get("feedback-timeout-ms")
+            .map_or(Ok(1000.0), |v| positive("feedback-timeout-ms", v))?
+            * 1e6) as i64,
+        reorder_window_ns: (ms("reorder-window-ms", 30.0)? * 1e6) as i64,
+        num_reports: get("num-reports").map_or(Ok(NumReports::Count), num_reports)?,
+        log_dir: get("log").map(PathBuf::from),
+        quiet: get("quiet").is_some(),
+    })
+}
+
+pub fn parse_receive(args: &[String]) -> Result<ReceiveConfig, String> {
+    let flags = ["quiet"];
+    let (pos, opts) = split_args(args, &flags)?;
+    let [listen] = pos.as_slice() else {
+        return Err("expected exactly one LISTEN_IP:PORT (see cga-cg receive --help)".into());
+    };
+    let known = [
+        "duration",
+        "num-reports",
+        "feedback-packets",
+        "feedback-interval-ms",
+        "log",
+    ];
+    for (k, _) in &opts {
+        if !known.contains(&k.as_str()) && !flags.contains(&k.as_str()) {
+            return Err(format!("unknown option --{k} (see cga-cg receive --help)"));
+        }
+    }
+    let get = |n: &str| {
+        opts.iter()
+            .rev()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+    };
+    Ok(ReceiveConfig {
+        listen: addr("LISTEN_IP:PORT", listen)?,
+        duration_s: get("duration")
+            .map(|v| positive("duration", v))
+            .transpose()?,
+        num_reports: get("num-reports").map_or(Ok(NumReports::Count), num_reports)?,
+        feedback_packets: get("feedback-packets")
+            .map_or(Ok(16), |v| integer("feedback-packets", v, 1000))?
+            .max(1) as u32,
+        feedback_interval_ns: (get("feedback-interval-ms")
+            .map_or(Ok(40.0), |v| positive("feedback-interval-ms", v))?
+            * 1e6) as i64,
+        log_dir: get("log").map(PathBuf::from),
+        quiet: get("quiet").is_some(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn send_defaults_and_options() {
+        let c = parse_send(&s(&["10.0.0.1:5000"])).unwrap();
+        assert_eq!(c.cc, CcKind::Scream);
+        assert_eq!(c.ecn, Ecn::Ect1);
+        assert_eq!(c.limits.max_bps, 30e6);
+        assert_eq!(c.rate_bps, 30e6);
+        let c = parse_send(&s(&[
+            "10.0.0.1:5000",
+            "--cc",
+            "none",
+            "--rate-mbps=20",
+            "--quiet",
+            "--duration",
+            "3",
+        ]))
+        .unwrap();
+        assert_eq!(c.cc, CcKind::None);
+        assert_eq!(c.ecn, Ecn::NotEct);
+        assert_eq!(c.rate_bps, 20e6);
+        assert!(c.quiet);
+        assert_eq!(c.duration_s, Some(3.0));
+    }
+
+    #[test]
+    fn send_errors_name_the_option() {
+        let e = parse_send(&s(&["10.0.0.1:5000", "--cc", "bbr"])).unwrap_err();
+        assert!(e.contains("--cc"), "{e}");
+        let e = parse_send(&s(&["10.0.0.1"])).unwrap_err();
+        assert!(e.contains("IP:PORT"), "{e}");
+        let e = parse_send(&s(&["10.0.0.1:1", "--max-mbps", "-3"])).unwrap_err();
+        assert!(e.contains("--max-mbps"), "{e}");
+        let e = parse_send(&s(&["10.0.0.1:1", "--bogus", "1"])).unwrap_err();
+        assert!(e.contains("--bogus"), "{e}");
+        let e = parse_send(&s(&["10.0.0.1:1", "--fps"])).unwrap_err();
+        assert!(e.contains("--fps needs a value"), "{e}");
+    }
+
+    #[test]
+    fn receive_options() {
+        let c = parse_receive(&s(&["0.0.0.0:30002", "--num-reports", "count-minus-one"])).unwrap();
+        assert_eq!(c.num_reports, NumReports::CountMinusOne);
+        assert_eq!(c.feedback_packets, 16);
+        assert!(parse_receive(&s(&["0.0.0.0:30002", "--num-reports", "x"])).is_err());
+    }
+}

@@ -1,0 +1,460 @@
+//! Where frames come from: a model of a video encoder, or a replayed frame-size trace.
+//!
+//! Both follow the controller's target bitrate through the same first-order lag (an
+//! encoder's rate control needs a few frames to reach a new target), stay within the
+//! configured minimum and maximum, and make an I-frame when asked (after a loss or an RTP
+//! queue discard). The model adds periodic I-frames and log-normal frame-size variability
+//! around the nominal size; the trace keeps the recorded frame times and sizes, scaled by
+//! the ratio of the encoder's rate to the trace's mean rate.
+
+use std::path::Path;
+
+/// One encoded frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame {
+    pub bytes: usize,
+    pub keyframe: bool,
+    /// Rate the encoder was producing when it made this frame (bits/s).
+    pub encoder_bps: f64,
+}
+
+/// A source of frames driven by the controller's target bitrate.
+pub trait FrameSource {
+    /// Seconds after the start at which the next frame is ready.
+    fn next_time_s(&self) -> f64;
+    /// Makes that frame; `target_bps` is the controller's current target.
+    fn produce(&mut self, target_bps: f64) -> Frame;
+    /// Asks for an I-frame as soon as possible.
+    fn request_keyframe(&mut self);
+    /// Nominal frame period, seconds.
+    fn frame_period_s(&self) -> f64;
+}
+
+/// Deterministic pseudo-random numbers (SplitMix64), so runs are repeatable by seed.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (u1, u2) = (self.uniform(), self.uniform());
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+}
+
+/// The encoder's rate control: follows the target with a first-order lag, within limits.
+#[derive(Clone, Debug)]
+pub struct RateFollower {
+    pub rate_bps: f64,
+    pub lag_s: f64,
+    pub min_bps: f64,
+    pub max_bps: f64,
+}
+
+impl RateFollower {
+    /// Moves the rate towards `target_bps` over `dt_s` and returns it.
+    pub fn follow(&mut self, target_bps: f64, dt_s: f64) -> f64 {
+        let target = target_bps.clamp(self.min_bps, self.max_bps);
+        if self.lag_s <= 0.0 {
+            self.rate_bps = target;
+        } else {
+            let k = 1.0 - (-dt_s.max(0.0) / self.lag_s).exp();
+            self.rate_bps += (target - self.rate_bps) * k;
+        }
+        self.rate_bps = self.rate_bps.clamp(self.min_bps, self.max_bps);
+        self.rate_bps
+    }
+}
+
+/// Settings of [`EncoderModel`].
+#[derive(Clone, Debug)]
+pub struct EncoderSettings {
+    pub fps: f64,
+    pub start_bps: f64,
+    pub min_bps: f64,
+    pub max_bps: f64,
+    /// Time constant of the rate control, seconds (0: follows at once).
+    pub lag_s: f64,
+    /// Coefficient of variation of P-frame sizes (0: constant).
+    pub size_cv: f64,
+    /// Seconds between periodic I-frames (0: only on request).
+    pub keyframe_interval_s: f64,
+    /// I-frame size over the nominal P-frame size.
+    pub keyframe_factor: f64,
+    pub seed: u64,
+}
+
+/// A video encoder: frames every 1/fps at the followed rate.
+pub struct EncoderModel {
+    s: EncoderSettings,
+    rate: RateFollower,
+    rng: Rng,
+    frame_index: u64,
+    last_keyframe_s: f64,
+    keyframe_requested: bool,
+    /// Bytes produced beyond the rate budget by requested I-frames, paid back by the
+    /// following frames (a rate-controlled encoder keeps its mean rate on target).
+    debt_bytes: f64,
+}
+
+/// Requests closer together than this give one I-frame (an encoder answers a burst of
+/// loss reports once).
+const MIN_KEYFRAME_SPACING_S: f64 = 0.2;
+
+impl EncoderModel {
+    pub fn new(s: EncoderSettings) -> Self {
+        let rate = RateFollower {
+            rate_bps: s.start_bps.clamp(s.min_bps, s.max_bps),
+            lag_s: s.lag_s,
+            min_bps: s.min_bps,
+            max_bps: s.max_bps,
+        };
+        EncoderModel {
+            rng: Rng::new(s.seed),
+            rate,
+            s,
+            frame_index: 0,
+            last_keyframe_s: f64::NEG_INFINITY,
+            keyframe_requested: false,
+            debt_bytes: 0.0,
+        }
+    }
+}
+
+/// At most this share of a frame's nominal size goes to paying back I-frame debt.
+const MAX_PAYBACK_SHARE: f64 = 0.5;
+
+impl FrameSource for EncoderModel {
+    fn next_time_s(&self) -> f64 {
+        self.frame_index as f64 / self.s.fps
+    }
+
+    fn produce(&mut self, target_bps: f64) -> Frame {
+        let now_s = self.next_time_s();
+        let period = 1.0 / self.s.fps;
+        let rate = self.rate.follow(target_bps, period);
+        // A rate-controlled encoder spends its budget over the I-frame period: P-frames
+        // shrink so that periodic I-frames keep the mean on target.
+        let gop = if self.s.keyframe_interval_s > 0.0 {
+            (self.s.keyframe_interval_s * self.s.fps).max(1.0)
+        } else {
+            f64::INFINITY
+        };
+        let k = self.s.keyframe_factor.max(1.0);
+        let p_share = if gop.is_finite() {
+            gop / (gop - 1.0 + k)
+        } else {
+            1.0
+        };
+        let nominal = rate / self.s.fps / 8.0 * p_share;
+        let periodic = self.s.keyframe_interval_s > 0.0
+            && now_s - self.last_keyframe_s >= self.s.keyframe_interval_s - period / 2.0;
+        let requested =
+            self.keyframe_requested && now_s - self.last_keyframe_s >= MIN_KEYFRAME_SPACING_S;
+        let keyframe = self.frame_index == 0 || periodic || requested;
+        let mut bytes = if keyframe { nominal * k } else { nominal };
+        if keyframe && !periodic && self.frame_index > 0 {
+            // An extra I-frame is outside the periodic budget: owe its excess.
+            self.debt_bytes += nominal * (k - 1.0);
+        } else if !keyframe && self.debt_bytes > 0.0 {
+            let pay = self.debt_bytes.min(nominal * MAX_PAYBACK_SHARE);
+            self.debt_bytes -= pay;
+            bytes -= pay;
+        }
+        if self.s.size_cv > 0.0 {
+            let sigma = (1.0 + self.s.size_cv * self.s.size_cv).ln().sqrt();
+            bytes *= (sigma * self.rng.normal() - sigma * sigma / 2.0).exp();
+        }
+        if keyframe {
+            self.last_keyframe_s = now_s;
+            self.keyframe_requested = false;
+        }
+        self.frame_index += 1;
+        Frame {
+            bytes: bytes.round().max(1.0) as usize,
+            keyframe,
+            encoder_bps: rate,
+        }
+    }
+
+    fn request_keyframe(&mut self) {
+        self.keyframe_requested = true;
+    }
+
+    fn frame_period_s(&self) -> f64 {
+        1.0 / self.s.fps
+    }
+}
+
+/// A recorded sequence of frames: (seconds from the trace's start, bytes).
+#[derive(Clone, Debug)]
+pub struct FrameTrace {
+    pub frames: Vec<(f64, u64)>,
+}
+
+impl FrameTrace {
+    /// Reads a CSV of `t_s,size_bytes` (a header line is allowed; extra columns ignored).
+    pub fn read_csv(path: &Path) -> Result<FrameTrace, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read the frame trace: {e}", path.display()))?;
+        FrameTrace::parse_csv(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn parse_csv(text: &str) -> Result<FrameTrace, String> {
+        let mut frames = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut cols = line.split(',').map(str::trim);
+            let (t, b) = (cols.next().unwrap_or(""), cols.next().unwrap_or(""));
+            match (t.parse::<f64>(), b.parse::<f64>()) {
+                (Ok(t), Ok(b)) if t.is_finite() && b >= 0.0 => frames.push((t, b as u64)),
+                _ if frames.is_empty() && i == 0 => continue, // header
+                _ => {
+                    return Err(format!(
+                        "line {}: expected 't_s,size_bytes' (seconds, bytes), got {line:?}",
+                        i + 1
+                    ))
+                }
+            }
+        }
+        if frames.len() < 2 {
+            return Err("a frame trace needs at least two frames".into());
+        }
+        frames.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let t0 = frames[0].0;
+        for f in &mut frames {
+            f.0 -= t0;
+        }
+        Ok(FrameTrace { frames })
+    }
+
+    /// Length of one pass of the trace: up to the last frame plus one mean frame interval.
+    pub fn period_s(&self) -> f64 {
+        let n = self.frames.len() as f64;
+        let last = self.frames.last().unwrap().0;
+        last + last / (n - 1.0)
+    }
+
+    /// Mean bitrate of the trace over one pass.
+    pub fn mean_bps(&self) -> f64 {
+        let bytes: u64 = self.frames.iter().map(|f| f.1).sum();
+        bytes as f64 * 8.0 / self.period_s()
+    }
+}
+
+/// Replays a frame trace, looping, with sizes scaled to follow the target bitrate.
+pub struct TraceReplay {
+    trace: FrameTrace,
+    mean_bps: f64,
+    rate: RateFollower,
+    keyframe_factor: f64,
+    index: usize,
+    loops: u64,
+    last_time_s: f64,
+    keyframe_requested: bool,
+    debt_bytes: f64,
+}
+
+impl TraceReplay {
+    pub fn new(
+        trace: FrameTrace,
+        start_bps: f64,
+        min_bps: f64,
+        max_bps: f64,
+        lag_s: f64,
+        keyframe_factor: f64,
+    ) -> Self {
+        let mean_bps = trace.mean_bps().max(1.0);
+        TraceReplay {
+            trace,
+            mean_bps,
+            rate: RateFollower {
+                rate_bps: start_bps.clamp(min_bps, max_bps),
+                lag_s,
+                min_bps,
+                max_bps,
+            },
+            keyframe_factor,
+            index: 0,
+            loops: 0,
+            last_time_s: 0.0,
+            keyframe_requested: false,
+            debt_bytes: 0.0,
+        }
+    }
+}
+
+impl FrameSource for TraceReplay {
+    fn next_time_s(&self) -> f64 {
+        self.loops as f64 * self.trace.period_s() + self.trace.frames[self.index].0
+    }
+
+    fn produce(&mut self, target_bps: f64) -> Frame {
+        let now_s = self.next_time_s();
+        let dt = (now_s - self.last_time_s).max(0.0);
+        self.last_time_s = now_s;
+        let rate = self.rate.follow(target_bps, dt);
+        let nominal = self.trace.frames[self.index].1 as f64 * rate / self.mean_bps;
+        let mut bytes = nominal;
+        let keyframe = self.keyframe_requested;
+        if keyframe {
+            bytes *= self.keyframe_factor.max(1.0);
+            self.debt_bytes += bytes - nominal;
+            self.keyframe_requested = false;
+        } else if self.debt_bytes > 0.0 {
+            let pay = self.debt_bytes.min(nominal * MAX_PAYBACK_SHARE);
+            self.debt_bytes -= pay;
+            bytes -= pay;
+        }
+        self.index += 1;
+        if self.index == self.trace.frames.len() {
+            self.index = 0;
+            self.loops += 1;
+        }
+        Frame {
+            bytes: bytes.round().max(1.0) as usize,
+            keyframe,
+            encoder_bps: rate,
+        }
+    }
+
+    fn request_keyframe(&mut self) {
+        self.keyframe_requested = true;
+    }
+
+    fn frame_period_s(&self) -> f64 {
+        self.trace.period_s() / self.trace.frames.len() as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> EncoderSettings {
+        EncoderSettings {
+            fps: 60.0,
+            start_bps: 10e6,
+            min_bps: 0.5e6,
+            max_bps: 30e6,
+            lag_s: 0.1,
+            size_cv: 0.2,
+            keyframe_interval_s: 2.0,
+            keyframe_factor: 4.0,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn mean_rate_tracks_target_with_keyframes() {
+        let mut e = EncoderModel::new(settings());
+        let mut bytes = 0usize;
+        let mut keyframes = 0;
+        for _ in 0..600 {
+            let f = e.produce(10e6);
+            bytes += f.bytes;
+            keyframes += f.keyframe as usize;
+        }
+        let rate = bytes as f64 * 8.0 / 10.0;
+        assert!((rate - 10e6).abs() / 10e6 < 0.05, "{rate}");
+        assert_eq!(keyframes, 5);
+    }
+
+    #[test]
+    fn follows_target_with_lag_and_limits() {
+        let mut e = EncoderModel::new(settings());
+        let f = e.produce(20e6);
+        assert!(
+            f.encoder_bps > 10e6 && f.encoder_bps < 12e6,
+            "{}",
+            f.encoder_bps
+        );
+        for _ in 0..120 {
+            e.produce(100e6);
+        }
+        assert!((e.produce(100e6).encoder_bps - 30e6).abs() < 1.0);
+        for _ in 0..120 {
+            e.produce(0.0);
+        }
+        assert!((e.produce(0.0).encoder_bps - 0.5e6).abs() < 1.0);
+    }
+
+    #[test]
+    fn requested_keyframes_keep_the_mean_rate() {
+        let mut e = EncoderModel::new(settings());
+        let mut bytes = 0usize;
+        let mut keyframes = 0;
+        for i in 0..600 {
+            if i % 12 == 0 {
+                e.request_keyframe(); // every 200 ms, as after persistent loss
+            }
+            let f = e.produce(10e6);
+            bytes += f.bytes;
+            keyframes += f.keyframe as usize;
+        }
+        assert!(keyframes >= 45, "{keyframes}");
+        let rate = bytes as f64 * 8.0 / 10.0;
+        assert!((rate - 10e6).abs() / 10e6 < 0.05, "{rate}");
+    }
+
+    #[test]
+    fn keyframe_on_request_once() {
+        let mut s = settings();
+        s.keyframe_interval_s = 0.0;
+        s.size_cv = 0.0;
+        let mut e = EncoderModel::new(s);
+        for _ in 0..30 {
+            e.produce(10e6);
+        }
+        e.request_keyframe();
+        e.request_keyframe();
+        let f = e.produce(10e6);
+        assert!(f.keyframe);
+        assert!(!e.produce(10e6).keyframe);
+        assert!(f.bytes > 3 * (10e6 / 60.0 / 8.0) as usize);
+    }
+
+    #[test]
+    fn trace_replay_scales_and_loops() {
+        let trace = FrameTrace::parse_csv("t_s,size_bytes\n0,1000\n0.5,3000\n").unwrap();
+        assert_eq!(trace.period_s(), 1.0);
+        assert_eq!(trace.mean_bps(), 32_000.0);
+        let mut r = TraceReplay::new(trace, 64_000.0, 1.0, 1e9, 0.0, 2.0);
+        let f = r.produce(64_000.0);
+        assert_eq!(f.bytes, 2000);
+        assert_eq!(r.next_time_s(), 0.5);
+        assert_eq!(r.produce(64_000.0).bytes, 6000);
+        assert_eq!(r.next_time_s(), 1.0);
+        r.request_keyframe();
+        let f = r.produce(64_000.0);
+        assert!(f.keyframe);
+        assert_eq!(f.bytes, 4000);
+    }
+
+    #[test]
+    fn trace_errors_name_the_line() {
+        let err = FrameTrace::parse_csv("t_s,size_bytes\n0,10\nx,y\n").unwrap_err();
+        assert!(err.contains("line 3"), "{err}");
+        assert!(FrameTrace::parse_csv("0,10\n").is_err());
+    }
+}

@@ -1,0 +1,431 @@
+//! The sender's record of transmitted packets, and what each RFC 8888 report says about
+//! them: newly acknowledged bytes (CE-marked or not), losses, an RTT sample and a one-way
+//! delay sample (SCReAM v2 draft 4.1.1-4.1.2).
+//!
+//! Robustness: reports may be lost (the receiver's reports overlap, so the next one
+//! repeats what was missed), duplicated or reordered (acknowledging a packet twice is a
+//! no-op and only a report that raises the highest acknowledged sequence number gives an
+//! RTT sample), or name packets this sender never sent or has forgotten (ignored and
+//! counted). A loss is declared only when a packet is still missing a reordering window
+//! after a later packet was acknowledged (time-based, like RACK, RFC 8985); the window
+//! grows to the largest reordering actually seen.
+
+use crate::clock::{ntp32_to_wall_ns, Clock};
+use crate::rfc8888::{ato_to_ns, Feedback};
+use crate::rtp::unwrap_seq;
+
+/// Packets remembered (a power of two): ~5 s at 30 Mbit/s of 1200-byte packets.
+const CAPACITY: usize = 1 << 14;
+/// The reordering window never grows beyond this (a longer one delays every loss signal).
+const MAX_REORDER_WINDOW_NS: i64 = 250_000_000;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Sent {
+    seq: u64,
+    t_send_ns: i64,
+    size: u32,
+    acked: bool,
+    lost: bool,
+    /// When a later packet was first acknowledged while this one was not (0: never).
+    gap_seen_ns: i64,
+}
+
+/// What one report (or a timer) changed.
+#[derive(Clone, Debug, Default)]
+pub struct FeedbackSummary {
+    pub now_ns: i64,
+    /// Sum of sizes of packets between the previous and the new highest acknowledged
+    /// sequence number, lost ones included (draft 4.1.2 `bytes_newly_acked`).
+    pub bytes_newly_acked: u64,
+    /// Bytes of the packets newly reported received with CE.
+    pub bytes_newly_acked_ce: u64,
+    /// Packets reported received for the first time.
+    pub packets_newly_acked: u64,
+    /// Of those, packets reported CE-marked.
+    pub packets_newly_ce: u64,
+    /// Packets declared lost during this call.
+    pub packets_newly_lost: u64,
+    /// Packets earlier declared lost that this report shows received (reordering).
+    pub packets_spurious_loss: u64,
+    /// Time from sending the highest newly acknowledged packet to this report.
+    pub rtt_sample_ns: Option<i64>,
+    /// One-way delay of that packet (receiver clock minus sender clock).
+    pub owd_ns: Option<i64>,
+    pub bytes_in_flight: u64,
+    /// True when the report taught nothing new (duplicate or stale).
+    pub nothing_new: bool,
+}
+
+/// Counters over the whole run (the summary file).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HistoryCounters {
+    pub reports: u64,
+    pub reports_nothing_new: u64,
+    pub reports_reordered: u64,
+    pub reports_other_ssrc: u64,
+    pub blocks_unknown_seq: u64,
+    pub packets_acked: u64,
+    pub packets_ce: u64,
+    pub packets_lost: u64,
+    pub packets_spurious_loss: u64,
+    pub feedback_timeouts: u64,
+}
+
+pub struct TxHistory {
+    ring: Vec<Sent>,
+    ssrc: u32,
+    /// Next extended sequence number to be sent; `next_seq - 1` is the highest sent.
+    next_seq: u64,
+    first_seq: u64,
+    highest_acked: Option<u64>,
+    /// Lowest sequence number that may still be declared lost.
+    loss_scan_from: u64,
+    bytes_in_flight: u64,
+    reorder_window_ns: i64,
+    latest_report_ts: Option<u32>,
+    pub counters: HistoryCounters,
+}
+
+impl TxHistory {
+    pub fn new(ssrc: u32, first_seq: u64, reorder_window_ns: i64) -> Self {
+        TxHistory {
+            ring: vec![Sent::default(); CAPACITY],
+            ssrc,
+            next_seq: first_seq,
+            first_seq,
+            highest_acked: None,
+            loss_scan_from: first_seq,
+            bytes_in_flight: 0,
+            reorder_window_ns,
+            latest_report_ts: None,
+            counters: HistoryCounters::default(),
+        }
+    }
+
+    fn slot(&self, seq: u64) -> Option<&Sent> {
+        let s = &self.ring[(seq as usize) & (CAPACITY - 1)];
+        (s.seq == seq && seq >= self.first_seq && seq < self.next_seq).then_some(s)
+    }
+
+    fn slot_mut(&mut self, seq: u64) -> Option<&mut Sent> {
+        let (first, next) = (self.first_seq, self.next_seq);
+        let s = &mut self.ring[(seq as usize) & (CAPACITY - 1)];
+        (s.seq == seq && seq >= first && seq < next).then_some(s)
+    }
+
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.bytes_in_flight
+    }
+
+    pub fn reorder_window_ns(&self) -> i64 {
+        self.reorder_window_ns
+    }
+
+    /// Records a transmitted packet (`seq` must be the next one).
+    pub fn on_sent(&mut self, seq: u64, t_send_ns: i64, size: usize) {
+        debug_assert!(seq >= self.next_seq);
+        self.next_seq = seq + 1;
+        if self.next_seq - self.first_seq > CAPACITY as u64 {
+            self.first_seq = self.next_seq - CAPACITY as u64;
+            self.loss_scan_from = self.loss_scan_from.max(self.first_seq);
+        }
+        self.ring[(seq as usize) & (CAPACITY - 1)] = Sent {
+            seq,
+            t_send_ns,
+            size: size as u32,
+            ..Sent::default()
+        };
+        self.bytes_in_flight += size as u64;
+    }
+
+    /// Applies one decoded RFC 8888 report received at `now_ns`.
+    pub fn on_feedback(&mut self, fb: &Feedback, now_ns: i64, clock: &Clock) -> FeedbackSummary {
+        self.counters.reports += 1;
+        let mut out = FeedbackSummary {
+            now_ns,
+            ..FeedbackSummary::default()
+        };
+        if let Some(prev) = self.latest_report_ts {
+            if (fb.report_ts.wrapping_sub(prev) as i32) < 0 {
+                self.counters.reports_reordered += 1;
+            }
+        }
+        if self
+            .latest_report_ts
+            .map_or(true, |prev| (fb.report_ts.wrapping_sub(prev) as i32) > 0)
+        {
+            self.latest_report_ts = Some(fb.report_ts);
+        }
+        let now_wall = clock.wall(now_ns);
+        let rts_wall = ntp32_to_wall_ns(fb.report_ts, now_wall);
+        let highest_sent = self.next_seq.saturating_sub(1);
+        let mut new_highest: Option<(u64, Option<i64>)> = None; // (seq, ato ns)
+        for stream in &fb.streams {
+            if stream.ssrc != self.ssrc {
+                self.counters.reports_other_ssrc += 1;
+                continue;
+            }
+            for (i, block) in stream.blocks.iter().enumerate() {
+                if !block.received {
+                    continue;
+                }
+                let seq16 = stream.begin_seq.wrapping_add(i as u16);
+                let seq = unwrap_seq(seq16, highest_sent);
+                let ce = block.ecn == 3;
+                let window = self.reorder_window_ns;
+                let Some(p) = self.slot_mut(seq) else {
+                    self.counters.blocks_unknown_seq += 1;
+                    continue;
+                };
+                if p.acked {
+                    continue;
+                }
+                p.acked = true;
+                let size = p.size as u64;
+                if p.lost {
+                    // It arrived after all: the reordering window was too short.
+                    p.lost = false;
+                    out.packets_spurious_loss += 1;
+                    let late = now_ns - p.gap_seen_ns;
+                    self.reorder_window_ns = window.max(late.min(MAX_REORDER_WINDOW_NS));
+                }
+                out.packets_newly_acked += 1;
+                if ce {
+                    out.packets_newly_ce += 1;
+                    out.bytes_newly_acked_ce += size;
+                }
+                let ato = ato_to_ns(block.ato);
+                if new_highest.map_or(true, |(h, _)| seq > h) {
+                    new_highest = Some((seq, ato));
+                }
+            }
+        }
+        if let Some((seq, ato)) = new_highest {
+            let old = self.highest_acked;
+            if old.map_or(true, |h| seq > h) {
+                let from = old.map_or(self.first_seq, |h| h + 1);
+                for s in from..=seq {
+                    let (size, acked) = match self.slot(s) {
+                        Some(p) => (p.size as u64, p.acked),
+                        None => continue,
+                    };
+                    out.bytes_newly_acked += size;
+                    self.bytes_in_flight = self.bytes_in_flight.saturating_sub(size);
+                    if !acked {
+                        if let Some(p) = self.slot_mut(s) {
+                            if p.gap_seen_ns == 0 {
+                                p.gap_seen_ns = now_ns;
+                            }
+                        }
+                    }
+                }
+                self.highest_acked = Some(seq);
+                if let Some(p) = self.slot(seq) {
+                    if let Some(ato_ns) = ato {
+                        let arrival_wall = rts_wall - ato_ns;
+                        out.owd_ns = Some(arrival_wall - clock.wall(p.t_send_ns));
+                    }
+                    // The RTT as the self-clocking sees it: from sending to the report,
+                    // receiver hold time included (as TCP's RTT includes delayed ACKs,
+                    // RFC 6298, and as Ericsson's SCReAM measures it). ref_wnd / s_rtt is
+                    // then the rate the acknowledgements actually clock out.
+                    out.rtt_sample_ns = Some((now_ns - p.t_send_ns).max(10_000));
+                }
+            }
+        }
+        self.detect_losses(now_ns, &mut out);
+        out.bytes_in_flight = self.bytes_in_flight;
+        out.nothing_new = out.packets_newly_acked == 0 && out.packets_newly_lost == 0;
+        if out.nothing_new {
+            self.counters.reports_nothing_new += 1;
+        }
+        self.counters.packets_acked += out.packets_newly_acked;
+        self.counters.packets_ce += out.packets_newly_ce;
+        self.counters.packets_spurious_loss += out.packets_spurious_loss;
+        out
+    }
+
+    /// Declares lost the packets still missing a reordering window after a later packet
+    /// was acknowledged.
+    pub fn detect_losses(&mut self, now_ns: i64, out: &mut FeedbackSummary) {
+        let Some(highest) = self.highest_acked else {
+            return;
+        };
+        let window = self.reorder_window_ns;
+        let mut s = self.loss_scan_from.max(self.first_seq);
+        let mut prefix_done = true;
+        while s < highest {
+            if let Some(p) = self.slot_mut(s) {
+                if !p.acked && !p.lost {
+                    if p.gap_seen_ns != 0 && now_ns - p.gap_seen_ns >= window {
+                        p.lost = true;
+                        out.packets_newly_lost += 1;
+                    } else {
+                        prefix_done = false;
+                    }
+                }
+            }
+            if prefix_done {
+                self.loss_scan_from = s + 1;
+            }
+            s += 1;
+        }
+        self.counters.packets_lost += out.packets_newly_lost;
+    }
+
+    /// No report for too long: forget what is in flight (the receiver may be gone or not
+    /// started yet) so that the send window opens again; not a congestion signal.
+    pub fn on_feedback_timeout(&mut self) {
+        self.counters.feedback_timeouts += 1;
+        if self.next_seq > self.first_seq {
+            let top = self.next_seq - 1;
+            for s in self.highest_acked.map_or(self.first_seq, |h| h + 1)..=top {
+                if let Some(p) = self.slot_mut(s) {
+                    // Neither acknowledged nor lost: later reports about them are ignored.
+                    p.acked = true;
+                }
+            }
+            self.highest_acked = Some(top);
+            self.loss_scan_from = self.next_seq;
+        }
+        self.bytes_in_flight = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ntp32_ceil;
+    use crate::rfc8888::{ato_from_ns, MetricBlock, StreamReport};
+
+    const MS: i64 = 1_000_000;
+
+    fn report(clock: &Clock, now: i64, begin: u16, rx: &[(bool, u8, i64)]) -> Feedback {
+        // rx: (received, ecn, arrival monotonic ns)
+        let rts = ntp32_ceil(clock.wall(now));
+        let rts_wall = ntp32_to_wall_ns(rts, clock.wall(now));
+        Feedback {
+            sender_ssrc: 1,
+            streams: vec![StreamReport {
+                ssrc: 9,
+                begin_seq: begin,
+                blocks: rx
+                    .iter()
+                    .map(|&(r, ecn, t)| {
+                        if r {
+                            MetricBlock {
+                                received: true,
+                                ecn,
+                                ato: ato_from_ns(rts_wall - clock.wall(t)),
+                            }
+                        } else {
+                            MetricBlock::MISSING
+                        }
+                    })
+                    .collect(),
+            }],
+            report_ts: rts,
+        }
+    }
+
+    fn sent(h: &mut TxHistory, n: u64, t0: i64) {
+        for i in 0..n {
+            h.on_sent(i, t0 + i as i64 * MS, 1000);
+        }
+    }
+
+    #[test]
+    fn acks_rtt_and_bytes_in_flight() {
+        let clock = Clock::identity();
+        let mut h = TxHistory::new(9, 0, 30 * MS);
+        sent(&mut h, 4, 1_000 * MS);
+        assert_eq!(h.bytes_in_flight(), 4000);
+        // Packets 0..=2 arrive 10 ms after sending; report at 1020 ms.
+        let fb = report(
+            &clock,
+            1_020 * MS,
+            0,
+            &[
+                (true, 1, 1_010 * MS),
+                (true, 1, 1_011 * MS),
+                (true, 3, 1_012 * MS),
+            ],
+        );
+        let s = h.on_feedback(&fb, 1_020 * MS, &clock);
+        assert_eq!(s.bytes_newly_acked, 3000);
+        assert_eq!(s.packets_newly_acked, 3);
+        assert_eq!(s.packets_newly_ce, 1);
+        assert_eq!(s.bytes_in_flight, 1000);
+        // RTT of packet 2: sent 1002, reported at 1020 -> 18 ms (hold time included).
+        assert_eq!(s.rtt_sample_ns, Some(18 * MS));
+        let owd = s.owd_ns.unwrap();
+        assert!((owd - 10 * MS).abs() < MS, "{owd}");
+        // The same report again teaches nothing.
+        let again = h.on_feedback(&fb, 1_021 * MS, &clock);
+        assert!(again.nothing_new);
+        assert_eq!(again.rtt_sample_ns, None);
+        assert_eq!(h.counters.reports_nothing_new, 1);
+    }
+
+    #[test]
+    fn loss_after_reordering_window_and_spurious_loss() {
+        let clock = Clock::identity();
+        let mut h = TxHistory::new(9, 0, 30 * MS);
+        sent(&mut h, 3, 0);
+        let fb = report(
+            &clock,
+            10 * MS,
+            0,
+            &[(true, 0, 5 * MS), (false, 0, 0), (true, 0, 7 * MS)],
+        );
+        let s = h.on_feedback(&fb, 10 * MS, &clock);
+        assert_eq!(s.packets_newly_lost, 0, "not before the reordering window");
+        let mut tick = FeedbackSummary::default();
+        h.detect_losses(39 * MS, &mut tick);
+        assert_eq!(tick.packets_newly_lost, 0);
+        h.detect_losses(41 * MS, &mut tick);
+        assert_eq!(tick.packets_newly_lost, 1);
+        // Packet 1 shows up after all: a spurious loss, and the window grows.
+        let fb = report(&clock, 80 * MS, 1, &[(true, 0, 75 * MS)]);
+        let s = h.on_feedback(&fb, 80 * MS, &clock);
+        assert_eq!(s.packets_spurious_loss, 1);
+        assert!(h.reorder_window_ns() >= 70 * MS);
+    }
+
+    #[test]
+    fn unknown_and_foreign_blocks_are_ignored() {
+        let clock = Clock::identity();
+        let mut h = TxHistory::new(9, 100, 30 * MS);
+        h.on_sent(100, 0, 500);
+        let mut fb = report(
+            &clock,
+            5 * MS,
+            100,
+            &[(true, 0, MS), (true, 0, MS), (true, 0, MS)],
+        );
+        fb.streams.push(StreamReport {
+            ssrc: 77,
+            begin_seq: 100,
+            blocks: vec![MetricBlock::MISSING],
+        });
+        let s = h.on_feedback(&fb, 5 * MS, &clock);
+        assert_eq!(s.packets_newly_acked, 1);
+        assert_eq!(h.counters.blocks_unknown_seq, 2);
+        assert_eq!(h.counters.reports_other_ssrc, 1);
+    }
+
+    #[test]
+    fn timeout_clears_flight() {
+        let clock = Clock::identity();
+        let mut h = TxHistory::new(9, 0, 30 * MS);
+        sent(&mut h, 10, 0);
+        h.on_feedback_timeout();
+        assert_eq!(h.bytes_in_flight(), 0);
+        // A late report about those packets changes nothing.
+        let fb = report(&clock, 50 * MS, 0, &[(true, 0, 10 * MS)]);
+        let s = h.on_feedback(&fb, 50 * MS, &clock);
+        assert!(s.nothing_new);
+        h.on_sent(10, 60 * MS, 1000);
+        assert_eq!(h.bytes_in_flight(), 1000);
+    }
+}

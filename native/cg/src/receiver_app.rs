@@ -1,0 +1,185 @@
+//! The receiver program: reads RTP packets with their ECN bits and kernel arrival times,
+//! sends feedback to whoever sent them, and logs packets and frames.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+
+use crate::clock::{process_cpu_ns, reduce_timer_slack, Clock};
+use crate::log::{CsvLog, JsonObject, RECEIVER_FRAMES, RECEIVER_PACKETS};
+use crate::net;
+use crate::receiver::frames::FrameRecord;
+use crate::receiver::{Output, Receiver, ReceiverConfig};
+use crate::rfc8888::NumReports;
+use crate::stop;
+
+#[derive(Clone, Debug)]
+pub struct ReceiveConfig {
+    pub listen: SocketAddr,
+    pub duration_s: Option<f64>,
+    pub num_reports: NumReports,
+    pub feedback_packets: u32,
+    pub feedback_interval_ns: i64,
+    pub log_dir: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+fn log_frames(log: &mut CsvLog, frames: &[FrameRecord]) {
+    if !log.enabled() {
+        return;
+    }
+    for f in frames {
+        log.int(f.frame_id as i64)
+            .opt_int(f.rtp_ts.map(|t| t as i64))
+            .opt_int(f.send_t_ns)
+            .opt_int(f.t_first_ns)
+            .opt_int(f.t_last_ns)
+            .opt_int(f.packets_expected.map(|v| v as i64))
+            .int(f.packets_received as i64)
+            .opt_int(f.bytes_expected.map(|v| v as i64))
+            .uint(f.bytes_received)
+            .boolean(f.complete)
+            .boolean(f.keyframe);
+        log.end();
+    }
+}
+
+pub fn run(cfg: ReceiveConfig) -> Result<(), String> {
+    let sock =
+        UdpSocket::bind(cfg.listen).map_err(|e| format!("cannot bind {}: {e}", cfg.listen))?;
+    net::enable_rx_metadata(&sock, cfg.listen.is_ipv6())
+        .map_err(|e| format!("cannot enable ECN / timestamp reception: {e}"))?;
+    net::set_buffers(&sock, 8 << 20);
+    stop::install();
+    reduce_timer_slack();
+    let (mut packets_log, mut frames_log) = match &cfg.log_dir {
+        None => (CsvLog::disabled(), CsvLog::disabled()),
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .map_err(|e| format!("{}: cannot create the log directory: {e}", d.display()))?;
+            (
+                CsvLog::create(d, "receiver_packets.csv", RECEIVER_PACKETS)
+                    .map_err(|e| e.to_string())?,
+                CsvLog::create(d, "receiver_frames.csv", RECEIVER_FRAMES)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
+    let clock = Clock::new();
+    let start = clock.now();
+    let cpu_start = process_cpu_ns();
+    let end = cfg.duration_s.map(|d| start + (d * 1e9) as i64);
+    let rcfg = ReceiverConfig {
+        num_reports: cfg.num_reports,
+        feedback_packets: cfg.feedback_packets,
+        feedback_interval_ns: cfg.feedback_interval_ns,
+        ..ReceiverConfig::default()
+    };
+    let mut rx = Receiver::new(rcfg, clock);
+    let mut peer: Option<SocketAddr> = None;
+    let mut buf = vec![0u8; 65_536];
+    let mut send_errors = 0u64;
+
+    let mut handle = |out: Output, peer: Option<SocketAddr>, pl: &mut CsvLog, fl: &mut CsvLog| {
+        if let Some(p) = peer {
+            for d in &out.datagrams {
+                if sock.send_to(d, p).is_err() {
+                    send_errors += 1;
+                }
+            }
+        }
+        if let Some(r) = &out.packet {
+            if pl.enabled() {
+                pl.int(r.t_ns)
+                    .uint(r.ssrc as u64)
+                    .uint(r.rtp_seq as u64)
+                    .int(r.seq)
+                    .uint(r.rtp_ts as u64)
+                    .boolean(r.marker)
+                    .uint(r.payload_type as u64)
+                    .uint(r.size_bytes as u64)
+                    .uint(r.ecn as u64)
+                    .opt_int(r.frame_id.map(|f| f as i64))
+                    .opt_int(r.send_t_ns);
+                pl.end();
+            }
+        }
+        log_frames(fl, &out.frames);
+    };
+
+    loop {
+        let now = clock.now();
+        if stop::requested() || end.is_some_and(|e| now >= e) {
+            break;
+        }
+        let mut next = now + 50_000_000;
+        if let Some(t) = rx.next_timer_ns() {
+            next = next.min(t);
+        }
+        if let Some(e) = end {
+            next = next.min(e);
+        }
+        net::wait_readable(&sock, next - now);
+        loop {
+            let meta = match net::recv_with_meta(&sock, &mut buf) {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                Err(e) => return Err(format!("receive failed: {e}")),
+            };
+            let now = clock.now();
+            let arrival = meta.kernel_ns.unwrap_or_else(|| clock.wall(now));
+            let out = rx.on_datagram(&buf[..meta.len], meta.ecn.unwrap_or(0), arrival, now);
+            if out.packet.is_some() {
+                peer = Some(meta.src);
+            }
+            handle(out, peer, &mut packets_log, &mut frames_log);
+        }
+        let out = rx.on_tick(clock.now());
+        handle(out, peer, &mut packets_log, &mut frames_log);
+    }
+    let rest = rx.finish();
+    log_frames(&mut frames_log, &rest);
+    packets_log.finish().map_err(|e| e.to_string())?;
+    frames_log.finish().map_err(|e| e.to_string())?;
+
+    let now = clock.now();
+    let wall_s = (now - start) as f64 * 1e-9;
+    let cpu_s = (process_cpu_ns() - cpu_start) as f64 * 1e-9;
+    let c = rx.counters;
+    let mut j = JsonObject::default();
+    j.text("role", "receiver")
+        .text("listen", &cfg.listen.to_string())
+        .text("num_reports", cfg.num_reports.name())
+        .int("start_ns", clock.wall(start))
+        .num("duration_s", wall_s)
+        .num("cpu_s", cpu_s)
+        .num(
+            "cpu_pct_one_core",
+            if wall_s > 0.0 {
+                cpu_s / wall_s * 100.0
+            } else {
+                f64::NAN
+            },
+        )
+        .int("packets", c.packets as i64)
+        .int("bytes", c.bytes as i64)
+        .int("not_rtp", c.not_rtp as i64)
+        .int("duplicates", c.duplicates as i64)
+        .int("ecn_not_ect", c.ecn_not_ect as i64)
+        .int("ecn_ect1", c.ecn_ect1 as i64)
+        .int("ecn_ect0", c.ecn_ect0 as i64)
+        .int("ecn_ce", c.ecn_ce as i64)
+        .int("feedback_sent", c.feedback_sent as i64)
+        .int("tfrc_reports_sent", c.tfrc_reports_sent as i64)
+        .int("sender_restarts", c.sender_restarts as i64)
+        .int("frames_complete", c.frames_complete as i64)
+        .int("frames_incomplete", c.frames_incomplete as i64)
+        .int("send_errors", send_errors as i64);
+    if let Some(dir) = &cfg.log_dir {
+        j.write(&dir.join("receiver_summary.json"))
+            .map_err(|e| e.to_string())?;
+    }
+    if !cfg.quiet {
+        eprint!("{}", j.render());
+    }
+    Ok(())
+}

@@ -1,0 +1,612 @@
+//! The sender: frames from the encoder model (or a trace) are packetised into the RTP
+//! queue, paced out on an absolute schedule within the controller's send window, and
+//! feedback from the receiver drives the controller. One thread, one socket; it sleeps in
+//! `ppoll` until the next due packet, the next frame, or feedback.
+
+use std::collections::VecDeque;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+
+use crate::cc::none::NoControl;
+use crate::cc::scream::{Scream, ScreamConfig};
+use crate::cc::tfrc::Tfrc;
+use crate::cc::{Controller, RateLimits};
+use crate::clock::{mono_ns, process_cpu_ns, reduce_timer_slack, Clock};
+use crate::encoder::{EncoderModel, EncoderSettings, FrameSource, FrameTrace, TraceReplay};
+use crate::history::{FeedbackSummary, TxHistory};
+use crate::log::{CsvLog, JsonObject, CONTROLLER, SENDER_FRAMES, SENDER_PACKETS};
+use crate::net::{self, Ecn};
+use crate::rfc8888::{Feedback, NumReports, FMT_CCFB, PT_RTPFB};
+use crate::rtcp::{self, TfrcReport};
+use crate::rtp::{flags, Packetizer, PayloadHeader, QueuedPacket};
+use crate::stop;
+
+/// Which controller drives the rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcKind {
+    Scream,
+    None,
+    Tfrc,
+    Gtfrc,
+}
+
+impl CcKind {
+    pub fn parse(name: &str) -> Option<CcKind> {
+        match name {
+            "scream" => Some(CcKind::Scream),
+            "none" => Some(CcKind::None),
+            "tfrc" => Some(CcKind::Tfrc),
+            "gtfrc" => Some(CcKind::Gtfrc),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    pub dest: SocketAddr,
+    pub bind: Option<SocketAddr>,
+    pub cc: CcKind,
+    pub ecn: Ecn,
+    pub dscp: u8,
+    pub duration_s: Option<f64>,
+    pub limits: RateLimits,
+    /// Constant bitrate of `none`.
+    pub rate_bps: f64,
+    /// gTFRC target rate g.
+    pub gtfrc_target_bps: Option<f64>,
+    pub fps: f64,
+    pub frames_trace: Option<PathBuf>,
+    pub keyframe_interval_s: f64,
+    pub keyframe_factor: f64,
+    pub frame_size_cv: f64,
+    pub encoder_lag_s: f64,
+    pub seed: u64,
+    pub qdelay_target_s: f64,
+    pub reduce_jitter: bool,
+    pub adapt_qdelay_target: bool,
+    pub conditional_loss_backoff: bool,
+    /// Pacing rate over the target for `none`, `tfrc`, `gtfrc` (SCReAM paces itself).
+    pub pace_factor: f64,
+    pub ssrc: u32,
+    pub payload_type: u8,
+    pub max_payload: usize,
+    /// RTP queue delay beyond which the queue is discarded (and an I-frame requested).
+    pub max_rtp_queue_s: f64,
+    /// Busy-wait this long before a due packet instead of sleeping (ns).
+    pub spin_ns: i64,
+    /// Packets due within this window are sent together (a microburst), so the sender
+    /// wakes about once per window rather than once per packet (ns).
+    pub burst_ns: i64,
+    pub feedback_timeout_ns: i64,
+    pub reorder_window_ns: i64,
+    pub num_reports: NumReports,
+    pub log_dir: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+/// Pacing error statistics (send time minus due time).
+fn percentile(sorted: &[i64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[idx] as f64
+}
+
+struct Logs {
+    packets: CsvLog,
+    frames: CsvLog,
+    controller: CsvLog,
+}
+
+impl Logs {
+    fn open(dir: &Option<PathBuf>) -> Result<Logs, String> {
+        match dir {
+            None => Ok(Logs {
+                packets: CsvLog::disabled(),
+                frames: CsvLog::disabled(),
+                controller: CsvLog::disabled(),
+            }),
+            Some(d) => {
+                std::fs::create_dir_all(d).map_err(|e| {
+                    format!("{}: cannot create the log directory: {e}", d.display())
+                })?;
+                let open = |name: &str, cols: &[&str]| {
+                    CsvLog::create(d, name, cols)
+                        .map_err(|e| format!("{}: {e}", d.join(name).display()))
+                };
+                Ok(Logs {
+                    packets: open("sender_packets.csv", SENDER_PACKETS)?,
+                    frames: open("sender_frames.csv", SENDER_FRAMES)?,
+                    controller: open("controller.csv", CONTROLLER)?,
+                })
+            }
+        }
+    }
+}
+
+fn build_controller(cfg: &SenderConfig, frame_period_s: f64) -> Box<dyn Controller> {
+    match cfg.cc {
+        CcKind::Scream => {
+            let mut sc = ScreamConfig::new(cfg.ecn == Ecn::Ect1, cfg.limits, frame_period_s);
+            sc.qdelay_target_s = cfg.qdelay_target_s;
+            sc.reduce_jitter = cfg.reduce_jitter;
+            sc.adapt_qdelay_target = cfg.adapt_qdelay_target;
+            sc.conditional_loss_backoff = cfg.conditional_loss_backoff;
+            Box::new(Scream::new(sc))
+        }
+        CcKind::None => Box::new(NoControl::new(cfg.rate_bps, cfg.pace_factor)),
+        CcKind::Tfrc => Box::new(Tfrc::new(cfg.limits, cfg.pace_factor, None)),
+        CcKind::Gtfrc => Box::new(Tfrc::new(
+            cfg.limits,
+            cfg.pace_factor,
+            Some(cfg.gtfrc_target_bps.unwrap_or(cfg.limits.min_bps)),
+        )),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn log_controller(
+    log: &mut CsvLog,
+    clock: &Clock,
+    now: i64,
+    event: &str,
+    cc: &dyn Controller,
+    bif: u64,
+    fb: Option<&FeedbackSummary>,
+    queue_bytes: usize,
+    queue_delay_s: f64,
+) {
+    if !log.enabled() {
+        return;
+    }
+    let st = cc.state();
+    log.int(clock.wall(now))
+        .text(event)
+        .text(cc.name())
+        .opt_float(st.ref_wnd_bytes)
+        .opt_float(cc.send_window(bif))
+        .uint(bif)
+        .float(st.target_bps)
+        .float(st.pace_bps)
+        .opt_float(st.srtt_ms)
+        .opt_float(fb.and_then(|f| f.rtt_sample_ns).map(|r| r as f64 * 1e-6))
+        .opt_float(st.qdelay_ms)
+        .opt_float(st.qdelay_avg_ms)
+        .opt_float(st.qdelay_target_ms)
+        .opt_float(st.l4s_alpha)
+        .opt_float(st.l4s_alpha_v)
+        .opt_float(st.loss_rate)
+        .opt_float(st.loss_event_rate)
+        .opt_float(st.x_recv_bps)
+        .opt_float(st.x_calc_bps)
+        .opt_int(fb.map(|f| f.packets_newly_acked as i64))
+        .opt_int(fb.map(|f| f.packets_newly_ce as i64))
+        .opt_int(fb.map(|f| f.packets_newly_lost as i64))
+        .uint(queue_bytes as u64)
+        .float(queue_delay_s * 1e3);
+    log.end();
+}
+
+/// Counters of one run (the summary).
+#[derive(Default)]
+struct Counts {
+    packets: u64,
+    bytes: u64,
+    frames: u64,
+    keyframes: u64,
+    send_errors: u64,
+    rtcp_malformed: u64,
+    rtcp_unknown: u64,
+    tfrc_reports: u64,
+    discarded_packets: u64,
+    discards: u64,
+    keyframe_requests: u64,
+}
+
+/// Runs the sender until the duration ends or a signal arrives.
+pub fn run(cfg: SenderConfig) -> Result<(), String> {
+    let ipv6 = cfg.dest.is_ipv6();
+    let bind = cfg.bind.unwrap_or_else(|| {
+        if ipv6 {
+            "[::]:0".parse().unwrap()
+        } else {
+            "0.0.0.0:0".parse().unwrap()
+        }
+    });
+    let sock = UdpSocket::bind(bind).map_err(|e| format!("cannot bind {bind}: {e}"))?;
+    net::set_tos(&sock, (cfg.dscp << 2) | cfg.ecn.bits(), ipv6)
+        .map_err(|e| format!("cannot set the ECN/DSCP bits: {e}"))?;
+    net::set_buffers(&sock, 4 << 20);
+    stop::install();
+    reduce_timer_slack();
+
+    let mut source: Box<dyn FrameSource> = match &cfg.frames_trace {
+        Some(path) => Box::new(TraceReplay::new(
+            FrameTrace::read_csv(path)?,
+            cfg.limits.start_bps,
+            cfg.limits.min_bps,
+            cfg.limits.max_bps,
+            cfg.encoder_lag_s,
+            cfg.keyframe_factor,
+        )),
+        None => Box::new(EncoderModel::new(EncoderSettings {
+            fps: cfg.fps,
+            start_bps: if cfg.cc == CcKind::None {
+                cfg.rate_bps
+            } else {
+                cfg.limits.start_bps
+            },
+            min_bps: if cfg.cc == CcKind::None {
+                cfg.rate_bps
+            } else {
+                cfg.limits.min_bps
+            },
+            max_bps: if cfg.cc == CcKind::None {
+                cfg.rate_bps
+            } else {
+                cfg.limits.max_bps
+            },
+            lag_s: cfg.encoder_lag_s,
+            size_cv: cfg.frame_size_cv,
+            keyframe_interval_s: cfg.keyframe_interval_s,
+            keyframe_factor: cfg.keyframe_factor,
+            seed: cfg.seed,
+        })),
+    };
+    let frame_period = source.frame_period_s();
+    let mut cc = build_controller(&cfg, frame_period);
+    let mut logs = Logs::open(&cfg.log_dir)?;
+    let clock = Clock::new();
+    let start = clock.now();
+    let cpu_start = process_cpu_ns();
+    let end = cfg.duration_s.map(|d| start + (d * 1e9) as i64);
+    let first_seq = (cfg.seed as u16).wrapping_mul(7919);
+    let mut packetizer = Packetizer::new(
+        cfg.ssrc,
+        cfg.payload_type,
+        cfg.max_payload,
+        first_seq,
+        cfg.seed as u32,
+    );
+    let mut history = TxHistory::new(cfg.ssrc, packetizer.next_seq(), cfg.reorder_window_ns);
+    let mut queue: VecDeque<QueuedPacket> = VecDeque::new();
+    let mut queue_bytes = 0usize;
+    let mut pacer = crate::pacer::Pacer::new(start);
+    let mut window_blocked = false;
+    let mut last_send_ns = start;
+    let mut next_window_probe = i64::MAX;
+    let mut last_feedback_ns = start;
+    let mut last_discard_ns = i64::MIN / 2;
+    let mut frame_id: u32 = 0;
+    let mut counts = Counts::default();
+    // Send time minus due time of every packet (negative within a microburst).
+    let mut pacing_errors_ns: Vec<i64> = Vec::with_capacity(1 << 16);
+    let mut buf = vec![0u8; 65_536];
+    let frame_flags = if cc.wants_tfrc_reports() {
+        flags::WANT_TFRC
+    } else {
+        0
+    };
+
+    loop {
+        let mut now = clock.now();
+        if stop::requested() || end.is_some_and(|e| now >= e) {
+            break;
+        }
+
+        // Feedback.
+        while let Ok(Some((len, _src))) = net::recv_nowait(&sock, &mut buf) {
+            let datagram = &buf[..len];
+            let Some(parts) = rtcp::split(datagram) else {
+                counts.rtcp_malformed += 1;
+                continue;
+            };
+            for part in parts {
+                if part[1] == PT_RTPFB && part[0] & 0x1f == FMT_CCFB {
+                    match Feedback::decode(part, cfg.num_reports) {
+                        Ok(fb) => {
+                            let s = history.on_feedback(&fb, now, &clock);
+                            last_feedback_ns = now;
+                            cc.on_feedback(&s);
+                            if s.packets_newly_lost > 0 {
+                                source.request_keyframe();
+                                counts.keyframe_requests += 1;
+                            }
+                            let qd = queue
+                                .front()
+                                .map_or(0.0, |q| (now - q.enqueued_ns) as f64 * 1e-9);
+                            log_controller(
+                                &mut logs.controller,
+                                &clock,
+                                now,
+                                "feedback",
+                                cc.as_ref(),
+                                history.bytes_in_flight(),
+                                Some(&s),
+                                queue_bytes,
+                                qd,
+                            );
+                        }
+                        Err(_) => counts.rtcp_malformed += 1,
+                    }
+                } else if rtcp::is_app(part) {
+                    match TfrcReport::decode(part) {
+                        Some(r) => {
+                            counts.tfrc_reports += 1;
+                            let now_us = clock.wall(now) / 1000;
+                            let rtt_us = now_us - r.t_recvdata_us as i64 - r.t_delay_us as i64;
+                            cc.on_tfrc_report(now, &r, rtt_us.max(10) * 1000);
+                            let qd = queue
+                                .front()
+                                .map_or(0.0, |q| (now - q.enqueued_ns) as f64 * 1e-9);
+                            log_controller(
+                                &mut logs.controller,
+                                &clock,
+                                now,
+                                "tfrc_report",
+                                cc.as_ref(),
+                                history.bytes_in_flight(),
+                                None,
+                                queue_bytes,
+                                qd,
+                            );
+                        }
+                        None => counts.rtcp_malformed += 1,
+                    }
+                } else {
+                    counts.rtcp_unknown += 1;
+                }
+            }
+        }
+
+        // Timers: losses past the reordering window, feedback timeout, controller timers.
+        let mut tick = FeedbackSummary {
+            now_ns: now,
+            bytes_in_flight: history.bytes_in_flight(),
+            ..FeedbackSummary::default()
+        };
+        history.detect_losses(now, &mut tick);
+        if tick.packets_newly_lost > 0 {
+            cc.on_feedback(&tick);
+            source.request_keyframe();
+            counts.keyframe_requests += 1;
+            log_controller(
+                &mut logs.controller,
+                &clock,
+                now,
+                "loss_timer",
+                cc.as_ref(),
+                history.bytes_in_flight(),
+                Some(&tick),
+                queue_bytes,
+                0.0,
+            );
+        }
+        if now - last_feedback_ns > cfg.feedback_timeout_ns {
+            history.on_feedback_timeout();
+            cc.on_feedback_timeout(now);
+            last_feedback_ns = now;
+            log_controller(
+                &mut logs.controller,
+                &clock,
+                now,
+                "feedback_timeout",
+                cc.as_ref(),
+                0,
+                None,
+                queue_bytes,
+                0.0,
+            );
+        }
+        cc.on_tick(now);
+
+        // Frames that are due.
+        while start + (source.next_time_s() * 1e9) as i64 <= now {
+            let frame_t = start + (source.next_time_s() * 1e9) as i64;
+            let frame = source.produce(cc.target_bitrate());
+            let rtp_ts = packetizer.rtp_timestamp(frame_t - start);
+            let f = frame_flags | if frame.keyframe { flags::KEYFRAME } else { 0 };
+            let pkts = packetizer.packetize(frame_id, frame.bytes, rtp_ts, f, now);
+            if queue.is_empty() {
+                pacer.reanchor(now);
+            }
+            let media_qdelay = queue
+                .front()
+                .map_or(0.0, |q| (now - q.enqueued_ns) as f64 * 1e-9);
+            if logs.frames.enabled() {
+                logs.frames
+                    .int(frame_id as i64)
+                    .int(clock.wall(frame_t))
+                    .uint(frame.bytes as u64)
+                    .uint(pkts.len() as u64)
+                    .boolean(frame.keyframe)
+                    .float(cc.target_bitrate())
+                    .float(frame.encoder_bps);
+                logs.frames.end();
+            }
+            for p in pkts {
+                queue_bytes += p.bytes.len();
+                queue.push_back(p);
+            }
+            cc.on_frame(now, frame.bytes, media_qdelay);
+            counts.frames += 1;
+            counts.keyframes += frame.keyframe as u64;
+            frame_id = frame_id.wrapping_add(1);
+        }
+
+        // RTP queue too old: throw it away and ask for an I-frame (draft 4.4's frame
+        // discard), at most every 250 ms.
+        if let Some(front) = queue.front() {
+            if (now - front.enqueued_ns) as f64 * 1e-9 > cfg.max_rtp_queue_s
+                && now - last_discard_ns > 250_000_000
+            {
+                counts.discarded_packets += queue.len() as u64;
+                counts.discards += 1;
+                queue.clear();
+                queue_bytes = 0;
+                last_discard_ns = now;
+                source.request_keyframe();
+                counts.keyframe_requests += 1;
+            }
+        }
+
+        // Send everything that is due.
+        while let Some(front) = queue.front() {
+            let size = front.bytes.len();
+            // A closed window still lets packets out at the minimum rate: SCReAM v2 is
+            // "not entirely self-clocked" (draft section 1), so lost feedback cannot stall
+            // the flow until the feedback timeout.
+            let min_rate_due = last_send_ns + (size as f64 * 8.0 / cfg.limits.min_bps * 1e9) as i64;
+            if !cc.may_send(history.bytes_in_flight(), size) && now < min_rate_due {
+                window_blocked = true;
+                next_window_probe = min_rate_due;
+                break;
+            }
+            if window_blocked {
+                pacer.reanchor(now);
+                window_blocked = false;
+            }
+            let due = pacer.due_ns();
+            if due > now + cfg.burst_ns {
+                break;
+            }
+            let mut p = queue.pop_front().unwrap();
+            queue_bytes -= size;
+            let send_ns = clock.now();
+            let wall = clock.wall(send_ns);
+            let rtt_us = cc
+                .srtt_ns()
+                .map_or(0, |r| (r / 1000).clamp(0, u32::MAX as i64) as u32);
+            PayloadHeader::stamp(&mut p.bytes, (wall / 1000) as u64, rtt_us);
+            if sock.send_to(&p.bytes, cfg.dest).is_err() {
+                counts.send_errors += 1;
+            }
+            history.on_sent(p.seq, send_ns, size);
+            cc.on_sent(send_ns, size, history.bytes_in_flight());
+            pacer.on_sent(size, cc.pacing_rate());
+            pacing_errors_ns.push(send_ns - due);
+            last_send_ns = send_ns;
+            counts.packets += 1;
+            counts.bytes += size as u64;
+            if logs.packets.enabled() {
+                logs.packets
+                    .int(wall)
+                    .uint(p.seq)
+                    .uint(p.seq & 0xffff)
+                    .uint(p.rtp_ts as u64)
+                    .uint(p.frame_id as u64)
+                    .uint(size as u64)
+                    .boolean(p.marker)
+                    .uint(cfg.ecn.bits() as u64)
+                    .int(clock.wall(due))
+                    .int((send_ns - p.enqueued_ns) / 1000);
+                logs.packets.end();
+            }
+            now = send_ns;
+        }
+
+        // Sleep until the next thing to do: a due packet, a frame, a timer (5 ms at most,
+        // for the loss and feedback timers), or feedback arriving.
+        now = clock.now();
+        let mut next = start + (source.next_time_s() * 1e9) as i64;
+        next = next.min(now + 5_000_000);
+        if !queue.is_empty() && !window_blocked {
+            next = next.min(pacer.due_ns());
+        }
+        if !queue.is_empty() && window_blocked {
+            next = next.min(next_window_probe);
+        }
+        if let Some(e) = end {
+            next = next.min(e);
+        }
+        let wait = next - now - cfg.spin_ns;
+        let readable = wait > 0 && net::wait_readable(&sock, wait);
+        if !readable && cfg.spin_ns > 0 {
+            while mono_ns() < next && !stop::requested() {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    // Summary.
+    let now = clock.now();
+    let wall_s = (now - start) as f64 * 1e-9;
+    let cpu_s = (process_cpu_ns() - cpu_start) as f64 * 1e-9;
+    let mut lateness_ns: Vec<i64> = pacing_errors_ns
+        .iter()
+        .map(|e| e.max(&0).to_owned())
+        .collect();
+    lateness_ns.sort_unstable();
+    let mut abs_error_ns: Vec<i64> = pacing_errors_ns.iter().map(|e| e.abs()).collect();
+    abs_error_ns.sort_unstable();
+    for log in [&mut logs.packets, &mut logs.frames, &mut logs.controller] {
+        log.finish()
+            .map_err(|e| format!("cannot finish a log: {e}"))?;
+    }
+    let hc = history.counters;
+    let mut j = JsonObject::default();
+    j.text("role", "sender")
+        .text("cc", cc.name())
+        .text("ecn", cfg.ecn.name())
+        .text("dest", &cfg.dest.to_string())
+        .text("num_reports", cfg.num_reports.name())
+        .int("ssrc", cfg.ssrc as i64)
+        .int("start_ns", clock.wall(start))
+        .num("duration_s", wall_s)
+        .num("cpu_s", cpu_s)
+        .num(
+            "cpu_pct_one_core",
+            if wall_s > 0.0 {
+                cpu_s / wall_s * 100.0
+            } else {
+                f64::NAN
+            },
+        )
+        .int("packets_sent", counts.packets as i64)
+        .int("bytes_sent", counts.bytes as i64)
+        .num(
+            "mean_rate_mbps",
+            counts.bytes as f64 * 8.0 / wall_s.max(1e-9) / 1e6,
+        )
+        .int("frames", counts.frames as i64)
+        .int("keyframes", counts.keyframes as i64)
+        .int("keyframe_requests", counts.keyframe_requests as i64)
+        .int("send_errors", counts.send_errors as i64)
+        .int("rtp_queue_discards", counts.discards as i64)
+        .int("packets_discarded", counts.discarded_packets as i64)
+        .num("burst_us", cfg.burst_ns as f64 / 1e3)
+        .num("pacing_error_p50_us", percentile(&abs_error_ns, 0.5) / 1e3)
+        .num("pacing_error_p99_us", percentile(&abs_error_ns, 0.99) / 1e3)
+        .num("pacing_error_max_us", percentile(&abs_error_ns, 1.0) / 1e3)
+        .num(
+            "pacing_lateness_p50_us",
+            percentile(&lateness_ns, 0.5) / 1e3,
+        )
+        .num(
+            "pacing_lateness_p99_us",
+            percentile(&lateness_ns, 0.99) / 1e3,
+        )
+        .int("feedback_reports", hc.reports as i64)
+        .int("feedback_nothing_new", hc.reports_nothing_new as i64)
+        .int("feedback_reordered", hc.reports_reordered as i64)
+        .int("feedback_other_ssrc", hc.reports_other_ssrc as i64)
+        .int("feedback_unknown_seq_blocks", hc.blocks_unknown_seq as i64)
+        .int("feedback_malformed", counts.rtcp_malformed as i64)
+        .int("rtcp_unknown", counts.rtcp_unknown as i64)
+        .int("tfrc_reports", counts.tfrc_reports as i64)
+        .int("feedback_timeouts", hc.feedback_timeouts as i64)
+        .int("packets_acked", hc.packets_acked as i64)
+        .int("packets_ce", hc.packets_ce as i64)
+        .int("packets_lost", hc.packets_lost as i64)
+        .int("packets_spurious_loss", hc.packets_spurious_loss as i64);
+    if let Some(dir) = &cfg.log_dir {
+        j.write(&dir.join("sender_summary.json"))
+            .map_err(|e| format!("cannot write the summary: {e}"))?;
+    }
+    if !cfg.quiet {
+        eprint!("{}", j.render());
+    }
+    Ok(())
+}

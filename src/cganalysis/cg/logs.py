@@ -1,0 +1,99 @@
+"""``cga-cg``'s CSV logs to parquet tables with declared schemas.
+
+The binary writes plain CSV (cheap on the data plane); the testbed keeps parquet. Each
+file is read with its schema from :mod:`cganalysis.schemas`, checked, and written
+atomically next to the CSV's destination; the summary JSON files are copied as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cganalysis import schemas
+from cganalysis.errors import CganalysisError
+from cganalysis.io import write_parquet
+
+#: CSV file written by cga-cg -> (parquet file, schema, table name).
+LOG_TABLES: dict[str, tuple[str, schemas.Schema, str]] = {
+    "sender_packets.csv": (
+        "sender_packets.parquet",
+        schemas.CG_SENDER_PACKETS,
+        "cg sender packets",
+    ),
+    "sender_frames.csv": ("sender_frames.parquet", schemas.CG_SENDER_FRAMES, "cg sender frames"),
+    "controller.csv": ("controller.parquet", schemas.CG_CONTROLLER, "cg controller"),
+    "receiver_packets.csv": (
+        "receiver_packets.parquet",
+        schemas.CG_RECEIVER_PACKETS,
+        "cg receiver packets",
+    ),
+    "receiver_frames.csv": (
+        "receiver_frames.parquet",
+        schemas.CG_RECEIVER_FRAMES,
+        "cg receiver frames",
+    ),
+}
+SUMMARIES: tuple[str, ...] = ("sender_summary.json", "receiver_summary.json")
+
+
+class LogError(CganalysisError):
+    """A generator log cannot be read."""
+
+
+def _derived(name: str, df: pl.DataFrame) -> pl.DataFrame:
+    if name == "receiver_frames.csv":
+        delay = (pl.col("t_last_ns") - pl.col("send_t_ns")).cast(pl.Float64) / 1e6
+        df = df.with_columns(
+            delivery_delay_ms=pl.when(pl.col("complete")).then(delay).otherwise(None)
+        )
+    return df
+
+
+def read_log_csv(path: Path) -> pl.DataFrame:
+    """One CSV log as its declared table."""
+    name = path.name
+    if name not in LOG_TABLES:
+        raise LogError(f"{path}: not a cga-cg log (expected one of {sorted(LOG_TABLES)})")
+    _, schema, table = LOG_TABLES[name]
+    csv_schema = {k: v for k, v in schema.items() if k != "delivery_delay_ms"}
+    try:
+        df = pl.read_csv(path, schema=csv_schema)
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise LogError(f"{path}: cannot read as {table}: {err}") from err
+    return schemas.check_schema(_derived(name, df), schema, table)
+
+
+def convert_logs(
+    csv_dir: Path, out_dir: Path, provenance: dict[str, Any] | None = None
+) -> list[Path]:
+    """Converts every log in ``csv_dir`` into ``out_dir``; returns the files written."""
+    written: list[Path] = []
+    for name, (parquet, _, _) in LOG_TABLES.items():
+        src = csv_dir / name
+        if src.exists():
+            dest = out_dir / parquet
+            write_parquet(read_log_csv(src), dest, provenance)
+            written.append(dest)
+    for name in SUMMARIES:
+        src = csv_dir / name
+        if src.exists():
+            dest = out_dir / name
+            shutil.copyfile(src, dest)
+            written.append(dest)
+    return written
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    """A run summary written by cga-cg (sender_summary.json or receiver_summary.json)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise LogError(f"{path}: cannot read the generator summary: {err}") from err
+    if not isinstance(data, dict):
+        raise LogError(f"{path}: expected a JSON object")
+    return data
