@@ -57,7 +57,7 @@ from cganalysis.report.tables import tma_table2
 # ## Parameters
 #
 # `PACKETS`: a packets parquet written by `cganalysis packets` (then the captures are not
-# read); `META`: a run's `META.json` (keys in docs/metrics.md). Left as None, the fixture's
+# read); `META`: a run's `meta.json` (keys in docs/metrics.md). Left as None, the fixture's
 # captures are matched here and the run is described from the fixture's own metadata.
 
 
@@ -97,7 +97,7 @@ flows
 # ## What the run was
 #
 # Roles name the flows: `cg` the RTP flow, `competitor` the TCP flow. The fixture's metadata
-# gives the bottleneck rate, the ports and when iperf3 ran; a testbed run's `META.json`
+# gives the bottleneck rate, the ports and when iperf3 ran; a testbed run's `meta.json`
 # gives all of it directly.
 
 # %%
