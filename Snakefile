@@ -1,6 +1,7 @@
 # cganalysis workflow: raw dual-point captures -> per-packet tables -> metrics -> figures.
 #
 # Path grammar:
+#   data/raw/<campaign>/_calibration/<key>/calibration.json  one per bottleneck (testbed)
 #   data/raw/<campaign>/<run_id>/ingress*.pcap[ng]       captures entering the bottleneck
 #   data/raw/<campaign>/<run_id>/egress*.pcap[ng]        captures leaving it (write-once)
 #   data/processed/<campaign>/<run_id>/packets.parquet   one row per ingress packet
@@ -23,6 +24,7 @@ configfile: "configs/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/experiments.smk"
 include: "workflow/rules/packets.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
@@ -31,5 +33,6 @@ include: "workflow/rules/figures.smk"
 rule all:
     default_target: True
     input:
+        EXPERIMENT_PLAN.meta_files(),
         processed_outputs(),
         result_outputs(),

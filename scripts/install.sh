@@ -13,7 +13,7 @@ extras=""
 sudo_cmd=""
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd="sudo"; fi
 
-debian_packages=(tcpdump tshark iperf3 ethtool iproute2 iputils-ping procps)
+debian_packages=(tcpdump tshark iperf3 ethtool iproute2 iputils-ping procps openssh-client openssh-server)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

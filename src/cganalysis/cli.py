@@ -24,6 +24,8 @@ COMMANDS: tuple[str, ...] = (
     "metrics",
     "tables",
     "figures",
+    "testbed",
+    "experiment",
     "cg",
 )
 

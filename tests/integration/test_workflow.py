@@ -25,8 +25,10 @@ def _workspace(tmp_path: Path, dualpoint_dir: Path) -> Path:
 def test_snakemake_builds_the_packet_tables(tmp_path: Path, dualpoint_dir: Path) -> None:
     need_tool("snakemake", "cganalysis")
     work = _workspace(tmp_path, dualpoint_dir)
+    # Only the committed run: no campaign experiments (those have their own tests).
+    (work / "no-experiments.yaml").write_text("experiments: {campaign_files: []}\n")
     done = subprocess.run(
-        ["snakemake", "--cores", "2", "--quiet"],
+        ["snakemake", "--cores", "2", "--quiet", "--configfile", "no-experiments.yaml"],
         cwd=work,
         capture_output=True,
         text=True,
@@ -40,8 +42,16 @@ def test_snakemake_builds_the_packet_tables(tmp_path: Path, dualpoint_dir: Path)
     assert packets.height == summary["packets_in"] > 1000
     assert summary["packets_lost"] == int(packets["lost"].sum()) > 0
     assert (work / "logs" / "packets" / "example" / "htb-pfifo-cubic-r01.log").exists()
+    metrics = json.loads((work / "results/metrics/example/htb-pfifo-cubic-r01.json").read_text())
+    assert metrics["roles"]["cg"]["packets"] > 0
+    assert (work / "results/figures/example/htb-pfifo-cubic-r01.timeseries.pdf").stat().st_size
+    assert "Cubic" in (work / "results/tables/example/tma_table2.md").read_text()
     # Nothing to do the second time: outputs are up to date.
     again = subprocess.run(
-        ["snakemake", "--cores", "2", "-n"], cwd=work, capture_output=True, text=True, check=False
+        ["snakemake", "--cores", "2", "-n", "--configfile", "no-experiments.yaml"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

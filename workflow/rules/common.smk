@@ -1,10 +1,24 @@
 # Helpers shared by every stage: configuration validation and raw-run discovery.
 
+import re
 from pathlib import Path
 
 from snakemake.utils import validate
 
+from cganalysis.experiment.workflow import WorkflowPlan
+
 validate(config, schema="../schemas/config.schema.yaml")
+
+# The runs the campaign files plan (experiments.campaign_files), made by rule experiment.
+EXPERIMENT_PLAN = WorkflowPlan.from_config(config)
+
+
+def planned_campaigns_regex():
+    """Wildcard constraint for rules that make raw runs: only the campaigns the plan has,
+    so that runs already in data/raw (copied, pulled with DVC) are never remade."""
+    names = sorted({c for c, _ in EXPERIMENT_PLAN.runs()})
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
 
 RAW = Path("data/raw")
 PROCESSED = Path("data/processed")
@@ -12,13 +26,14 @@ CAPTURE_SUFFIXES = (".pcap", ".pcapng")
 
 
 def raw_runs():
-    """(campaign, run_id) of every raw run with both captures, in a stable order."""
-    runs = []
+    """(campaign, run_id) of every run: planned by a campaign file, or already in data/raw
+    with both captures (for the campaigns listed in `campaigns`), in a stable order."""
+    runs = set(EXPERIMENT_PLAN.runs())
     for campaign in config["campaigns"]:
-        for run_dir in sorted((RAW / campaign).glob("*/")):
+        for run_dir in (RAW / campaign).glob("*/"):
             if find_capture(run_dir, "ingress") and find_capture(run_dir, "egress"):
-                runs.append((campaign, run_dir.name))
-    return runs
+                runs.add((campaign, run_dir.name))
+    return sorted(runs)
 
 
 def find_capture(run_dir, point):
@@ -35,6 +50,11 @@ def capture_input(point):
     def _input(wildcards):
         run_dir = RAW / wildcards.campaign / wildcards.run_id
         path = find_capture(run_dir, point)
+        if (
+            path is None
+            and (wildcards.campaign, wildcards.run_id) in EXPERIMENT_PLAN.jobs
+        ):
+            return f"{run_dir}/{point}.pcap"  # made by rule experiment
         if path is None:
             raise ValueError(
                 f"{run_dir}: no {point}*.pcap or {point}*.pcapng capture in this run"
@@ -70,7 +90,13 @@ def result_outputs():
     runs = raw_runs()
     out = [f"results/metrics/{c}/{r}.json" for c, r in runs]
     out += [f"results/figures/{c}/{r}.timeseries.pdf" for c, r in runs]
+    artefacts = config.get("artefacts", {})
+    suffix = config.get("experiments", {}).get("campaign_suffix", "")
     for campaign in {c for c, _ in runs}:
-        for artefact in config.get("artefacts", {}).get(campaign, []):
+        # A quick profile's campaign (<name>-quick) renders what <name> renders.
+        wanted = artefacts.get(
+            campaign, artefacts.get(campaign.removesuffix(suffix), [])
+        )
+        for artefact in wanted:
             out += [f.format(c=campaign) for f in ARTEFACT_FILES[artefact]]
     return sorted(out)

@@ -1,0 +1,180 @@
+"""``cganalysis testbed probe|check|render|calibrate|clean``: the testbed without a run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cganalysis.errors import ConfigError
+
+
+def add_parser(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "testbed",
+        help="probe the host, check or render a run's bottleneck, calibrate, clean up",
+        description="The testbed on its own: what the host offers, what a run would install, "
+        "calibration of a bottleneck, and removal of anything a killed run left behind.",
+    )
+    tsub = p.add_subparsers(dest="testbed_command", required=True, metavar="ACTION")
+
+    pr = tsub.add_parser(
+        "probe",
+        help="qdiscs the kernel accepts, TCP congestion controls, iproute2 and tool versions",
+        description="Reports what this host (or an ssh testbed's router) offers. Each qdisc "
+        "is tried on a veth in a scratch namespace (needs root); nothing else is touched.",
+    )
+    pr.add_argument("--json", action="store_true", help="print JSON")
+    pr.add_argument("--testbed", type=Path, help="an ssh testbed file: probe its router host")
+    pr.set_defaults(run=run_probe)
+
+    ck = tsub.add_parser(
+        "check",
+        help="validate a run file and decide its data planes, without touching anything",
+        description="Validates RUN.yaml and checks that this host can run it (tools, "
+        "qdiscs, congestion control, delay); prints the decision. No traffic, no testbed.",
+    )
+    ck.add_argument("config", type=Path)
+    ck.set_defaults(run=run_check)
+
+    rd = tsub.add_parser(
+        "render",
+        help="print the exact tc (or cga-emu / mm-*) commands a run's bottleneck would use",
+    )
+    rd.add_argument("config", type=Path)
+    rd.add_argument("--dev", default="rtr1", help="bottleneck interface name to render")
+    rd.add_argument("--reverse-dev", default="rtr0", help="interface of the reverse direction")
+    rd.set_defaults(run=run_render)
+
+    cb = tsub.add_parser(
+        "calibrate",
+        help="measure what a run's bottleneck delivers (and the idle delay floor)",
+        description="Brings the run's testbed up with its bottleneck, offers UDP above the "
+        "configured rate, measures the delivered rate from the qdisc counter and the egress "
+        "capture, and the idle delay floor; writes DIR/calibration.json (never overwrites).",
+    )
+    cb.add_argument("config", type=Path, help="a run file, or a campaign with --run")
+    cb.add_argument("-o", "--output", type=Path, required=True, help="directory to create")
+    cb.add_argument(
+        "--run", dest="campaign_run", metavar="RUN_ID", help="with a campaign: which run"
+    )
+    cb.set_defaults(run=run_calibrate)
+
+    cl = tsub.add_parser(
+        "clean",
+        help="remove namespaces, processes and remote state left by killed runs",
+        description="Removes what runs whose process is gone left behind: network "
+        "namespaces named cgatb-<pid>-*, their processes, and (ssh testbeds) remote "
+        "processes, qdiscs and work directories recorded in /run/cganalysis/testbeds.",
+    )
+    cl.add_argument("--all", action="store_true", help="also testbeds of live runs (careful)")
+    cl.add_argument("-n", "--dry-run", action="store_true", help="only list")
+    cl.set_defaults(run=run_clean)
+
+
+def _load(path: Path, run_id: str | None) -> Any:
+    from cganalysis.experiment.campaign import is_campaign, load_campaign
+    from cganalysis.experiment.config import load_run
+
+    if is_campaign(path):
+        if not run_id:
+            raise ConfigError(f"{path} is a campaign: say which run with --run RUN_ID")
+        return load_campaign(path).run(run_id).config
+    return load_run(path)
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    from cganalysis.testbed.hosts import NetnsHost
+    from cganalysis.testbed.probe import format_report, probe
+
+    if args.testbed:
+        from cganalysis.testbed.sshbed import probing_ssh
+
+        with probing_ssh(args.testbed) as host:
+            report = probe(host)
+    else:
+        if not _is_root():
+            print("note: not root: qdiscs cannot be tried", file=sys.stderr)
+        report = probe(NetnsHost("this host", None, Path("/")), with_qdiscs=_is_root())
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        sys.stdout.write(format_report(report))
+    return 0
+
+
+def _is_root() -> bool:
+    import os
+
+    return os.geteuid() == 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from cganalysis.experiment.runner import RunOptions, check
+
+    cfg = _load(args.config, None)
+    p = check(cfg, RunOptions(run_id="check"))
+    print(
+        f"{args.config}: ok: bottleneck {p.resolution.bottleneck} ({p.resolution.reason}), "
+        f"delay {p.resolution.delay_via}, schedule {p.schedule.duration_s:g} s, "
+        f"{len(p.schedule.phases())} competitor step(s)"
+    )
+    return 0
+
+
+def run_render(args: argparse.Namespace) -> int:
+    from cganalysis.testbed import emuconf
+    from cganalysis.testbed.mahimahi import render_mahimahi
+    from cganalysis.testbed.render import as_text, render_direction, render_netem
+
+    cfg = _load(args.config, None)
+    b = cfg.bottleneck
+    if b.mahimahi is not None:
+        print(" ".join(render_mahimahi(b.mahimahi, "downlink.log", ["CMD"])))
+        return 0
+    cmds = render_direction(args.dev, b.forward)
+    if b.reverse is not None:
+        cmds += render_direction(args.reverse_dev, b.reverse)
+    print("# kernel (tc), on the router", end="\n")
+    sys.stdout.write(as_text(cmds))
+    if cfg.propagation.needed:
+        p = cfg.propagation
+        print("# propagation delay with netem (server and client interfaces)")
+        sys.stdout.write(
+            as_text([render_netem("srv0", p.forward_ms, p), render_netem("cli0", p.reverse_ms, p)])
+        )
+        print("# propagation delay with cga-emu (delay-only hop)")
+        print(json.dumps(emuconf.delay_config("dly0", "dly1", p)))
+    print("# emulator (cga-emu --config), on the router")
+    print(
+        json.dumps(
+            emuconf.bottleneck_config(
+                "rtr0", args.dev, b.forward, b.reverse, "emu-stats.jsonl", cfg.monitor.interval_ms
+            )
+        )
+    )
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from cganalysis.experiment.runner import RunOptions, run_calibration
+
+    cfg = _load(args.config, args.campaign_run)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    calib = run_calibration(cfg, args.output, RunOptions(run_id="calibration", progress=say))
+    keys = ("configured_mbps", "capacity_measured_mbps", "ratio", "shaper", "flags")
+    print(json.dumps({k: calib.get(k) for k in keys}))
+    return 0
+
+
+def run_clean(args: argparse.Namespace) -> int:
+    from cganalysis.testbed.clean import clean
+
+    for line in clean(include_live=args.all, dry_run=args.dry_run):
+        print(line)
+    return 0

@@ -1,0 +1,149 @@
+"""Campaigns (``configs/campaigns/*.yaml``): a base run, factors, repetitions -> run ids.
+
+::
+
+    campaign: tma2024            # the name: data/raw/<campaign>/<run_id>/
+    base: ../runs/tma2024-base.yaml   # a run file (relative to this file), or `run:` inline
+    repetitions: 1
+    factors:                     # every combination, in this order
+      qdisc:                     # factor name; each level overlays the base (deep merge)
+        droptail: {bottleneck: {qdisc: {kind: pfifo, limit: 250}}}
+        htb: {bottleneck: {qdisc: {kind: htb, ...}}}
+      cca:
+        cubic: {competitor: {cca: cubic}}
+        bbr: {competitor: {cca: bbr}}
+    run_id: "{campaign}-{qdisc}-{cca}-r{repetition:02d}"   # optional; this is the default
+
+A level that changes a ``kind`` replaces that mapping instead of merging into it. Each
+run's labels get the factor levels (``qdisc: htb``, ``cca: bbr``), so tables and
+figures group by them. Runs with the same bottleneck share one calibration
+(:func:`calibration_key`).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cganalysis.errors import ConfigError
+from cganalysis.experiment.config import RunConfig, parse_run, read_yaml
+from cganalysis.testbed.validate import TOKEN, Section, check_name
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    campaign: str
+    run_id: str
+    repetition: int
+    levels: dict[str, str]
+    config: RunConfig
+
+    @property
+    def calibration_key(self) -> str:
+        return calibration_key(self.config)
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    path: Path
+    runs: tuple[PlannedRun, ...]
+
+    def run(self, run_id: str) -> PlannedRun:
+        for r in self.runs:
+            if r.run_id == run_id:
+                return r
+        known = ", ".join(r.run_id for r in self.runs[:6])
+        raise ConfigError(f"{self.path}: no run {run_id!r} in campaign {self.name} ({known}, ...)")
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    """``over`` on top of ``base``; a mapping whose ``kind`` changes is replaced whole (a
+    new qdisc does not inherit the old one's parameters)."""
+    if (
+        isinstance(base, Mapping)
+        and isinstance(over, Mapping)
+        and not ("kind" in over and over.get("kind") != base.get("kind"))
+    ):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = deep_merge(base.get(k), v) if k in base else copy.deepcopy(v)
+        return out
+    return copy.deepcopy(over)
+
+
+def calibration_key(cfg: RunConfig) -> str:
+    """Same bottleneck and delay -> same key (a calibration serves all those runs)."""
+    doc = {
+        "bottleneck": cfg.bottleneck.to_dict(),
+        "propagation": cfg.propagation.to_dict(),
+        "testbed": str(cfg.testbed.path or cfg.testbed.kind),
+    }
+    return "cal-" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def load_campaign(path: Path) -> Campaign:
+    data = read_yaml(path)
+    where = str(path)
+    sec = Section(data, where)
+    name = sec.string("campaign", pattern=TOKEN)
+    if sec.has("base") == sec.has("run"):
+        raise sec.error("base", "give either base (a run file) or run (an inline run)")
+    if sec.has("base"):
+        base_path = path.parent / sec.string("base")
+        base = read_yaml(base_path)
+        base_dir = base_path.parent
+    else:
+        base = sec.raw("run")
+        base_dir = path.parent
+    reps = sec.integer("repetitions", 1, minimum=1, maximum=1000)
+    factors_sec = sec.sub("factors")
+    factors: list[tuple[str, list[tuple[str, Any]]]] = []
+    for fname in list(factors_sec.data):
+        check_name(str(fname), f"{where}: factor name")
+        levels = factors_sec.sub(str(fname))
+        items = [
+            (check_name(str(k), f"{where}: factors.{fname} level"), levels.raw(str(k)))
+            for k in list(levels.data)
+        ]
+        if not items:
+            raise factors_sec.error(str(fname), "a factor needs at least one level")
+        factors.append((str(fname), items))
+    default_id = "{campaign}" + "".join(f"-{{{f}}}" for f, _ in factors) + "-r{repetition:02d}"
+    template = sec.string("run_id", default_id)
+    sec.finish()
+    runs: list[PlannedRun] = []
+    names = [f for f, _ in factors]
+    for combo in itertools.product(*[levels for _, levels in factors]):
+        levels_chosen = {fname: level for fname, (level, _) in zip(names, combo, strict=True)}
+        # Labels: the base's, then the level names, then what a level's overlay says.
+        merged = deep_merge(base, {"labels": levels_chosen})
+        for _, overlay in combo:
+            merged = deep_merge(merged, overlay or {})
+        for rep in range(1, reps + 1):
+            try:
+                run_id = template.format(campaign=name, repetition=rep, **levels_chosen)
+            except (KeyError, IndexError, ValueError) as err:
+                raise sec.error("run_id", f"{template!r}: {err}") from None
+            check_name(run_id, f"{where}: run id")
+            doc = deep_merge(merged, {})
+            if isinstance(doc, dict):
+                doc.setdefault("name", name)
+            cfg = parse_run(doc, f"{where} (run {run_id})", base_dir)
+            runs.append(PlannedRun(name, run_id, rep, levels_chosen, cfg))
+    ids = [r.run_id for r in runs]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ConfigError(f"{where}: run ids repeat ({dupes[0]}); put every factor in run_id")
+    return Campaign(name, path, tuple(runs))
+
+
+def is_campaign(path: Path) -> bool:
+    data = read_yaml(path)
+    return isinstance(data, Mapping) and "campaign" in data

@@ -1,0 +1,224 @@
+"""A run file (``configs/runs/*.yaml``): the schedule, the traffic, and the testbed sections.
+
+Everything is validated here, before anything on the host is touched: unknown keys,
+values out of range, names that could reach a shell. Errors name the file and the key.
+Keys are documented in docs/testbed.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cganalysis.errors import ConfigError
+from cganalysis.experiment.schedule import Schedule, parse_schedule
+from cganalysis.testbed import config as tbc
+from cganalysis.testbed.qdisc import Htb
+from cganalysis.testbed.validate import SAFE_PATH, TOKEN, Section
+
+ECN_CODEPOINTS = {"none": 0, "ect1": 1, "ect0": 2}
+
+
+@dataclass(frozen=True)
+class CgConfig:
+    """The CG stream: a source (by name, see sources.py) and its settings."""
+
+    source: str = "rtp-cbr"
+    port: int = 30002  # destination UDP port on the client (the role rule's port)
+    sport: int = 30001
+    rate_mbit: float = 10.0  # constant rate (rtp-cbr; cga-cg --cc none); start rate otherwise
+    fps: float = 60.0
+    ecn: str = "ect1"
+    cc: str = "scream"  # cga-cg's rate controller
+    min_mbit: float | None = None
+    max_mbit: float | None = None
+    ssrc: int = 0x1234ABCD
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CompetitorConfig:
+    tool: str = "iperf3"
+    cca: str = "cubic"
+    port: int = 5201  # first iperf3 server port; one server per step
+    ecn: bool = False  # TMA 2024 disabled ECN on the TCP flow (best-effort queue)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class TestbedRef:
+    kind: str  # "netns" or "ssh"
+    path: Path | None = None  # the testbed file (ssh)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    name: str
+    description: str
+    schedule: Schedule
+    bottleneck: tbc.Bottleneck
+    propagation: tbc.Propagation
+    cg: CgConfig
+    competitor: CompetitorConfig
+    capture: tbc.Capture
+    monitor: tbc.Monitor
+    calibration: tbc.Calibration
+    checks: tbc.Checks
+    testbed: TestbedRef
+    labels: Mapping[str, str | int | float] = field(default_factory=dict)
+    source: str = "<memory>"
+
+    def default_labels(self) -> dict[str, str | int | float]:
+        """qdisc, cca, system, queue: what tables and figures group by."""
+        fwd = self.bottleneck.forward
+        q = fwd.qdisc
+        if isinstance(q, Htb):
+            queue = "+".join(f"{c.leaf.kind}{c.leaf.params.get('limit', '')}" for c in q.classes)
+        elif q.limit_bdp is not None:
+            queue = f"{q.limit_bdp:g}xBDP"
+        else:
+            limit = q.params.get("limit")
+            queue = "default" if limit is None else f"{limit}{'p' if q.kind != 'bfifo' else 'B'}"
+        return {
+            "qdisc": self.bottleneck.mahimahi.queue if self.bottleneck.mahimahi else q.kind,
+            "cca": self.competitor.cca,
+            "system": self.cg.source,
+            "queue": queue,
+        }
+
+    def all_labels(self) -> dict[str, str | int | float]:
+        return {**self.default_labels(), **self.labels}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "testbed": {
+                "kind": self.testbed.kind,
+                "path": None if self.testbed.path is None else str(self.testbed.path),
+            },
+            "schedule": self.schedule.to_dict(),
+            "bottleneck": self.bottleneck.to_dict(),
+            "propagation": self.propagation.to_dict(),
+            "cg": self.cg.to_dict(),
+            "competitor": self.competitor.to_dict(),
+            "capture": self.capture.to_dict(),
+            "monitor": {"interval_ms": self.monitor.interval_ms},
+            "calibration": self.calibration.to_dict(),
+            "checks": dict(self.checks.__dict__),
+            "labels": dict(self.labels),
+        }
+
+
+def parse_cg(sec: Section) -> CgConfig:
+    d = CgConfig()
+    cg = CgConfig(
+        source=sec.string("source", d.source, pattern=TOKEN),
+        port=sec.integer("port", d.port, minimum=1, maximum=65535),
+        sport=sec.integer("sport", d.sport, minimum=1, maximum=65535),
+        rate_mbit=sec.number("rate_mbit", d.rate_mbit, minimum=0.0, exclusive_minimum=True),
+        fps=sec.number("fps", d.fps, minimum=1.0, maximum=1000.0),
+        ecn=sec.choice("ecn", tuple(ECN_CODEPOINTS), d.ecn),
+        cc=sec.choice("cc", ("scream", "none", "tfrc", "gtfrc"), d.cc),
+        min_mbit=sec.opt_number("min_mbit", minimum=0.0, exclusive_minimum=True),
+        max_mbit=sec.opt_number("max_mbit", minimum=0.0, exclusive_minimum=True),
+        ssrc=sec.integer("ssrc", d.ssrc, minimum=0, maximum=2**32 - 1),
+    )
+    from cganalysis.experiment.sources import SOURCES
+
+    if cg.source not in SOURCES:
+        raise sec.error("source", f"unknown CG source {cg.source!r} (known: {', '.join(SOURCES)})")
+    sec.finish()
+    return cg
+
+
+def parse_competitor(sec: Section) -> CompetitorConfig:
+    c = CompetitorConfig(
+        tool=sec.choice("tool", ("iperf3",), "iperf3"),
+        cca=sec.string("cca", "cubic", pattern=TOKEN),
+        port=sec.integer("port", 5201, minimum=1024, maximum=65000),
+        ecn=sec.boolean("ecn", False),
+    )
+    sec.finish()
+    return c
+
+
+def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
+    value = sec.raw("testbed", "netns")
+    if value == "netns":
+        return TestbedRef("netns")
+    text = sec.string("testbed", pattern=SAFE_PATH)
+    path = Path(text)
+    if not path.is_absolute() and not path.exists():
+        path = base_dir / path
+    if not path.exists():
+        raise sec.error(
+            "testbed",
+            f"{text}: no such testbed file (give netns or a path to configs/testbeds/NAME.yaml)",
+        )
+    doc = read_yaml(path)
+    kind = doc.get("backend") if isinstance(doc, Mapping) else None
+    if kind not in ("netns", "ssh"):
+        raise sec.error("testbed", f"{path}: its key backend must be netns or ssh")
+    return TestbedRef(str(kind), path if kind == "ssh" else None)
+
+
+def parse_run(data: Any, where: str, base_dir: Path) -> RunConfig:
+    sec = Section(data, where)
+    prop = tbc.parse_propagation(sec.sub("propagation"))
+    cfg = RunConfig(
+        name=sec.string("name", pattern=TOKEN),
+        description=str(sec.raw("description", "")),
+        schedule=parse_schedule(sec.sub("schedule")),
+        bottleneck=tbc.parse_bottleneck(sec.sub("bottleneck"), prop.rtt_ms),
+        propagation=prop,
+        cg=parse_cg(sec.sub("cg")),
+        competitor=parse_competitor(sec.sub("competitor")),
+        capture=tbc.parse_capture(sec.sub("capture")),
+        monitor=tbc.parse_monitor(sec.sub("monitor")),
+        calibration=tbc.parse_calibration(sec.sub("calibration")),
+        checks=tbc.parse_checks(sec.sub("checks")),
+        testbed=parse_testbed_ref(sec, base_dir),
+        labels=_labels(sec.sub("labels")),
+        source=where,
+    )
+    sec.finish()
+    if cfg.cg.port == cfg.competitor.port:
+        raise ConfigError(f"{where}: key cg.port: {cfg.cg.port} is also competitor.port")
+    return cfg
+
+
+def _labels(sec: Section) -> dict[str, str | int | float]:
+    out: dict[str, str | int | float] = {}
+    for key in list(sec.data):
+        value = sec.raw(key)
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise sec.error(key, f"{value!r}: a label is a string or a number")
+        if isinstance(value, str) and not TOKEN.match(value):
+            raise sec.error(key, f"{value!r}: use letters, digits and . _ - (it may name files)")
+        out[str(key)] = value
+    return out
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+
+
+def load_run(path: Path) -> RunConfig:
+    return parse_run(read_yaml(path), str(path), path.parent)

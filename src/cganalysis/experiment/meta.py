@@ -1,0 +1,166 @@
+"""A run's ``meta.json``: what the metrics need, the checks' verdicts, and provenance.
+
+Top-level keys read by the metrics (src/cganalysis/metrics/spec.py, docs/metrics.md):
+``run_id``, ``campaign``, labels (``qdisc``, ``cca``, ``system``, ``repetition``,
+``queue``), ``start_ns`` (the run's time origin), ``capacity_mbps`` (configured),
+``capacity_measured_mbps`` (calibration), ``roles``, ``schedule``, ``analysis``. The rest is
+provenance: the resolved configuration, hosts (kernel, sysctls, offloads, tools), qdisc
+dumps before and after, the commands that built the bottleneck, times, files with checksums.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cganalysis.experiment import rundir
+from cganalysis.experiment.config import RunConfig
+from cganalysis.testbed import provenance
+
+if TYPE_CHECKING:
+    from cganalysis.experiment.runner import Plan, RunOptions, Session
+
+META_VERSION = 1
+
+
+def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
+    """Losses seen in the captures against the qdisc's drop counter over the same span.
+
+    A mismatch beyond tolerance means packets were lost somewhere other than the
+    configured queue (or the queue is not where the captures are): the run is flagged.
+    """
+    from cganalysis.matching import match_files
+
+    files = {t.point: workdir / Path(t.path).name for t in session.taps}
+    m = match_files(files["ingress"], files["egress"])
+    s = m.summary
+    counters = session.data["counters"]
+    qdisc_drops = int(counters["at_capture_end"]["dropped"] or 0) - int(
+        counters["at_capture_start"]["dropped"] or 0
+    )
+    tol = session.cfg.checks
+    allowed = max(tol.drop_tolerance_packets, tol.drop_tolerance_ratio * max(qdisc_drops, 1))
+    diff = s.packets_lost - qdisc_drops
+    out = {
+        "capture_lost": s.packets_lost,
+        "capture_unknown": s.packets_unknown,
+        "qdisc_drops": qdisc_drops,
+        "difference": diff,
+        "tolerance": allowed,
+        "capture_drops_ingress": s.capture_drops_ingress,
+        "capture_drops_egress": s.capture_drops_egress,
+        "ok": abs(diff) <= allowed and not s.loss_suspect,
+        "matched_packets_in": s.packets_in,
+        "matched_delivered": s.packets_delivered,
+    }
+    if abs(diff) > allowed:
+        session.flags.append(
+            f"bottleneck not where configured: the captures lost {s.packets_lost} packets, "
+            f"the qdisc dropped {qdisc_drops} (tolerance {allowed:g})"
+        )
+    if s.loss_suspect:
+        session.flags.append(
+            f"capture drops (ingress {s.capture_drops_ingress}, egress "
+            f"{s.capture_drops_egress}): loss figures are suspect"
+        )
+    return out
+
+
+def busy_rate_mbps(stats: Path) -> float | None:
+    """Delivered rate (layer 2) over the polls where the queue stayed backlogged."""
+    import json
+
+    prev: dict[str, Any] | None = None
+    bits = 0.0
+    seconds = 0.0
+    with stats.open(encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if rec.get("direction") != "a_to_b":
+                continue
+            if (
+                prev is not None
+                and (prev.get("backlog_packets") or 0) > 1
+                and (rec.get("backlog_packets") or 0) > 1
+            ):
+                bits += ((rec.get("sent_bytes") or 0) - (prev.get("sent_bytes") or 0)) * 8
+                seconds += (rec["t_ns"] - prev["t_ns"]) / 1e9
+            prev = rec
+    return None if seconds < 0.5 else round(bits / seconds / 1e6, 3)
+
+
+def build_meta(
+    cfg: RunConfig,
+    p: Plan,
+    opts: RunOptions,
+    session: Session,
+    data: dict[str, Any],
+    workdir: Path,
+) -> dict[str, Any]:
+    sched = p.schedule
+    calib = data.get("calibration") or {}
+    configured = cfg.bottleneck.forward.rate_mbit
+    measured = calib.get("capacity_measured_mbps")
+    checks = {"drops": drop_check(session, workdir)}
+    stats = workdir / "qdisc-stats.jsonl"
+    busy = busy_rate_mbps(stats) if stats.exists() else None
+    flags = list(calib.get("flags", [])) + session.flags
+    labels = cfg.all_labels()
+    meta: dict[str, Any] = {
+        "meta_version": META_VERSION,
+        "run_id": opts.run_id,
+        **({"campaign": opts.campaign} if opts.campaign else {}),
+        **({"repetition": opts.repetition} if opts.repetition is not None else {}),
+        **labels,
+        "start_ns": session.times["start_ns"],
+        **({"capacity_mbps": configured} if configured else {}),
+        **({"capacity_measured_mbps": measured} if measured else {}),
+        "capacity_configured_mbps": configured,
+        "capacity_note": "capacity_measured_mbps is the calibration's delivered rate at "
+        "layer 2 (egress capture); the metrics use it for utilisation and fairness",
+        "roles": {"cg": f"udp:{cfg.cg.port}", "competitor": "tcp"},
+        "schedule": sched.meta(),
+        "analysis": {
+            "window_s": list(sched.window_s),
+            **(
+                {"fairness_window_s": list(sched.fairness_window_s)}
+                if sched.fairness_window_s
+                else {}
+            ),
+            "capacity_source": "measured" if measured else "configured",
+        },
+        "flags": flags,
+        "checks": checks,
+        "calibration": calib,
+        "delivered_busy_mbps": busy,
+        "bottleneck_backend": data.get("bottleneck_backend"),
+        "bottleneck_backend_reason": p.resolution.reason,
+        "shaper": data.get("shaper"),
+        "delay_via": p.resolution.delay_via,
+        "config": cfg.to_dict(),
+        "schedule_detail": sched.to_dict(),
+        "steps": data.get("steps"),
+        "counters": data.get("counters"),
+        "qdisc_stats_records": data.get("qdisc_stats_records"),
+        "qdisc_before": data.get("qdisc_before"),
+        "qdisc_after": data.get("qdisc_after"),
+        "bottleneck_commands": data.get("bottleneck_commands"),
+        "delay_commands": data.get("delay_commands"),
+        "hosts": data.get("hosts"),
+        "testbed": data.get("testbed"),
+        "topology": data.get("topology"),
+        "captures": {
+            t.point: {
+                "file": Path(t.path).name,
+                "dev": t.dev,
+                "direction": t.direction,
+                "command": " ".join(t.argv),
+            }
+            for t in session.taps
+        },
+        "times": session.times,
+        "controller": {**provenance.controller(), "argv": sys.argv},
+    }
+    meta["files"] = rundir.inventory(workdir)
+    return meta

@@ -1,0 +1,179 @@
+"""CG traffic sources, looked up by name (``cg.source`` in a run file).
+
+- ``rtp-cbr``: a constant-bitrate RTP/UDP **test stand-in** (``tests/fixtures/rtp_sender.py``,
+  stdlib only, ECN settable) and a UDP sink on the client, so that no ICMP port
+  unreachable flows back. For tests and smoke runs; it is not a CG system.
+- ``cga-cg``: the project's CG generator (``cganalysis cg send|receive``: SCReAM v2, none,
+  TFRC, gTFRC), once the CG traffic issue lands.
+
+A source starts its receiver before the traffic and its sender at the schedule's CG
+start, for the CG duration; its files land in the run directory (``cg-*``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from cganalysis.experiment.config import ECN_CODEPOINTS, CgConfig
+from cganalysis.testbed.hosts import Host, Proc, TestbedError, wait_for_text
+from cganalysis.testbed.probe import which
+from cganalysis.testbed.topology import Topology
+
+REPO = Path(__file__).resolve().parents[3]
+
+#: The UDP sink: counts what arrives; prints a JSON summary when stopped.
+UDP_SINK = """\
+import json, signal, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+s.bind((sys.argv[1], int(sys.argv[2])))
+n = b = 0
+def done(*_):
+    print(json.dumps({"packets": n, "bytes": b}), flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, done)
+signal.signal(signal.SIGINT, done)
+print("sink: ready", file=sys.stderr, flush=True)
+while True:
+    b += len(s.recv(65535))
+    n += 1
+"""
+
+
+@dataclass
+class Started:
+    procs: list[Proc]
+    files: list[tuple[Host, str]]  # (host, path) to fetch into the run directory
+
+
+class CgSource(Protocol):
+    name: str
+
+    def check(self, host: Host) -> None:
+        """Raises TestbedError naming what is missing, before anything is touched
+        (``host``: this machine for netns, the router of an ssh testbed)."""
+
+    def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started: ...
+
+    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started: ...
+
+
+def rtp_sender_path() -> Path:
+    return Path(os.environ.get("CGA_RTP_SENDER", REPO / "tests" / "fixtures" / "rtp_sender.py"))
+
+
+class RtpCbr:
+    name = "rtp-cbr"
+
+    def check(self, host: Host) -> None:
+        if not rtp_sender_path().is_file():
+            raise TestbedError(
+                f"cg.source rtp-cbr: the test stand-in {rtp_sender_path()} is missing (it lives "
+                "in the repository's tests/fixtures; set CGA_RTP_SENDER to its path), or use "
+                "cg.source: cga-cg"
+            )
+        if which(host, "python3") is None:
+            raise TestbedError(f"cg.source rtp-cbr: python3 not found on {host.name}")
+
+    def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started:
+        c = topo.client
+        out, log = c.path("cg-receiver.json"), c.path("cg-receiver.log")
+        proc = c.spawn(
+            "CG sink",
+            ["python3", "-c", UDP_SINK, topo.client_ip, str(cfg.port)],
+            stdout=out,
+            stderr=log,
+        )
+        wait_for_text(c, log, "sink: ready", proc, timeout_s=10.0)
+        return Started([proc], [(c, out), (c, log)])
+
+    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started:
+        s = topo.server
+        out, log = s.path("cg-sender.json"), s.path("cg-sender.log")
+        argv = [
+            "python3",
+            s.stage(rtp_sender_path()),
+            topo.client_ip,
+            str(cfg.port),
+            f"{cfg.rate_mbit:g}",
+            f"{duration_s:.3f}",
+            "--ssrc",
+            f"{cfg.ssrc:#x}",
+            "--fps",
+            f"{cfg.fps:g}",
+            "--ecn",
+            str(ECN_CODEPOINTS[cfg.ecn]),
+            "--sport",
+            str(cfg.sport),
+        ]
+        return Started(
+            [s.spawn("CG sender (rtp-cbr)", argv, stdout=out, stderr=log)], [(s, out), (s, log)]
+        )
+
+
+class CgaCg:
+    """``cganalysis cg send|receive`` (issue 5); the command line is the issue's."""
+
+    name = "cga-cg"
+
+    @staticmethod
+    def _exe(host: Host) -> list[str]:
+        # In a namespace the controller's own interpreter runs it; a remote host needs it
+        # installed (bash scripts/install.sh).
+        return ["cganalysis"] if host.remote else [sys.executable, "-m", "cganalysis.cli"]
+
+    def check(self, host: Host) -> None:
+        if host.remote:
+            if host.run(["cganalysis", "cg", "--help"], check=False).returncode != 0:
+                raise TestbedError(
+                    f"cg.source cga-cg: `cganalysis cg` does not run on {host.name}; install "
+                    "cganalysis there (bash scripts/install.sh)"
+                )
+            return
+        if importlib.util.find_spec("cganalysis.commands.cg") is None:
+            raise TestbedError(
+                "cg.source cga-cg: `cganalysis cg` is not available yet (the CG traffic "
+                "generator issue); use cg.source: rtp-cbr (a test stand-in) meanwhile"
+            )
+
+    def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started:
+        c = topo.client
+        log_dir = c.path("cg-receiver")
+        argv = [*self._exe(c), "cg", "receive", f"{topo.client_ip}:{cfg.port}", "--log", log_dir]
+        proc = c.spawn("CG receiver (cga-cg)", argv, stdout=None, stderr=log_dir + ".log")
+        return Started([proc], [(c, log_dir), (c, log_dir + ".log")])
+
+    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started:
+        s = topo.server
+        log_dir = s.path("cg-sender")
+        ecn = {"ect1": "ect1", "ect0": "ect0", "none": "none"}[cfg.ecn]
+        argv = [
+            *self._exe(s),
+            "cg",
+            "send",
+            f"{topo.client_ip}:{cfg.port}",
+            "--cc",
+            cfg.cc,
+            "--ecn",
+            ecn,
+            "--duration",
+            f"{duration_s:.3f}",
+            "--log",
+            log_dir,
+            "--start-mbps",
+            f"{cfg.rate_mbit:g}",
+        ]
+        if cfg.min_mbit is not None:
+            argv += ["--min-mbps", f"{cfg.min_mbit:g}"]
+        if cfg.max_mbit is not None:
+            argv += ["--max-mbps", f"{cfg.max_mbit:g}"]
+        proc = s.spawn("CG sender (cga-cg)", argv, stdout=None, stderr=log_dir + ".log")
+        return Started([proc], [(s, log_dir), (s, log_dir + ".log")])
+
+
+SOURCES: dict[str, CgSource] = {"rtp-cbr": RtpCbr(), "cga-cg": CgaCg()}

@@ -1,0 +1,112 @@
+"""Which data plane a run's bottleneck and delay use on this host, decided before traffic.
+
+``backend: auto`` takes the kernel's qdiscs when the kernel accepts every discipline the
+run needs, else the link emulator ``cga-emu`` when it is on the PATH, else fails. The
+propagation delay takes netem where the kernel has it, else a delay-only ``cga-emu`` hop.
+Every failure names what is missing and what would provide it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cganalysis.testbed.config import Bottleneck, Direction, Propagation
+from cganalysis.testbed.hosts import Host, TestbedError
+from cganalysis.testbed.probe import DUALPI2_IPROUTE2, iproute2_version, probe_qdiscs, which
+from cganalysis.testbed.qdisc import Htb
+
+EMULATOR = "cga-emu"
+EMULATOR_HINT = (
+    "the link emulator `cga-emu` (built and put on the PATH by `bash scripts/install.sh` "
+    "once the link-emulator issue lands)"
+)
+_KERNEL_HINT = {
+    "dualpi2": "a kernel >= 6.17 built with CONFIG_NET_SCH_DUALPI2 (Debian's kernels lack it) "
+    "and iproute2 >= 6.18",
+    "netem": "a kernel built with CONFIG_NET_SCH_NETEM",
+}
+
+
+def kernel_hint(kind: str) -> str:
+    return _KERNEL_HINT.get(kind, f"a kernel built with CONFIG_NET_SCH_{kind.upper()}")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    bottleneck: str  # "kernel", "emulator" or "mahimahi"
+    delay_via: str  # "none", "netem" or "emulator"
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
+
+def kinds_needed(d: Direction) -> list[str]:
+    """The kernel disciplines a direction installs."""
+    if isinstance(d.qdisc, Htb):
+        return ["htb", *sorted({c.leaf.kind for c in d.qdisc.classes})]
+    shaper = [] if d.rate_mbit is None else [d.shaper]
+    return [*shaper, d.qdisc.kind]
+
+
+def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
+    """Raises TestbedError (naming what is missing) when the host cannot run it."""
+    has_emu = which(host, EMULATOR) is not None
+    if b.backend == "mahimahi":
+        missing = [t for t in ("mm-link", "mm-delay") if which(host, t) is None]
+        if missing:
+            raise TestbedError(
+                f"bottleneck.backend mahimahi: {', '.join(missing)} not found on {host.name}; "
+                "install mahimahi (not packaged for Debian 12: build it from "
+                "github.com/ravinet/mahimahi), or use backend: emulator with a trace rate"
+            )
+        raise TestbedError(
+            "bottleneck.backend mahimahi: mahimahi links are rendered (`cganalysis testbed "
+            "render`) but the runner does not drive them yet; use backend: emulator"
+        )
+    kinds = kinds_needed(b.forward) + (kinds_needed(b.reverse) if b.reverse else [])
+    kinds = list(dict.fromkeys(kinds))
+    probe_kinds = kinds + (["netem"] if p.needed and p.via != "emulator" else [])
+    support = probe_qdiscs(host, probe_kinds)
+    lacking = [k for k in kinds if not support[k][0]]
+    if "dualpi2" in kinds and not lacking and iproute2_version(host)[1] < DUALPI2_IPROUTE2:
+        lacking = ["dualpi2"]  # the kernel has it but this tc cannot pass its options
+    if b.backend == "kernel" and lacking:
+        raise TestbedError(
+            f"bottleneck.backend kernel: this kernel lacks qdisc {', '.join(lacking)} "
+            f"({support[lacking[0]][1]}); it needs {kernel_hint(lacking[0])}, or use "
+            f"backend: emulator ({EMULATOR_HINT})"
+        )
+    if b.backend == "emulator" and not has_emu:
+        raise TestbedError(
+            f"bottleneck.backend emulator: {EMULATOR} not found; it needs {EMULATOR_HINT}"
+        )
+    if b.backend == "auto" and lacking and not has_emu:
+        raise TestbedError(
+            f"bottleneck: qdisc {', '.join(lacking)} is not available: this kernel lacks it "
+            f"({support[lacking[0]][1]}) and {EMULATOR} is not on the PATH; it needs "
+            f"{kernel_hint(lacking[0])}, or {EMULATOR_HINT}"
+        )
+    use_emu = b.backend == "emulator" or (b.backend == "auto" and bool(lacking))
+    reason = f"kernel lacks {', '.join(lacking)}" if lacking and use_emu else f"backend {b.backend}"
+    return Resolution(
+        "emulator" if use_emu else "kernel",
+        _delay_via(p, support.get("netem", (False, None)), has_emu),
+        reason,
+    )
+
+
+def _delay_via(p: Propagation, netem: tuple[bool, str | None], has_emu: bool) -> str:
+    if not p.needed:
+        return "none"
+    if p.via in ("auto", "netem") and netem[0]:
+        return "netem"
+    if p.via in ("auto", "emulator") and has_emu:
+        return "emulator"
+    wanted = "netem" if p.via == "netem" else f"netem or {EMULATOR}"
+    raise TestbedError(
+        f"propagation: a delay of {p.forward_ms:g}/{p.reverse_ms:g} ms (jitter "
+        f"{p.jitter_ms:g} ms, loss {p.loss:g}) needs {wanted}: this kernel lacks netem "
+        f"({netem[1] or 'not probed'}); it needs {kernel_hint('netem')}, or {EMULATOR_HINT}. "
+        "For runs without delay set propagation.forward_ms and reverse_ms to 0"
+    )

@@ -1,0 +1,232 @@
+"""The network half of a run's configuration: bottleneck, propagation, capture, monitoring.
+
+Parsed from the ``bottleneck``, ``propagation``, ``capture``, ``monitor`` and
+``calibration`` sections of a run file (``configs/runs/*.yaml``; keys in docs/testbed.md).
+Parsing is pure: nothing on the host is looked at here (``backend.py`` decides what the
+host can run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cganalysis.testbed.qdisc import AnyQdisc, Htb, Qdisc, parse_qdisc
+from cganalysis.testbed.validate import SAFE_PATH, Section
+
+Backend = Literal["auto", "kernel", "emulator", "mahimahi"]
+BACKENDS: tuple[Backend, ...] = ("auto", "kernel", "emulator", "mahimahi")
+Shaper = Literal["htb", "tbf"]
+DelayVia = Literal["auto", "netem", "emulator"]
+
+
+@dataclass(frozen=True)
+class Mahimahi:
+    """A mahimahi link: trace-driven rate, its queue, and mm-delay (hosts that have it)."""
+
+    downlink_trace: str
+    uplink_trace: str
+    queue: str = "droptail"
+    queue_args: str | None = None
+    delay_ms: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Direction:
+    """What shapes one direction: a rate (None: line rate) and a discipline."""
+
+    rate_mbit: float | None
+    qdisc: AnyQdisc
+    shaper: Shaper = "htb"
+    burst_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rate_mbit": self.rate_mbit,
+            "shaper": self.shaper,
+            "burst_bytes": self.burst_bytes,
+            "qdisc": self.qdisc.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    backend: Backend
+    forward: Direction  # server -> client, the direction the captures measure
+    reverse: Direction | None = None
+    mahimahi: Mahimahi | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "forward": self.forward.to_dict(),
+            "reverse": None if self.reverse is None else self.reverse.to_dict(),
+            "mahimahi": None if self.mahimahi is None else self.mahimahi.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Propagation:
+    """One-way delays placed off the bottleneck queue, plus jitter and random loss."""
+
+    forward_ms: float = 0.0
+    reverse_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss: float = 0.0
+    via: DelayVia = "auto"
+
+    @property
+    def needed(self) -> bool:
+        return any(v > 0 for v in (self.forward_ms, self.reverse_ms, self.jitter_ms, self.loss))
+
+    @property
+    def rtt_ms(self) -> float:
+        return self.forward_ms + self.reverse_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Capture:
+    tool: Literal["tcpdump", "dumpcap"] = "tcpdump"
+    snaplen: int = 128
+    buffer_kib: int | None = None  # None: sized for the rate (capture.py)
+    drain_timeout_s: float = 5.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Monitor:
+    interval_ms: float = 100.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    enabled: bool = True
+    idle_s: float = 1.0
+    saturation_s: float = 3.0
+    offered_factor: float = 1.5
+    min_ratio: float = 0.97
+    on_low: Literal["replace", "flag"] = "replace"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Checks:
+    """Tolerances of the after-run cross-checks."""
+
+    drop_tolerance_packets: int = 10
+    drop_tolerance_ratio: float = 0.05
+
+
+def parse_direction(sec: Section, rtt_ms: float) -> Direction:
+    rate = sec.opt_number("rate_mbit", minimum=0.0, exclusive_minimum=True)
+    rtt = sec.number("bdp_rtt_ms", rtt_ms, minimum=0.0)
+    bdp = None if rate is None or rtt <= 0 else rate * 1e6 / 8 * rtt / 1000
+    qdisc = parse_qdisc(sec.sub("qdisc"), rate, bdp) if sec.has("qdisc") else None
+    if qdisc is None:
+        raise sec.error("qdisc", "required, e.g. {kind: pfifo, limit: 250}")
+    shaper: Shaper = "tbf" if sec.choice("shaper", ("htb", "tbf"), "htb") == "tbf" else "htb"
+    if isinstance(qdisc, Htb) and shaper != "htb":
+        raise sec.error("shaper", "an HTB with classes is its own shaper; use shaper: htb")
+    burst = sec.opt_integer("burst_bytes", minimum=1)
+    if shaper == "tbf" and rate is None:
+        raise sec.error("shaper", "tbf needs rate_mbit")
+    sec.finish()
+    return Direction(rate, qdisc, shaper, burst)
+
+
+def parse_mahimahi(sec: Section) -> Mahimahi:
+    m = Mahimahi(
+        downlink_trace=sec.string("downlink_trace", pattern=SAFE_PATH),
+        uplink_trace=sec.string("uplink_trace", pattern=SAFE_PATH),
+        queue=sec.choice("queue", ("droptail", "drophead", "codel", "pie", "infinite"), "droptail"),
+        queue_args=sec.opt_string("queue_args", pattern=SAFE_PATH),
+        delay_ms=sec.integer("delay_ms", 0, minimum=0),
+    )
+    sec.finish()
+    return m
+
+
+def parse_bottleneck(sec: Section, rtt_ms: float) -> Bottleneck:
+    backend = sec.choice("backend", BACKENDS, "auto")
+    mm_sec = sec.opt_sub("mahimahi")
+    if backend == "mahimahi" or mm_sec is not None:
+        if backend != "mahimahi" or mm_sec is None:
+            raise sec.error(
+                "mahimahi",
+                "a mahimahi link needs backend: mahimahi and a mahimahi "
+                "section (downlink_trace, uplink_trace, queue, ...)",
+            )
+        sec.finish()
+        # mahimahi's own queue (mahimahi.queue) is the bottleneck; no tc discipline.
+        return Bottleneck(backend, Direction(None, Qdisc("pfifo")), None, parse_mahimahi(mm_sec))
+    forward = Section(
+        {k: v for k, v in sec.data.items() if k not in ("backend", "reverse")},
+        sec.where,
+        sec.path,
+    )
+    fwd = parse_direction(forward, rtt_ms)
+    rev_sec = sec.opt_sub("reverse")
+    rev = parse_direction(rev_sec, rtt_ms) if rev_sec else None
+    return Bottleneck(backend, fwd, rev)
+
+
+def parse_propagation(sec: Section) -> Propagation:
+    p = Propagation(
+        forward_ms=sec.number("forward_ms", 0.0, minimum=0.0),
+        reverse_ms=sec.number("reverse_ms", 0.0, minimum=0.0),
+        jitter_ms=sec.number("jitter_ms", 0.0, minimum=0.0),
+        loss=sec.number("loss", 0.0, minimum=0.0, maximum=1.0),
+        via=sec.choice("via", ("auto", "netem", "emulator"), "auto"),
+    )
+    sec.finish()
+    return p
+
+
+def parse_capture(sec: Section) -> Capture:
+    c = Capture(
+        tool=sec.choice("tool", ("tcpdump", "dumpcap"), "tcpdump"),
+        snaplen=sec.integer("snaplen", 128, minimum=128, maximum=65535),
+        buffer_kib=sec.opt_integer("buffer_kib", minimum=256),
+        drain_timeout_s=sec.number("drain_timeout_s", 5.0, minimum=0.0),
+    )
+    sec.finish()
+    return c
+
+
+def parse_monitor(sec: Section) -> Monitor:
+    m = Monitor(interval_ms=sec.number("interval_ms", 100.0, minimum=10.0))
+    sec.finish()
+    return m
+
+
+def parse_calibration(sec: Section) -> Calibration:
+    c = Calibration(
+        enabled=sec.boolean("enabled", True),
+        idle_s=sec.number("idle_s", 1.0, minimum=0.2),
+        saturation_s=sec.number("saturation_s", 3.0, minimum=1.0),
+        offered_factor=sec.number("offered_factor", 1.5, minimum=1.0, exclusive_minimum=True),
+        # Above 1 only forces the shaper swap (tests); measured ratios hover around 1.
+        min_ratio=sec.number("min_ratio", 0.97, minimum=0.0, maximum=1.2),
+        on_low=sec.choice("on_low", ("replace", "flag"), "replace"),
+    )
+    sec.finish()
+    return c
+
+
+def parse_checks(sec: Section) -> Checks:
+    c = Checks(
+        drop_tolerance_packets=sec.integer("drop_tolerance_packets", 10, minimum=0),
+        drop_tolerance_ratio=sec.number("drop_tolerance_ratio", 0.05, minimum=0.0, maximum=1.0),
+    )
+    sec.finish()
+    return c

@@ -1,0 +1,90 @@
+"""The link emulator's configuration (``cga-emu --config EMU.json``), per /tmp/emu_contract.md.
+
+Two uses: the bottleneck itself (rate + discipline, no delay: the router's captures must
+measure only the queue) between the router's two interfaces, and a delay-only hop (the
+propagation delay) between the server and the router.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cganalysis.testbed.config import Direction, Propagation
+from cganalysis.testbed.qdisc import AnyQdisc, Htb, Qdisc
+
+#: tc options that mean nothing to a userspace emulator (it never sees GSO super-packets).
+_TC_ONLY = frozenset({"split_gso"})
+
+
+def emu_qdisc(q: AnyQdisc) -> dict[str, Any]:
+    if isinstance(q, Htb):
+        return {
+            "kind": "htb",
+            "default": q.default,
+            "classes": [
+                {
+                    "classid": c.classid,
+                    "rate_mbit": c.rate_mbit,
+                    "ceil_mbit": c.ceil_mbit,
+                    **({"prio": c.prio} if c.prio is not None else {}),
+                    "leaf": emu_qdisc(c.leaf),
+                    **({"match": c.match.to_dict()} if c.match is not None else {}),
+                }
+                for c in q.classes
+            ],
+        }
+    assert isinstance(q, Qdisc)
+    return {"kind": q.kind, **{k: v for k, v in q.params.items() if k not in _TC_ONLY}}
+
+
+def bottleneck_pipeline(d: Direction) -> dict[str, Any]:
+    return {
+        "rate": None if d.rate_mbit is None else {"mbit": d.rate_mbit},
+        "qdisc": emu_qdisc(d.qdisc),
+        "delay_ms": 0.0,
+        "jitter_ms": 0.0,
+        "loss": 0.0,
+    }
+
+
+def bottleneck_config(
+    a: str,
+    b: str,
+    forward: Direction,
+    reverse: Direction | None,
+    stats_path: str,
+    interval_ms: float,
+) -> dict[str, Any]:
+    """a: the router's server-side interface, b: its client-side one (a_to_b = forward)."""
+    return {
+        "interfaces": {"a": a, "b": b},
+        "a_to_b": bottleneck_pipeline(forward),
+        "b_to_a": None if reverse is None else bottleneck_pipeline(reverse),
+        "stats": {"path": stats_path, "interval_ms": interval_ms},
+        "events": None,
+        "busy_poll": False,
+    }
+
+
+def delay_config(a: str, b: str, p: Propagation) -> dict[str, Any]:
+    """a faces the server, b the router. Loss and jitter apply to the forward direction."""
+
+    def pipe(delay_ms: float, jitter_ms: float, loss: float) -> dict[str, Any] | None:
+        if delay_ms == 0 and jitter_ms == 0 and loss == 0:
+            return None
+        return {
+            "rate": None,
+            "qdisc": None,
+            "delay_ms": delay_ms,
+            "jitter_ms": jitter_ms,
+            "loss": loss,
+        }
+
+    return {
+        "interfaces": {"a": a, "b": b},
+        "a_to_b": pipe(p.forward_ms, p.jitter_ms, p.loss),
+        "b_to_a": pipe(p.reverse_ms, 0.0, 0.0),
+        "stats": None,
+        "events": None,
+        "busy_poll": False,
+    }

@@ -1,0 +1,370 @@
+"""Queue disciplines of a bottleneck: one schema, spelt like ``tc`` (and like ``cga-emu``).
+
+A leaf discipline is a :class:`Qdisc` (kind + parameters); HTB with classes is an
+:class:`Htb`. Parameter names are the kernel's, with the unit appended where ``tc`` takes
+a unit (``target_ms``), so the same mapping renders to ``tc`` words (:func:`tc_words`) and
+to the link emulator's JSON (see ``emuconf.py``) without translation tables elsewhere.
+Only the parameters a configuration gives are rendered; the kernel (or the emulator)
+applies its defaults for the rest, and :data:`DEFAULTS` documents them for the metadata.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cganalysis.testbed.validate import Section
+
+ParamKind = Literal["int", "float", "ms", "bool"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its type, range, and how ``tc`` spells it."""
+
+    kind: ParamKind
+    minimum: float = 0.0
+    maximum: float = math.inf
+    #: ``tc`` keyword; for booleans a (true, false) pair of flag words, "" meaning none.
+    word: str | tuple[str, str] = ""
+    #: Suffix that ``tc`` needs after the number (``%``, ``p``).
+    suffix: str = ""
+
+
+def _p(
+    kind: ParamKind,
+    word: str | tuple[str, str],
+    lo: float = 0.0,
+    hi: float = math.inf,
+    suffix: str = "",
+) -> Param:
+    return Param(kind, lo, hi, word, suffix)
+
+
+#: Parameters of each leaf discipline, in the order ``tc`` receives them.
+LEAF_PARAMS: dict[str, dict[str, Param]] = {
+    "pfifo": {"limit": _p("int", "limit", 1)},
+    "bfifo": {"limit": _p("int", "limit", 1)},
+    "sfq": {
+        "limit": _p("int", "limit", 1, 65535),
+        "perturb": _p("int", "perturb", 0),
+        "quantum": _p("int", "quantum", 1),
+        "divisor": _p("int", "divisor", 1, 65536),
+        "depth": _p("int", "depth", 1, 127),
+        "headdrop": _p("bool", ("headdrop", "")),
+    },
+    "dualpi2": {
+        "limit": _p("int", "limit", 1),
+        "memlimit": _p("int", "memlimit", 1),
+        "target_ms": _p("ms", "target", 0.001),
+        "tupdate_ms": _p("ms", "tupdate", 0.001),
+        "alpha": _p("float", "alpha", 0.0, 60000.0),
+        "beta": _p("float", "beta", 0.0, 60000.0),
+        "coupling_factor": _p("int", "coupling_factor", 0, 255),
+        "step_thresh_ms": _p("ms", "step_thresh", 0.001),
+        "step_thresh_packets": _p("int", "step_thresh", 1, suffix="p"),
+        "min_qlen_step": _p("int", "min_qlen_step", 0),
+        "drop_on_overload": _p("bool", ("drop_on_overload", "overflow")),
+        "drop_enqueue": _p("bool", ("drop_enqueue", "drop_dequeue")),
+        "l4s_ect": _p("bool", ("l4s_ect", "any_ect")),
+        "classic_protection": _p("int", "classic_protection", 0, 100, suffix="%"),
+        "max_rtt_ms": _p("ms", "max_rtt", 0.001),
+        "typical_rtt_ms": _p("ms", "typical_rtt", 0.001),
+        "split_gso": _p("bool", ("split_gso", "no_split_gso")),
+    },
+    "codel": {
+        "limit": _p("int", "limit", 1),
+        "target_ms": _p("ms", "target", 0.001),
+        "interval_ms": _p("ms", "interval", 0.001),
+        "ce_threshold_ms": _p("ms", "ce_threshold", 0.001),
+        "ecn": _p("bool", ("ecn", "noecn")),
+    },
+    "fq_codel": {
+        "limit": _p("int", "limit", 1),
+        "flows": _p("int", "flows", 1, 65536),
+        "target_ms": _p("ms", "target", 0.001),
+        "interval_ms": _p("ms", "interval", 0.001),
+        "quantum": _p("int", "quantum", 1),
+        "ce_threshold_ms": _p("ms", "ce_threshold", 0.001),
+        "memory_limit": _p("int", "memory_limit", 1),
+        "drop_batch": _p("int", "drop_batch", 1),
+        "ecn": _p("bool", ("ecn", "noecn")),
+    },
+    "pie": {
+        "limit": _p("int", "limit", 1),
+        "target_ms": _p("ms", "target", 0.001),
+        "tupdate_ms": _p("ms", "tupdate", 0.001),
+        "alpha": _p("int", "alpha", 0, 32),
+        "beta": _p("int", "beta", 0, 32),
+        "ecn": _p("bool", ("ecn", "noecn")),
+        "bytemode": _p("bool", ("bytemode", "nobytemode")),
+        "dq_rate_estimator": _p("bool", ("dq_rate_estimator", "no_dq_rate_estimator")),
+    },
+}
+
+#: Kernel (and RFC) defaults, recorded in the metadata next to what was configured.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "pfifo": {"limit": "txqueuelen (1000)"},
+    "bfifo": {"limit": "txqueuelen x MTU"},
+    "sfq": {"limit": 127, "perturb": 0, "quantum": "MTU", "divisor": 1024, "depth": 127},
+    # RFC 9332 / Linux sch_dualpi2 (REFERENCE.md section 2).
+    "dualpi2": {
+        "limit": 10000,
+        "memlimit": "limit x 2 x (MTU + L2 header)",
+        "target_ms": 15.0,
+        "tupdate_ms": 16.0,
+        "alpha": 0.16,
+        "beta": 3.2,
+        "coupling_factor": 2,
+        "step_thresh_ms": 1.0,
+        "min_qlen_step": 0,
+        "drop_on_overload": True,
+        "drop_enqueue": False,
+        "l4s_ect": True,
+        "classic_protection": 10,
+        "split_gso": True,
+    },
+    "codel": {"limit": 1000, "target_ms": 5.0, "interval_ms": 100.0, "ecn": False},
+    "fq_codel": {
+        "limit": 10240,
+        "flows": 1024,
+        "target_ms": 5.0,
+        "interval_ms": 100.0,
+        "quantum": 1514,
+        "memory_limit": 33554432,
+        "ecn": True,
+    },
+    "pie": {"limit": 1000, "target_ms": 15.0, "tupdate_ms": 15.0, "alpha": 2, "beta": 20},
+    "htb": {"quantum": 1514, "r2q": 10},
+}
+
+#: Every discipline a configuration may name.
+KINDS: tuple[str, ...] = (*LEAF_PARAMS, "htb")
+
+#: Typical packet size used to turn a ``limit_bdp`` factor into packets or bytes.
+MTU_BYTES = 1500
+
+
+@dataclass(frozen=True)
+class Qdisc:
+    """A classless discipline and the parameters the configuration gave."""
+
+    kind: str
+    params: Mapping[str, int | float | bool] = field(default_factory=dict)
+    #: When the limit came from a multiple of the bandwidth-delay product, that factor.
+    limit_bdp: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, **self.params}
+        if self.limit_bdp is not None:
+            out["limit_bdp"] = self.limit_bdp
+        return out
+
+
+@dataclass(frozen=True)
+class Match:
+    """How packets are sorted into an HTB class (u32 on IPv4)."""
+
+    proto: Literal["tcp", "udp"] | None = None
+    port: int | None = None  # either side
+    sport: int | None = None
+    dport: int | None = None
+    dscp: int | None = None
+    ecn: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class HtbClass:
+    classid: str  # hexadecimal minor, as tc spells it (``10`` is 0x10)
+    rate_mbit: float
+    ceil_mbit: float
+    prio: int | None
+    leaf: Qdisc
+    match: Match | None = None
+    quantum: int = 1514
+    burst_bytes: int | None = None
+    cburst_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "classid": self.classid,
+            "rate_mbit": self.rate_mbit,
+            "ceil_mbit": self.ceil_mbit,
+            "quantum": self.quantum,
+            "leaf": self.leaf.to_dict(),
+        }
+        for key in ("prio", "burst_bytes", "cburst_bytes"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.match is not None:
+            out["match"] = self.match.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class Htb:
+    """HTB with classes under one root class whose rate is the link rate."""
+
+    default: str
+    classes: tuple[HtbClass, ...]
+    kind: str = "htb"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "htb",
+            "default": self.default,
+            "classes": [c.to_dict() for c in self.classes],
+        }
+
+
+AnyQdisc = Qdisc | Htb
+
+
+def parse_leaf(sec: Section, bdp_bytes: float | None) -> Qdisc:
+    """A classless discipline; ``limit_bdp`` needs the link's BDP (rate x RTT) in bytes."""
+    kind = sec.choice("kind", KINDS)
+    if kind == "htb":
+        raise sec.error("kind", "htb cannot be a leaf here; give HTB classes at the top level")
+    specs = LEAF_PARAMS[kind]
+    params: dict[str, int | float | bool] = {}
+    for name, spec in specs.items():
+        if not sec.has(name):
+            continue
+        if spec.kind == "int":
+            params[name] = sec.integer(name, minimum=int(spec.minimum), maximum=_imax(spec))
+        elif spec.kind == "bool":
+            params[name] = sec.boolean(name)
+        else:
+            params[name] = sec.number(name, minimum=spec.minimum, maximum=spec.maximum)
+    limit_bdp = sec.opt_number("limit_bdp", minimum=0.0, exclusive_minimum=True)
+    if limit_bdp is not None:
+        if "limit" in params:
+            raise sec.error("limit_bdp", "give limit or limit_bdp, not both")
+        if kind not in ("pfifo", "bfifo"):
+            raise sec.error("limit_bdp", "only pfifo and bfifo take a limit in BDP multiples")
+        if not bdp_bytes:
+            raise sec.error(
+                "limit_bdp",
+                "needs a rate (bottleneck.rate_mbit) and a round-trip time "
+                "(propagation.forward_ms + reverse_ms, or bottleneck.bdp_rtt_ms)",
+            )
+        size = limit_bdp * bdp_bytes
+        params["limit"] = max(1, math.ceil(size / MTU_BYTES if kind == "pfifo" else size))
+    if "step_thresh_ms" in params and "step_thresh_packets" in params:
+        raise sec.error("step_thresh_packets", "give step_thresh_ms or step_thresh_packets")
+    if params.get("typical_rtt_ms", 0) > params.get("max_rtt_ms", float("inf")):
+        raise sec.error("typical_rtt_ms", "must be <= max_rtt_ms (tc refuses it)")
+    sec.finish()
+    return Qdisc(kind, params, limit_bdp)
+
+
+def _imax(spec: Param) -> int | None:
+    return None if math.isinf(spec.maximum) else int(spec.maximum)
+
+
+def parse_match(sec: Section) -> Match:
+    proto = sec.raw("proto")
+    if proto is not None and proto not in ("tcp", "udp"):
+        raise sec.error("proto", f"{proto!r} is not tcp or udp")
+    ports = {k: sec.opt_integer(k, minimum=1, maximum=65535) for k in ("port", "sport", "dport")}
+    m = Match(
+        proto=proto,
+        dscp=sec.opt_integer("dscp", minimum=0, maximum=63),
+        ecn=sec.opt_integer("ecn", minimum=0, maximum=3),
+        **ports,
+    )
+    if not any(v is not None for v in m.__dict__.values()):
+        raise sec.error(
+            "proto", "a match needs at least one of proto, port, sport, dport, dscp, ecn"
+        )
+    if m.port is not None and (m.sport is not None or m.dport is not None):
+        raise sec.error("port", "port matches either side; do not combine it with sport/dport")
+    sec.finish()
+    return m
+
+
+def _classid(sec: Section, name: str) -> str:
+    text = sec.string(name).lower()
+    if not (1 <= len(text) <= 4 and all(c in "0123456789abcdef" for c in text)):
+        raise sec.error(name, f"{text!r}: an HTB minor id is 1-4 hexadecimal digits, e.g. '10'")
+    if int(text, 16) in (0, 1):
+        raise sec.error(name, "minor ids 0 and 1 are taken by the root and the link class")
+    return text
+
+
+def parse_htb(sec: Section, rate_mbit: float | None, bdp_bytes: float | None) -> Htb:
+    if rate_mbit is None:
+        raise sec.error("kind", "htb needs bottleneck.rate_mbit (the rate of its root class)")
+    classes: list[HtbClass] = []
+    for i, raw in enumerate(sec.items("classes")):
+        c = Section(raw, sec.where, sec.key(f"classes[{i}]"))
+        leaf_sec = c.opt_sub("leaf")
+        leaf = parse_leaf(leaf_sec, bdp_bytes) if leaf_sec else Qdisc("pfifo", {"limit": 1000})
+        match_sec = c.opt_sub("match")
+        cls = HtbClass(
+            classid=_classid(c, "classid"),
+            rate_mbit=c.number("rate_mbit", minimum=0.0, exclusive_minimum=True),
+            ceil_mbit=c.number("ceil_mbit", rate_mbit, minimum=0.0, exclusive_minimum=True),
+            prio=c.opt_integer("prio", minimum=0, maximum=7),
+            leaf=leaf,
+            match=parse_match(match_sec) if match_sec else None,
+            quantum=c.integer("quantum", 1514, minimum=1),
+            burst_bytes=c.opt_integer("burst_bytes", minimum=1),
+            cburst_bytes=c.opt_integer("cburst_bytes", minimum=1),
+        )
+        if cls.ceil_mbit < cls.rate_mbit:
+            raise c.error("ceil_mbit", "must be >= rate_mbit")
+        if cls.ceil_mbit > rate_mbit:
+            raise c.error("ceil_mbit", f"must be <= the link rate {rate_mbit:g} Mbit/s")
+        c.finish()
+        classes.append(cls)
+    if not classes:
+        raise sec.error("classes", "htb needs at least one class")
+    ids = [c.classid for c in classes]
+    if len(set(ids)) != len(ids):
+        raise sec.error("classes", f"class ids {ids} must be distinct")
+    default = _classid(sec, "default") if sec.has("default") else ids[-1]
+    if default not in ids:
+        raise sec.error("default", f"{default!r} is not one of the classes {ids}")
+    if sum(c.rate_mbit for c in classes) > rate_mbit * 1.0001:
+        raise sec.error("classes", f"the class rates add up to more than {rate_mbit:g} Mbit/s")
+    sec.finish()
+    return Htb(default, tuple(classes))
+
+
+def parse_qdisc(sec: Section, rate_mbit: float | None, bdp_bytes: float | None) -> AnyQdisc:
+    if sec.raw("kind") == "htb":
+        return parse_htb(sec, rate_mbit, bdp_bytes)
+    return parse_leaf(sec, bdp_bytes)
+
+
+def fmt_num(value: float) -> str:
+    """Numbers as tc reads them: no trailing zeros, no exponent."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+def tc_words(q: Qdisc) -> list[str]:
+    """The words after ``tc qdisc add ... handle H:`` for a leaf: kind and parameters."""
+    words = [q.kind]
+    render: dict[ParamKind, Callable[[Param, Any], list[str]]] = {
+        "int": lambda s, v: [str(s.word), f"{int(v)}{s.suffix}"],
+        "float": lambda s, v: [str(s.word), fmt_num(v)],
+        "ms": lambda s, v: [str(s.word), f"{fmt_num(v)}ms"],
+        "bool": lambda s, v: [w for w in (s.word[0] if v else s.word[1],) if w],
+    }
+    for name, spec in LEAF_PARAMS[q.kind].items():
+        if name in q.params:
+            words += render[spec.kind](spec, q.params[name])
+    return words
+
+
+def with_defaults(q: AnyQdisc) -> dict[str, Any]:
+    """The configured parameters over the documented defaults, for the metadata."""
+    return {"configured": q.to_dict(), "defaults": DEFAULTS.get(q.kind, {})}

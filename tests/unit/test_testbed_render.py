@@ -1,0 +1,182 @@
+"""Golden tests: every qdisc kind renders to exact tc (or mm-*, cga-emu) command lines.
+
+The files in tests/golden/tc/ are the reviewed expectations. After an intended change,
+regenerate them with ``CGA_UPDATE_GOLDEN=1 pytest tests/unit/test_testbed_render.py`` and
+review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cganalysis.testbed import emuconf
+from cganalysis.testbed.config import parse_bottleneck, parse_mahimahi, parse_propagation
+from cganalysis.testbed.mahimahi import render_mahimahi
+from cganalysis.testbed.render import as_text, render_direction, render_netem
+from cganalysis.testbed.validate import Section
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "tc"
+UPDATE = os.environ.get("CGA_UPDATE_GOLDEN") == "1"
+
+#: name -> the bottleneck section of a run file.
+CASES: dict[str, str] = {
+    "pfifo-root": "qdisc: {kind: pfifo, limit: 250}",
+    "bfifo-htb": "rate_mbit: 50\nqdisc: {kind: bfifo, limit: 375000}",
+    # TMA 2024 drop-tail: REFERENCE.md section 2.
+    "htb-pfifo": "rate_mbit: 50\nqdisc: {kind: pfifo, limit: 250}",
+    "htb-pfifo-burst": "rate_mbit: 20\nburst_bytes: 100000\nqdisc: {kind: pfifo, limit: 250}",
+    "tbf-pfifo": "rate_mbit: 50\nshaper: tbf\nqdisc: {kind: pfifo, limit: 250}",
+    "tbf-pfifo-burst": "rate_mbit: 20\nshaper: tbf\nburst_bytes: 32768\nqdisc: {kind: pfifo}",
+    # TMA 2024 HTB: CG class prioritised, 10 Mbit/s guaranteed, SFQ 63; best effort pfifo 250.
+    "htb-classes-tma2024": """
+rate_mbit: 50
+qdisc:
+  kind: htb
+  default: "20"
+  classes:
+    - {classid: "10", rate_mbit: 10, ceil_mbit: 50, prio: 0,
+       leaf: {kind: sfq, limit: 63}, match: {proto: udp, sport: 30002}}
+    - {classid: "20", rate_mbit: 40, ceil_mbit: 50, prio: 1, leaf: {kind: pfifo, limit: 250}}
+""",
+    "htb-classes-match": """
+rate_mbit: 30
+qdisc:
+  kind: htb
+  classes:
+    - {classid: "a", rate_mbit: 5, prio: 0, leaf: {kind: pfifo, limit: 30},
+       match: {proto: udp, port: 30002}}
+    - {classid: "b", rate_mbit: 5, prio: 1, leaf: {kind: pfifo, limit: 30}, match: {dscp: 46}}
+    - {classid: "c", rate_mbit: 5, prio: 2, leaf: {kind: bfifo, limit: 90000},
+       match: {ecn: 1}, burst_bytes: 15000, cburst_bytes: 3000, quantum: 3028}
+    - {classid: "d", rate_mbit: 15, leaf: {kind: pfifo, limit: 100},
+       match: {proto: tcp, dport: 5201, dscp: 0}}
+""",
+    "sfq": "rate_mbit: 50\nqdisc: {kind: sfq, limit: 127, perturb: 10, quantum: 1514, "
+    "divisor: 1024, depth: 64, headdrop: true}",
+    # TMA 2024 L4S: defaults with a 1000-packet limit, behind a 50 Mbit/s shaper.
+    "dualpi2-tma2024": "rate_mbit: 50\nqdisc: {kind: dualpi2, limit: 1000}",
+    "dualpi2-defaults": "qdisc: {kind: dualpi2}",
+    "dualpi2-all": """
+rate_mbit: 50
+shaper: tbf
+qdisc:
+  kind: dualpi2
+  limit: 10000
+  memlimit: 30280000
+  target_ms: 15
+  tupdate_ms: 16
+  alpha: 0.16
+  beta: 3.2
+  coupling_factor: 2
+  step_thresh_ms: 1
+  min_qlen_step: 0
+  drop_on_overload: true
+  drop_enqueue: false
+  l4s_ect: true
+  classic_protection: 10
+  split_gso: true
+""",
+    "dualpi2-flipped": """
+qdisc:
+  kind: dualpi2
+  step_thresh_packets: 5
+  drop_on_overload: false
+  drop_enqueue: true
+  l4s_ect: false
+  max_rtt_ms: 100
+  typical_rtt_ms: 15
+  split_gso: false
+""",
+    "codel": "rate_mbit: 25\nqdisc: {kind: codel, limit: 1000, target_ms: 5, interval_ms: 100, "
+    "ce_threshold_ms: 1.5, ecn: true}",
+    "fq_codel": "rate_mbit: 25\nqdisc: {kind: fq_codel, limit: 10240, flows: 1024, "
+    "target_ms: 5, interval_ms: 100, quantum: 1514, ce_threshold_ms: 2, memory_limit: 33554432, "
+    "drop_batch: 64, ecn: false}",
+    "pie": "rate_mbit: 25\nqdisc: {kind: pie, limit: 1000, target_ms: 15, tupdate_ms: 15, "
+    "alpha: 2, beta: 20, ecn: true, bytemode: false, dq_rate_estimator: true}",
+    # Xu & Claypool: 25 Mbit/s, 2x BDP with the 15 ms RTT they added for iperf.
+    "pfifo-bdp-xu2022": "rate_mbit: 25\nbdp_rtt_ms: 15\nqdisc: {kind: pfifo, limit_bdp: 2}",
+    "reverse": "rate_mbit: 50\nqdisc: {kind: pfifo, limit: 250}\n"
+    "reverse: {rate_mbit: 5, qdisc: {kind: pfifo, limit: 50}}",
+}
+
+
+def _bottleneck(text: str):  # type: ignore[no-untyped-def]
+    return parse_bottleneck(Section(yaml.safe_load(text), "case", "bottleneck"), 0.0)
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / f"{name}.txt"
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no golden file {path}; run with CGA_UPDATE_GOLDEN=1 and review it"
+    assert text == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tc_commands_match_golden(name: str) -> None:
+    b = _bottleneck(CASES[name])
+    cmds = render_direction("rtr1", b.forward)
+    if b.reverse is not None:
+        cmds += render_direction("rtr0", b.reverse)
+    _check(name, as_text(cmds))
+
+
+def test_every_kind_has_a_golden_case() -> None:
+    from cganalysis.testbed.qdisc import KINDS
+
+    covered = set()
+    for text in CASES.values():
+        b = _bottleneck(text)
+        q = b.forward.qdisc
+        covered.add(q.kind)
+        covered |= {c.leaf.kind for c in getattr(q, "classes", ())}
+    assert set(KINDS) <= covered
+
+
+def test_netem_golden() -> None:
+    p = parse_propagation(
+        Section({"forward_ms": 15, "reverse_ms": 15, "jitter_ms": 2, "loss": 0.001}, "case")
+    )
+    _check("netem", as_text([render_netem("srv0", 15, p), render_netem("cli0", 15.5, p)]))
+
+
+def test_mahimahi_golden() -> None:
+    m = parse_mahimahi(
+        Section(
+            {
+                "downlink_trace": "traces/cellular/down.trace",
+                "uplink_trace": "traces/cellular/up.trace",
+                "queue": "droptail",
+                "queue_args": "packets=250",
+                "delay_ms": 15,
+            },
+            "case",
+        )
+    )
+    cmd = render_mahimahi(m, "/tmp/run/downlink.log", ["iperf3", "-s"])
+    _check("mahimahi", shlex.join(cmd) + "\n")
+
+
+def test_emulator_config_golden() -> None:
+    b = _bottleneck(CASES["dualpi2-all"])
+    doc = emuconf.bottleneck_config("rtr0", "rtr1", b.forward, None, "emu-stats.jsonl", 100.0)
+    htb = _bottleneck(CASES["htb-classes-tma2024"])
+    doc2 = emuconf.bottleneck_config("rtr0", "rtr1", htb.forward, None, "s.jsonl", 100.0)
+    p = parse_propagation(Section({"forward_ms": 15, "reverse_ms": 15}, "case"))
+    text = "\n".join(
+        json.dumps(d, indent=1, sort_keys=True)
+        for d in (doc, doc2, emuconf.delay_config("dly0", "dly1", p))
+    )
+    _check("emulator", text + "\n")
+    # split_gso means nothing to a userspace emulator; everything else passes through.
+    assert "split_gso" not in doc["a_to_b"]["qdisc"]
+    assert doc["a_to_b"]["qdisc"]["target_ms"] == 15
+    assert doc["a_to_b"]["delay_ms"] == 0.0  # delay never inside the captured span

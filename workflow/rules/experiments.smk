@@ -1,0 +1,63 @@
+# Stage: campaigns -> raw runs, on the testbed (cganalysis experiment; docs/testbed.md).
+#
+#   data/raw/<campaign>/_calibration/<key>/calibration.json   one per bottleneck config
+#   data/raw/<campaign>/<run_id>/{ingress,egress}.pcap, meta.json, iperf3-*.json, ...
+#
+# <campaign> is the campaign's name plus experiments.campaign_suffix (the quick profile
+# writes to <name>-quick, so smoke runs never mix with full ones). Every job holds the
+# testbed (resources: testbed=1; the workflow profiles cap the pool at 1), so extra cores
+# never run two experiments, or an experiment and a calibration, at once. Raw outputs are
+# protected: Snakemake refuses to rerun over them rather than deleting a run.
+# EXPERIMENT_PLAN (rules/common.smk) lists what the campaigns plan.
+
+
+rule calibrate:
+    input:
+        campaign=lambda wc: ancient(
+            EXPERIMENT_PLAN.calibration_job(wc.campaign, wc.key).campaign_file
+        ),
+    output:
+        protected("data/raw/{campaign}/_calibration/{key}/calibration.json"),
+    log:
+        "logs/calibrate/{campaign}/{key}.log",
+    wildcard_constraints:
+        campaign=planned_campaigns_regex(),
+        key=r"cal-[0-9a-f]+",
+    conda:
+        "../envs/cganalysis.yaml"
+    resources:
+        testbed=1,
+    params:
+        run=lambda wc: EXPERIMENT_PLAN.calibration_job(wc.campaign, wc.key).run_id,
+        dir=lambda wc, output: Path(output[0]).parent,
+    shell:
+        "cganalysis testbed calibrate {input.campaign} --run {params.run}"
+        " -o {params.dir} > {log} 2>&1"
+
+
+rule experiment:
+    input:
+        campaign=lambda wc: ancient(
+            EXPERIMENT_PLAN.job(wc.campaign, wc.run_id).campaign_file
+        ),
+        calibration=lambda wc: EXPERIMENT_PLAN.calibration_file(wc.campaign, wc.run_id),
+    output:
+        ingress=protected("data/raw/{campaign}/{run_id}/ingress.pcap"),
+        egress=protected("data/raw/{campaign}/{run_id}/egress.pcap"),
+        meta=protected("data/raw/{campaign}/{run_id}/meta.json"),
+    log:
+        "logs/experiment/{campaign}/{run_id}.log",
+    wildcard_constraints:
+        campaign=planned_campaigns_regex(),
+        run_id=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    conda:
+        "../envs/cganalysis.yaml"
+    resources:
+        testbed=1,
+    params:
+        run=lambda wc: EXPERIMENT_PLAN.job(wc.campaign, wc.run_id).run_id,
+        dir=lambda wc, output: Path(output.meta).parent,
+        flags=lambda wc, input: EXPERIMENT_PLAN.experiment_flags(input.calibration),
+    shell:
+        "cganalysis experiment {input.campaign} --run {params.run}"
+        " --campaign {wildcards.campaign} -o {params.dir} {params.flags} > {log} 2>&1"
