@@ -5,7 +5,6 @@ the log must show no set-up at all (configuration errors) or no traffic (missing
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -88,12 +87,11 @@ def test_existing_run_directory_is_never_overwritten(tmp_path: Path) -> None:
 
 
 def _path_without_emulator(env: dict[str, str]) -> dict[str, str]:
-    """The same PATH minus any directory holding cga-emu (the message must say to get it)."""
-    emu = shutil.which("cga-emu")
-    if emu is not None:
-        parts = [p for p in env["PATH"].split(os.pathsep) if Path(p) != Path(emu).parent]
-        env = {**env, "PATH": os.pathsep.join(parts)}
-    return env
+    """The same PATH minus every directory holding cga-emu, and no CGA_EMU override (the
+    message must say how to get it)."""
+    parts = [p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "cga-emu").exists()]
+    env = {k: v for k, v in env.items() if k != "CGA_EMU"}
+    return {**env, "PATH": os.pathsep.join(parts)}
 
 
 def test_quick_dualpi2_fails_clearly_without_dualpi2_or_the_emulator(tmp_path: Path) -> None:
