@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -41,6 +40,8 @@ def mean_ci(values: Sequence[float | None], confidence: float = 0.95) -> MeanCI:
     if n == 1:
         return MeanCI(1, mean, None, None)
     s = float(x.std(ddof=1))
+    from scipy import stats  # slow to import: only when needed
+
     t = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1))
     return MeanCI(n, mean, s, t * s / math.sqrt(n))
 
@@ -90,6 +91,8 @@ def aggregate_series(
         pl.col(value).std(ddof=1).alias("std"),
     )
     n = grouped.get_column("n").to_numpy()
+    from scipy import stats
+
     tq = np.where(n > 1, stats.t.ppf(0.5 + confidence / 2.0, np.maximum(n - 1, 1)), np.nan)
     return (
         grouped.with_columns(pl.Series("_t", tq))

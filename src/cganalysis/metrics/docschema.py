@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonschema
-
 from cganalysis.errors import SchemaError
 
 _num = {"type": ["number", "null"]}
@@ -131,6 +129,8 @@ METRICS_JSON_SCHEMA: dict[str, Any] = {
 
 def validate_metrics(doc: dict[str, Any], where: str = "metrics document") -> None:
     """Raises :class:`SchemaError` naming the first key that breaks the schema."""
+    import jsonschema  # imported here: it takes seconds, and most commands never validate
+
     validator = jsonschema.Draft202012Validator(METRICS_JSON_SCHEMA)
     err = next(iter(sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))), None)
     if err is not None:

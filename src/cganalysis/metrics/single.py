@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy.signal import lfilter
 
 #: Video RTP clock (RFC 3551); SCReAM's test sender and most CG video streams use it.
 DEFAULT_CLOCK_HZ = 90_000
@@ -38,6 +37,8 @@ def jitter_trace(
     dr = np.diff(arrival_ns).astype(np.float64) * clock_hz / 1e9
     d = np.abs(dr - ds.astype(np.float64))
     # J_k = 15/16 J_(k-1) + |D_k| / 16, with J_0 = 0: a first-order IIR filter.
+    from scipy.signal import lfilter  # slow to import: only when needed
+
     out: np.ndarray = lfilter([1.0 / 16.0], [1.0, -15.0 / 16.0], d)
     return out
 

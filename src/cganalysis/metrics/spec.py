@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
-
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.roles import RoleRule, rules_from_mapping
 
@@ -279,6 +277,8 @@ META_SCHEMA: dict[str, Any] = {
 
 
 def _validate(meta: Mapping[str, Any], where: str) -> None:
+    import jsonschema  # imported here: it takes seconds, and most commands never validate
+
     validator = jsonschema.Draft202012Validator(META_SCHEMA)
     errors = sorted(validator.iter_errors(meta), key=lambda e: list(e.absolute_path))
     if errors:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
 import yaml
 from matplotlib.typing import RcKeyType
 
@@ -180,6 +179,8 @@ def find_style_file(start: Path | None = None) -> Path:
 
 
 def style_from_mapping(raw: Mapping[str, Any], source: str = "") -> Style:
+    import jsonschema  # imported here: it takes seconds, and most commands never validate
+
     validator = jsonschema.Draft202012Validator(SCHEMA)
     err = next(iter(sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))), None)
     if err is not None:
