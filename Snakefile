@@ -13,7 +13,8 @@
 #   results/figures/<campaign>/<figure>.{pdf,png}        the papers' figures
 #   logs/<rule>/<campaign>/<run_id>.log                  every rule's log
 #
-# `snakemake --cores 4` builds `all`; `snakemake -n` shows what would run.
+# `snakemake --cores 4` builds `all`; `snakemake -n` shows what would run;
+# `snakemake --report report.html` the report of every table and figure (results/report/).
 
 from snakemake.utils import min_version
 
@@ -23,11 +24,15 @@ min_version("9.0")
 configfile: "configs/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/experiments.smk"
 include: "workflow/rules/packets.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

@@ -27,6 +27,7 @@ COMMANDS: tuple[str, ...] = (
     "testbed",
     "experiment",
     "cg",
+    "dataset",
 )
 
 

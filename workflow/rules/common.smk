@@ -99,4 +99,22 @@ def result_outputs():
         )
         for artefact in wanted:
             out += [f.format(c=campaign) for f in ARTEFACT_FILES[artefact]]
-    return sorted(out)
+    return sorted(out + report_outputs(out))  # copies for the report (rules/report.smk)
+
+
+def report_outputs(results):
+    """The report copies (results/report/<campaign>/...) of the artefacts in `results`."""
+    out = []
+    for path in results:
+        if m := re.fullmatch(r"results/tables/([^/]+)/(tma_table[12])\.md", path):
+            out.append(f"results/report/{m[1]}/{m[2]}.csv")
+        elif m := re.fullmatch(r"results/tables/([^/]+)/xu_table2\.md", path):
+            out += [f"results/report/{m[1]}/xu_table{n}.csv" for n in (2, 3, 4, 5)]
+        elif m := re.fullmatch(r"results/figures/([^/]+)/xu_fig3_fairness\.pdf", path):
+            names = ("xu_fig3_fairness", "xu_fig4_adaptation", "xu_fig5_adaptiveness")
+            out += [f"results/report/{m[1]}/{name}.png" for name in names]
+        elif m := re.fullmatch(
+            r"results/figures/([^/]+)/([^/]+)\.timeseries\.pdf", path
+        ):
+            out.append(f"results/report/{m[1]}/{m[2]}.timeseries.png")
+    return out

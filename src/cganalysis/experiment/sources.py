@@ -4,7 +4,8 @@
   stdlib only, ECN settable) and a UDP sink on the client, so that no ICMP port
   unreachable flows back. For tests and smoke runs; it is not a CG system.
 - ``cga-cg``: the project's CG generator (``cganalysis cg send|receive``: SCReAM v2, none,
-  TFRC, gTFRC), once the CG traffic issue lands.
+  TFRC, gTFRC). ``cg.rate_mbit`` is the start bitrate, or the constant rate of ``cc: none``;
+  gTFRC's guaranteed rate g is the encoder minimum ``cg.min_mbit`` (cga-cg's default).
 
 A source starts its receiver before the traffic and its sender at the schedule's CG
 start, for the CG duration; its files land in the run directory (``cg-*``).
@@ -165,9 +166,12 @@ class CgaCg:
             f"{duration_s:.3f}",
             "--log",
             log_dir,
-            "--start-mbps",
-            f"{cfg.rate_mbit:g}",
+            "--bind",
+            f"{topo.server_ip}:{cfg.sport}",
         ]
+        # `none` sends at a constant rate (TMA 2024 Table I's "No CCA" at 30 Mbit/s); the
+        # others start at rate_mbit and adapt between min and max.
+        argv += ["--rate-mbps" if cfg.cc == "none" else "--start-mbps", f"{cfg.rate_mbit:g}"]
         if cfg.min_mbit is not None:
             argv += ["--min-mbps", f"{cfg.min_mbit:g}"]
         if cfg.max_mbit is not None:

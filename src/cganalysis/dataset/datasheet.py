@@ -1,0 +1,165 @@
+"""The dataset's datasheet (after Gebru et al., "Datasheets for Datasets"): what is in
+it, every column with its type and unit, how it was produced, and how to cite it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from cganalysis.dataset.columns import Column, describe, unit_of
+
+#: Tables of the dataset -> the schema in cganalysis.schemas that declares them.
+TABLES: tuple[tuple[str, str, str], ...] = (
+    ("packets/<run>.parquet", "PACKETS", "one row per IP packet seen entering the bottleneck"),
+    ("flows/<run>.parquet", "FLOWS", "one row per directional flow (5-tuple and RTP SSRC)"),
+)
+
+PAPERS = (
+    "TMA 2024: cloud gaming (SCReAM) against TCP Cubic / BBRv2 through drop-tail, HTB and "
+    "L4S (DualPI2) queues",
+    "Xu & Claypool 2022: congestion response of cloud-based game streaming to competing "
+    "TCP Cubic and BBR flows",
+)
+
+
+def papers_for(campaign: str) -> list[str]:
+    """The papers a campaign reproduces, by its name (both for other campaigns)."""
+    if campaign.startswith("tma"):
+        return [PAPERS[0]]
+    if campaign.startswith("xu"):
+        return [PAPERS[1]]
+    return list(PAPERS)
+
+
+def _column_rows(columns: list[Column]) -> list[str]:
+    return [f"| `{c.name}` | {c.dtype} | {c.unit} | {c.description} |" for c in columns]
+
+
+def _runs_columns(runs_table: pl.DataFrame) -> list[Column]:
+    return [Column(n, str(t), unit_of(n), "") for n, t in runs_table.schema.items()]
+
+
+def render_datasheet(
+    *,
+    campaign: str,
+    title: str,
+    runs_table: pl.DataFrame,
+    provenance: dict[str, Any],
+    with_captures: bool,
+    checksums: dict[str, str],
+) -> tuple[str, dict[str, Any]]:
+    """(Markdown, JSON document) of the datasheet."""
+    label_cols = [c for c in runs_table.columns if c.startswith("label_")]
+    tables = {schema: describe(schema) for _, schema, _ in TABLES}
+    md: list[str] = [
+        f"# {title}",
+        "",
+        f"Campaign `{campaign}`: {runs_table.height} runs, exported by "
+        f"{provenance['exported_by']} on {provenance['exported_at']}.",
+        "",
+        "## Motivation and composition",
+        "",
+        "Dual-point captures of a cloud-gaming (CG) RTP/UDP flow competing with TCP at a "
+        "network bottleneck, taken on one clock on both sides of the bottleneck so that the "
+        "queuing delay and the loss of every packet are measured, not estimated, in "
+        "experiments after:",
+        "",
+        *[f"- {p}" for p in papers_for(campaign)],
+        "",
+        "The CG flow is the project's synthetic generator (cga-cg: SCReAM v2, constant "
+        "rate, TFRC, gTFRC), not a commercial game service; the competing flows are iperf3. "
+        "No personal data: addresses are private testbed addresses.",
+        "",
+        "Runs and their factors (labels):",
+        "",
+    ]
+    if label_cols:
+        md.append("| run | " + " | ".join(c.removeprefix("label_") for c in label_cols) + " |")
+        md.append("|---" * (len(label_cols) + 1) + "|")
+        md.extend(
+            "| " + " | ".join("" if v is None else str(v) for v in row) + " |"
+            for row in runs_table.select(["run_id", *label_cols]).iter_rows()
+        )
+    else:
+        md += [f"- {r}" for r in runs_table.get_column("run_id")]
+    md += [
+        "",
+        "## Files",
+        "",
+        "| path | content |",
+        "|---|---|",
+        "| `runs.csv` | one row per run: labels, configured and measured capacity, the "
+        "headline metrics per role (`cg_*`, `competitor_*`) over the analysis window |",
+        *[f"| `{path}` | {text} (schema below) |" for path, _, text in TABLES],
+        "| `metrics/<run>.json` | the papers' metrics of the run (docs/metrics.md) |",
+        "| `meta/<run>.json` | run metadata: resolved configuration, schedule, roles, "
+        "calibration, hosts, tool versions, commands, checksums of the raw files "
+        "(docs/testbed.md) |",
+        "| `match/<run>.json` | capture matching summary: packets in / delivered / lost, "
+        "capture drops |",
+    ]
+    if with_captures:
+        md.append(
+            "| `captures/<run>/` | the raw captures: ingress.pcap (entering the bottleneck), "
+            "egress.pcap (leaving it), nanosecond timestamps, 128-byte snap length |"
+        )
+    md += [
+        "| `SHA256SUMS` | `sha256sum -c SHA256SUMS` checks every file |",
+        "",
+        "## Schemas",
+        "",
+        "Units are in the column names (`_ns` nanoseconds since the epoch for `t_*`, `_ms`, "
+        "`_bytes`, `_mbps`); ECN code points: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE.",
+        "",
+    ]
+    for path, schema, text in TABLES:
+        md += [
+            f"### `{path}` ({text})",
+            "",
+            "| column | type | unit | description |",
+            "|---|---|---|---|",
+            *_column_rows(tables[schema]),
+            "",
+        ]
+    md += [
+        "### `runs.csv`",
+        "",
+        "| column | type | unit |",
+        "|---|---|---|",
+        *[f"| `{c.name}` | {c.dtype} | {c.unit} |" for c in _runs_columns(runs_table)],
+        "",
+        "## Collection and provenance",
+        "",
+        "Testbed: server, router and client as Linux network namespaces joined by veth "
+        "pairs; the bottleneck on the router (kernel qdiscs, or the cga-emu link emulator for "
+        "disciplines the kernel lacks), propagation delay from a delay-only cga-emu hop; "
+        "tcpdump on the router's two interfaces. Each run's meta.json records everything "
+        "(configuration, calibration, hosts, commands, file checksums).",
+        "",
+        f"- cganalysis versions: {', '.join(map(str, provenance['cganalysis_versions'])) or '?'}",
+        f"- git commits: {', '.join(map(str, provenance['git_commits'])) or '?'}"
+        + (" (uncommitted changes present)" if provenance["git_dirty"] else ""),
+        f"- kernels: {', '.join(map(str, provenance['kernels'])) or '?'}",
+        f"- bottleneck backends: {', '.join(map(str, provenance['bottleneck_backends'])) or '?'}",
+        f"- propagation delay via: {', '.join(map(str, provenance['delay_via'])) or '?'}",
+        "",
+        "## How to cite",
+        "",
+        f"Cite this dataset as: *{title}*, cganalysis project, version "
+        f"{provenance['exported_by'].split()[-1]}, with the archive's DOI once deposited "
+        "(e.g. Zenodo), and the papers whose experiments it reproduces (above). Licence: "
+        "choose one (e.g. CC BY 4.0) when depositing.",
+        "",
+    ]
+    doc = {
+        "title": title,
+        "campaign": campaign,
+        "runs": runs_table.get_column("run_id").to_list(),
+        "provenance": provenance,
+        "schemas": {path: [c.__dict__ for c in tables[schema]] for path, schema, _ in TABLES}
+        | {"runs.csv": [c.__dict__ for c in _runs_columns(runs_table)]},
+        "files": dict(sorted(checksums.items())),
+        "reproduces": papers_for(campaign),
+    }
+    return "\n".join(md), doc

@@ -1,0 +1,224 @@
+"""``cganalysis dataset export CAMPAIGN -o DIR``: a campaign as a publication dataset.
+
+Reads the workflow's layout under ``root`` (data/raw/<campaign>/<run>/meta.json, the
+processed tables data/processed/<campaign>/<run>/, the metrics results/metrics/<campaign>/)
+and writes, for an archive such as Zenodo::
+
+    DIR/runs.csv                 one row per run: labels, capacity, headline metrics
+    DIR/packets/<run>.parquet    one row per ingress packet (schemas.PACKETS)
+    DIR/flows/<run>.parquet      one row per flow (schemas.FLOWS)
+    DIR/metrics/<run>.json       the papers' metrics of the run
+    DIR/meta/<run>.json          run metadata (configuration, hosts, tools, calibration)
+    DIR/match/<run>.json         the capture matching summary (loss, capture drops)
+    DIR/captures/<run>/*.pcap    the raw captures (with --with-captures)
+    DIR/datasheet.md, .json      schemas with units, provenance, how to cite
+    DIR/SHA256SUMS               checksums of every file above
+
+The directory is built beside DIR and renamed into place when complete, so an
+interrupted export leaves nothing half written; an existing DIR is never overwritten.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cganalysis import __version__
+from cganalysis.dataset.datasheet import render_datasheet
+from cganalysis.errors import ConfigError
+
+#: Files copied per run: (source relative to the workspace, destination in the dataset).
+RUN_FILES: tuple[tuple[str, str], ...] = (
+    ("data/processed/{c}/{r}/packets.parquet", "packets/{r}.parquet"),
+    ("data/processed/{c}/{r}/flows.parquet", "flows/{r}.parquet"),
+    ("data/processed/{c}/{r}/match.json", "match/{r}.json"),
+    ("results/metrics/{c}/{r}.json", "metrics/{r}.json"),
+    ("data/raw/{c}/{r}/meta.json", "meta/{r}.json"),
+)
+CAPTURE_SUFFIXES = (".pcap", ".pcapng")
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    output: Path
+    runs: tuple[str, ...]
+    files: int
+    bytes: int
+
+
+def campaign_runs(root: Path, campaign: str) -> list[str]:
+    """Run ids of ``data/raw/<campaign>``: directories holding a meta.json (calibrations
+    (``_calibration``) and unfinished runs (``.name.tmp-*``) are not runs)."""
+    raw = root / "data" / "raw" / campaign
+    if not raw.is_dir():
+        raise ConfigError(
+            f"{raw}: no such campaign directory (give the campaign's name as in data/raw/, "
+            "and --root for a workspace other than the current directory)"
+        )
+    runs = sorted(
+        p.name
+        for p in raw.iterdir()
+        if p.is_dir() and p.name[0] not in "._" and (p / "meta.json").is_file()
+    )
+    if not runs:
+        raise ConfigError(f"{raw}: no runs (directories with a meta.json)")
+    return runs
+
+
+def _missing(root: Path, campaign: str, runs: list[str]) -> list[str]:
+    return [
+        src.format(c=campaign, r=r)
+        for r in runs
+        for src, _ in RUN_FILES
+        if not (root / src.format(c=campaign, r=r)).is_file()
+    ]
+
+
+def _scalar_items(prefix: str, obj: Any) -> dict[str, Any]:
+    """Nested metrics flattened to ``prefix_key`` columns (numbers, strings, booleans)."""
+    out: dict[str, Any] = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(_scalar_items(f"{prefix}_{k}" if prefix else str(k), v))
+    elif isinstance(obj, bool | int | float | str) or obj is None:
+        out[prefix] = obj
+    return out
+
+
+def _run_row(meta: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    labels = {f"label_{k}": str(v) for k, v in (meta.get("labels") or {}).items()}
+    for key in ("qdisc", "cca", "system", "queue"):
+        if key in meta and f"label_{key}" not in labels:
+            labels[f"label_{key}"] = str(meta[key])
+    row: dict[str, Any] = {
+        "run_id": meta.get("run_id"),
+        "campaign": meta.get("campaign"),
+        "repetition": meta.get("repetition"),
+        **labels,
+        "capacity_mbps": meta.get("capacity_mbps"),
+        "capacity_measured_mbps": meta.get("capacity_measured_mbps"),
+    }
+    for role, values in (metrics.get("roles") or {}).items():
+        row.update(_scalar_items(f"{role}", values))
+    for key in ("utilisation_total", "jain_index", "fairness_ratio"):
+        value = metrics.get(key)
+        if isinstance(value, int | float) or value is None:
+            row[key] = value
+    return row
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _provenance(metas: list[dict[str, Any]]) -> dict[str, Any]:
+    """What produced the data: controller commits, tool versions, kernels, backends."""
+
+    def distinct(values: list[Any]) -> list[Any]:
+        seen: list[Any] = []
+        for v in values:
+            if v is not None and v not in seen:
+                seen.append(v)
+        return seen
+
+    controllers = [m.get("controller") or {} for m in metas]
+    hosts = [h for m in metas for h in (m.get("hosts") or {}).values() if isinstance(h, dict)]
+    return {
+        "cganalysis_versions": distinct([c.get("cganalysis_version") for c in controllers]),
+        "git_commits": distinct([c.get("git_commit") for c in controllers]),
+        "git_dirty": any(bool(c.get("git_dirty")) for c in controllers),
+        "kernels": distinct([h.get("kernel") for h in hosts]),
+        "bottleneck_backends": distinct([m.get("bottleneck_backend") for m in metas]),
+        "delay_via": distinct([m.get("delay_via") for m in metas]),
+        "exported_by": f"cganalysis {__version__}",
+        "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def export_campaign(
+    root: Path,
+    campaign: str,
+    output: Path,
+    *,
+    with_captures: bool = False,
+    title: str | None = None,
+) -> ExportSummary:
+    """Write the dataset of ``campaign`` (under workspace ``root``) to ``output``."""
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise ConfigError(f"{output}: exists and is not empty; give a new directory")
+    runs = campaign_runs(root, campaign)
+    missing = _missing(root, campaign, runs)
+    if missing:
+        shown = ", ".join(missing[:4]) + (
+            f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        )
+        raise ConfigError(
+            f"campaign {campaign}: processed outputs missing ({shown}); make them first with "
+            "`snakemake --cores 4` (the packets and metrics rules)"
+        )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.parent / f".{output.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        metas, rows = [], []
+        for r in runs:
+            for src, dst in RUN_FILES:
+                target = tmp / dst.format(r=r)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(root / src.format(c=campaign, r=r), target)
+            meta = json.loads((tmp / "meta" / f"{r}.json").read_text(encoding="utf-8"))
+            metrics = json.loads((tmp / "metrics" / f"{r}.json").read_text(encoding="utf-8"))
+            metas.append(meta)
+            # The directory name is the run's identity (meta.json may predate its run_id).
+            rows.append({**_run_row(meta, metrics), "run_id": r})
+            if with_captures:
+                raw = root / "data" / "raw" / campaign / r
+                for cap in sorted(raw.iterdir()):
+                    if cap.suffix in CAPTURE_SUFFIXES and cap.is_file():
+                        dest = tmp / "captures" / r / cap.name
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(cap, dest)
+        runs_table = pl.DataFrame(rows, infer_schema_length=None)
+        runs_table.write_csv(tmp / "runs.csv")
+        provenance = _provenance(metas)
+        files = sorted(p for p in tmp.rglob("*") if p.is_file())
+        checksums = {str(p.relative_to(tmp)): _sha256(p) for p in files}
+        sheet_md, sheet_json = render_datasheet(
+            campaign=campaign,
+            title=title or f"cganalysis campaign {campaign}",
+            runs_table=runs_table,
+            provenance=provenance,
+            with_captures=with_captures,
+            checksums=checksums,
+        )
+        (tmp / "datasheet.md").write_text(sheet_md, encoding="utf-8")
+        (tmp / "datasheet.json").write_text(
+            json.dumps(sheet_json, indent=2, default=str) + "\n", encoding="utf-8"
+        )
+        for name in ("datasheet.md", "datasheet.json"):
+            checksums[name] = _sha256(tmp / name)
+        (tmp / "SHA256SUMS").write_text(
+            "".join(f"{digest}  {name}\n" for name, digest in sorted(checksums.items())),
+            encoding="utf-8",
+        )
+        total = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
+        nfiles = sum(1 for p in tmp.rglob("*") if p.is_file())
+        if output.exists():
+            output.rmdir()  # empty (checked above)
+        tmp.rename(output)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return ExportSummary(output, tuple(runs), nfiles, total)

@@ -1,0 +1,144 @@
+"""`cganalysis dataset export` on the example campaign (the committed dual-point run),
+processed for real with `cganalysis packets` and `cganalysis metrics`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from cganalysis import schemas
+from cganalysis.cli import main
+
+RUN = "htb-pfifo-cubic-r01"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory, dualpoint_dir: Path) -> Path:
+    root = tmp_path_factory.mktemp("ws")
+    raw = root / "data/raw/example" / RUN
+    raw.mkdir(parents=True)
+    for f in dualpoint_dir.iterdir():
+        (raw / f.name).symlink_to(f)
+    (root / "data/raw/example/_calibration").mkdir()  # not a run
+    out = root / "data/processed/example" / RUN
+    out.mkdir(parents=True)
+    assert (
+        main(
+            [
+                "packets",
+                str(raw / "ingress.pcap"),
+                str(raw / "egress.pcap"),
+                "-o",
+                str(out / "packets.parquet"),
+                "--flows",
+                str(out / "flows.parquet"),
+                "--summary",
+                str(out / "match.json"),
+            ]
+        )
+        == 0
+    )
+    metrics = root / "results/metrics/example" / f"{RUN}.json"
+    metrics.parent.mkdir(parents=True)
+    assert (
+        main(
+            [
+                "metrics",
+                str(out / "packets.parquet"),
+                "-o",
+                str(metrics),
+                "--run",
+                str(raw / "meta.json"),
+            ]
+        )
+        == 0
+    )
+    return root
+
+
+def test_export_writes_a_complete_dataset(workspace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dataset"
+    rc = main(
+        [
+            "dataset",
+            "export",
+            "example",
+            "-o",
+            str(out),
+            "--root",
+            str(workspace),
+            "--with-captures",
+        ]
+    )
+    assert rc == 0
+    packets = pl.read_parquet(out / "packets" / f"{RUN}.parquet")
+    assert list(packets.schema) == list(schemas.PACKETS) and packets.height > 1000
+    flows = pl.read_parquet(out / "flows" / f"{RUN}.parquet")
+    assert list(flows.schema) == list(schemas.FLOWS)
+    assert json.loads((out / "metrics" / f"{RUN}.json").read_text())["roles"]["cg"]["packets"] > 0
+    assert (out / "meta" / f"{RUN}.json").is_file() and (out / "match" / f"{RUN}.json").is_file()
+    assert (out / "captures" / RUN / "ingress.pcap").stat().st_size > 0
+    runs = pl.read_csv(out / "runs.csv")
+    assert runs.get_column("run_id").to_list() == [RUN]
+    assert runs.get_column("cg_delay_mean_ms")[0] > 0
+    sheet = (out / "datasheet.md").read_text()
+    # Schemas with units and the schema module's own descriptions; provenance; citation.
+    assert "| `delay_ms` | Float64 | ms | egress minus ingress" in sheet
+    assert "| `t_ingress_ns` | Int64 | ns" in sheet
+    assert "## How to cite" in sheet and "## Collection and provenance" in sheet
+    doc = json.loads((out / "datasheet.json").read_text())
+    assert doc["runs"] == [RUN]
+    assert {c["name"] for c in doc["schemas"]["packets/<run>.parquet"]} == set(schemas.PACKETS)
+    # Every file is in SHA256SUMS with its digest.
+    sums = dict(
+        reversed(line.split("  ", 1)) for line in (out / "SHA256SUMS").read_text().splitlines()
+    )
+    files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {"SHA256SUMS"}
+    assert set(sums) == files
+    for name, digest in sums.items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
+    assert not list(tmp_path.glob(".dataset.tmp-*"))
+
+
+def test_export_refuses_what_it_cannot_do(
+    workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "x").write_text("keep me")
+    assert main(["dataset", "export", "example", "-o", str(taken), "--root", str(workspace)]) == 2
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert (taken / "x").read_text() == "keep me"
+    assert (
+        main(["dataset", "export", "nosuch", "-o", str(tmp_path / "a"), "--root", str(workspace)])
+        == 2
+    )
+    assert "no such campaign directory" in capsys.readouterr().err
+    # A run without its processed tables: named, and nothing written.
+    (workspace / "data/raw/example/unprocessed-r01").mkdir()
+    (workspace / "data/raw/example/unprocessed-r01/meta.json").write_text("{}")
+    try:
+        assert (
+            main(
+                [
+                    "dataset",
+                    "export",
+                    "example",
+                    "-o",
+                    str(tmp_path / "b"),
+                    "--root",
+                    str(workspace),
+                ]
+            )
+            == 2
+        )
+        err = capsys.readouterr().err
+        assert "unprocessed-r01/packets.parquet" in err and "snakemake" in err
+        assert not (tmp_path / "b").exists()
+    finally:
+        (workspace / "data/raw/example/unprocessed-r01/meta.json").unlink()
+        (workspace / "data/raw/example/unprocessed-r01").rmdir()

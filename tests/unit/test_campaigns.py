@@ -1,0 +1,116 @@
+"""The papers' campaigns (configs/campaigns/) plan what the papers ran, and the workflow's
+DAG over them has the right counts (a Snakemake dry run, no root needed)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cganalysis.experiment.campaign import load_campaign
+from cganalysis.experiment.workflow import WorkflowPlan
+
+REPO = Path(__file__).resolve().parents[2]
+CAMPAIGNS = REPO / "configs" / "campaigns"
+
+
+def test_tma2024_plans_three_queues_by_two_ccas() -> None:
+    c = load_campaign(CAMPAIGNS / "tma2024.yaml")
+    assert c.name == "tma2024"
+    assert {(r.levels["qdisc"], r.levels["cca"]) for r in c.runs} == {
+        (q, cca) for q in ("pfifo", "htb", "dualpi2") for cca in ("cubic", "bbr")
+    }
+    by_q = {r.levels["qdisc"]: r.config for r in c.runs}
+    for cfg in by_q.values():
+        assert cfg.bottleneck.forward.rate_mbit == 50
+        assert (cfg.propagation.forward_ms, cfg.propagation.reverse_ms) == (15, 15)
+        assert (cfg.cg.source, cfg.cg.cc, cfg.cg.ecn) == ("cga-cg", "scream", "ect1")
+        assert (cfg.cg.min_mbit, cfg.cg.rate_mbit, cfg.cg.max_mbit) == (0.5, 10, 30)
+        assert cfg.schedule.duration_s == 360 and not cfg.competitor.ecn
+    pfifo = by_q["pfifo"].bottleneck.forward.qdisc.to_dict()
+    assert pfifo == {"kind": "pfifo", "limit": 250}
+    htb = by_q["htb"].bottleneck.forward.qdisc.to_dict()
+    cg_class, be_class = htb["classes"]
+    assert cg_class["rate_mbit"] == 10 and cg_class["leaf"] == {"kind": "sfq", "limit": 63}
+    assert be_class["leaf"] == {"kind": "pfifo", "limit": 250}
+    assert by_q["dualpi2"].bottleneck.forward.qdisc.to_dict() == {"kind": "dualpi2", "limit": 1000}
+    # One calibration per bottleneck, shared by the two CCAs.
+    assert len({r.calibration_key for r in c.runs}) == 3
+
+
+def test_xu2022_plans_capacities_queues_ccas_and_repetitions() -> None:
+    c = load_campaign(CAMPAIGNS / "xu2022.yaml")
+    assert len(c.runs) == 3 * 3 * 2 * 15
+    cells = {
+        (r.config.bottleneck.forward.rate_mbit, r.config.labels["queue"], r.levels["cca"])
+        for r in c.runs
+    }
+    assert len(cells) == 18
+    run = next(r for r in c.runs if r.run_id == "xu2022-25-0p5x-bbr-r07")
+    assert run.repetition == 7 and run.config.labels["queue"] == "0.5x"
+    # 0.5 x 25 Mbit/s x 15 ms in 1500-byte packets.
+    assert run.config.bottleneck.forward.qdisc.to_dict()["limit"] == 16
+    assert run.config.schedule.duration_s == 540
+    assert all("." not in r.run_id for r in c.runs)  # the figure rules split on dots
+
+
+def test_extensions_and_cellular() -> None:
+    ext = load_campaign(CAMPAIGNS / "extensions.yaml")
+    assert len(ext.runs) == 3 * 2 * 2
+    gtfrc = [r.config.cg for r in ext.runs if r.levels["cg"] == "gtfrc"]
+    # gTFRC's guarantee g (cga-cg: the encoder minimum) is the HTB class's 10 Mbit/s.
+    assert gtfrc and all(cg.cc == "gtfrc" and cg.min_mbit == 10 for cg in gtfrc)
+    cell = load_campaign(CAMPAIGNS / "tma2024-cellular.yaml")
+    cgs = {r.config.labels["system"]: r.config.cg for r in cell.runs}
+    assert cgs["ecgp-none"].cc == "none" and cgs["ecgp-none"].rate_mbit == 30
+    assert cgs["ecgp-scream"].cc == "scream" and cgs["ecgp-scream"].ecn == "ect1"
+
+
+def test_default_config_plans_tma2024() -> None:
+    config = yaml.safe_load((REPO / "configs" / "config.yaml").read_text())
+    plan = WorkflowPlan.from_config(config)
+    assert {c for c, _ in plan.runs()} == {"tma2024"}
+    assert len(plan.runs()) == 6
+    assert config["artefacts"]["tma2024"] == ["tma_table2"]
+    profile = REPO / "workflow" / "profiles"
+    for name in ("default", "quick"):
+        assert yaml.safe_load((profile / name / "config.yaml").read_text())["keep-going"]
+
+
+def _job_counts(out: str) -> dict[str, int]:
+    stats = out[out.index("Job stats:") :]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
+
+
+@pytest.mark.parametrize(
+    ("profile", "experiments", "calibrations", "tables"),
+    [("quick", 6, 3, {"tma_table2": 1}), ("all", 290, 16, {"tma_table2": 2, "tma_table1": 1})],
+)
+def test_dry_run_counts(
+    tmp_path: Path, profile: str, experiments: int, calibrations: int, tables: dict[str, int]
+) -> None:
+    if shutil.which("snakemake") is None:
+        pytest.skip("snakemake not installed")
+    for name in ("Snakefile", "workflow", "configs"):
+        (tmp_path / name).symlink_to(REPO / name)
+    done = subprocess.run(
+        ["snakemake", "--profile", f"workflow/profiles/{profile}", "-n"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = _job_counts(done.stdout + done.stderr)
+    assert counts["experiment"] == counts["packets"] == counts["metrics"] == experiments
+    assert counts["calibrate"] == calibrations
+    for rule, n in tables.items():
+        assert counts[rule] == n
+    if profile == "all":
+        assert counts["xu_tables"] == counts["xu_figures"] == 1

@@ -1,0 +1,84 @@
+# The Snakemake report (`snakemake --report report.html`): every table and figure with its
+# caption (workflow/report/*.rst). Snakemake only shows outputs flagged with report(), so
+# these rules copy the rendered artefacts into results/report/<campaign>/ with the flag;
+# result_outputs() asks for them through report_outputs() (both in rules/common.smk).
+
+
+rule report_tma_table:
+    input:
+        "results/tables/{campaign}/{table}.csv",
+    output:
+        report(
+            "results/report/{campaign}/{table}.csv",
+            caption="../report/tma_table.rst",
+            category="TMA 2024",
+            subcategory="{campaign}",
+        ),
+    log:
+        "logs/report/{campaign}/{table}.log",
+    wildcard_constraints:
+        table="tma_table[12]",
+    conda:
+        "../envs/cganalysis.yaml"
+    shell:
+        "cp {input} {output} 2> {log}"
+
+
+rule report_xu_table:
+    input:
+        "results/tables/{campaign}/{table}.csv",
+    output:
+        report(
+            "results/report/{campaign}/{table}.csv",
+            caption="../report/xu_table.rst",
+            category="Xu & Claypool 2022",
+            subcategory="{campaign}",
+        ),
+    log:
+        "logs/report/{campaign}/{table}.log",
+    wildcard_constraints:
+        table="xu_table[2-5]",
+    conda:
+        "../envs/cganalysis.yaml"
+    shell:
+        "cp {input} {output} 2> {log}"
+
+
+rule report_xu_figure:
+    input:
+        "results/figures/{campaign}/{figure}.png",
+    output:
+        report(
+            "results/report/{campaign}/{figure}.png",
+            caption="../report/xu_figure.rst",
+            category="Xu & Claypool 2022",
+            subcategory="{campaign}",
+        ),
+    log:
+        "logs/report/{campaign}/{figure}.log",
+    wildcard_constraints:
+        figure="xu_fig[345]_[a-z]+",
+    conda:
+        "../envs/cganalysis.yaml"
+    shell:
+        "cp {input} {output} 2> {log}"
+
+
+rule report_timeseries:
+    input:
+        "results/figures/{campaign}/{run_id}.timeseries.png",
+    output:
+        report(
+            "results/report/{campaign}/{run_id}.timeseries.png",
+            caption="../report/timeseries.rst",
+            category="Runs",
+            subcategory="{campaign}",
+        ),
+    log:
+        "logs/report/{campaign}/{run_id}.timeseries.log",
+    wildcard_constraints:
+        run_id=r"[^/.]+",
+    conda:
+        "../envs/cganalysis.yaml"
+    shell:
+        "cp {input} {output} 2> {log}"
