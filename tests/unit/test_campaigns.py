@@ -61,7 +61,7 @@ def test_xu2022_plans_capacities_queues_ccas_and_repetitions() -> None:
 
 def test_extensions_and_cellular() -> None:
     ext = load_campaign(CAMPAIGNS / "extensions.yaml")
-    assert len(ext.runs) == 3 * 2 * 2
+    assert len(ext.runs) == 5 * 2 * 2  # pfifo, htb, dualpi2, sqf, drr
     gtfrc = [r.config.cg for r in ext.runs if r.levels["cg"] == "gtfrc"]
     # gTFRC's guarantee g (cga-cg: the encoder minimum) is the HTB class's 10 Mbit/s.
     assert gtfrc and all(cg.cc == "gtfrc" and cg.min_mbit == 10 for cg in gtfrc)
@@ -74,8 +74,10 @@ def test_extensions_and_cellular() -> None:
 def test_default_config_plans_tma2024() -> None:
     config = yaml.safe_load((REPO / "configs" / "config.yaml").read_text())
     plan = WorkflowPlan.from_config(config)
-    assert {c for c, _ in plan.runs()} == {"tma2024"}
-    assert len(plan.runs()) == 6
+    assert {c for c, _ in plan.runs()} == {"tma2024", "tma2024-cellular"}
+    assert len(plan.runs()) == 6 + 2
+    # A trace link has nothing to calibrate.
+    assert plan.calibration_file("tma2024-cellular", "tma2024-cellular-ecgp-none-r01") == []
     assert config["artefacts"]["tma2024"] == ["tma_table2"]
     profile = REPO / "workflow" / "profiles"
     for name in ("default", "quick"):
@@ -89,7 +91,10 @@ def _job_counts(out: str) -> dict[str, int]:
 
 @pytest.mark.parametrize(
     ("profile", "experiments", "calibrations", "tables"),
-    [("quick", 6, 3, {"tma_table2": 1}), ("all", 290, 16, {"tma_table2": 2, "tma_table1": 1})],
+    [
+        ("quick", 8, 3, {"tma_table2": 1, "tma_table1": 1}),
+        ("all", 298, 17, {"tma_table2": 2, "tma_table1": 1}),
+    ],
 )
 def test_dry_run_counts(
     tmp_path: Path, profile: str, experiments: int, calibrations: int, tables: dict[str, int]

@@ -200,3 +200,120 @@ def test_run_may_name_a_netns_testbed_file() -> None:
     doc = with_("testbed", "../testbeds/lab-example.yaml")
     ref = parse(doc).testbed
     assert ref.kind == "ssh" and ref.path is not None and ref.path.name == "lab-example.yaml"
+
+
+# --- Emulator-only disciplines (SQF, per-flow DRR) and trace-driven links ---------------
+
+
+def test_sqf_and_drr_parse_with_their_parameters() -> None:
+    sqf = parse(with_("bottleneck.qdisc", {"kind": "sqf", "limit": 250, "flows": 64}))
+    assert sqf.bottleneck.forward.qdisc.to_dict() == {"kind": "sqf", "limit": 250, "flows": 64}
+    drr = parse(with_("bottleneck.qdisc", {"kind": "drr", "limit": 250, "quantum": 1514}))
+    assert drr.bottleneck.forward.qdisc.params == {"limit": 250, "quantum": 1514}
+
+
+@pytest.mark.parametrize(
+    ("qdisc", "key", "words"),
+    [
+        ({"kind": "sqf", "limit": 0}, "bottleneck.qdisc.limit", ">= 1"),
+        ({"kind": "sqf", "flows": 70000}, "bottleneck.qdisc.flows", "<= 65536"),
+        ({"kind": "sqf", "quantum": 1514}, "bottleneck.qdisc.quantum", "unknown key"),
+        ({"kind": "drr", "quantum": 10}, "bottleneck.qdisc.quantum", ">= 64"),
+        ({"kind": "drr", "flows": 0}, "bottleneck.qdisc.flows", ">= 1"),
+        ({"kind": "drr", "limit_bdp": 2}, "bottleneck.qdisc.limit_bdp", "only pfifo and bfifo"),
+    ],
+)
+def test_sqf_drr_bad_parameters(qdisc: dict[str, Any], key: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(key)) as e:
+        parse(with_("bottleneck.qdisc", qdisc))
+    assert words in str(e.value)
+
+
+def test_sqf_drr_leaves_of_htb_classes_parse() -> None:
+    doc = with_(
+        "bottleneck.qdisc",
+        {
+            "kind": "htb",
+            "classes": [{"classid": "10", "rate_mbit": 8, "leaf": {"kind": "sqf", "limit": 50}}],
+        },
+    )
+    q = parse(doc).bottleneck.forward.qdisc
+    assert isinstance(q, Htb) and q.classes[0].leaf.kind == "sqf"
+
+
+def _trace_doc(**bottleneck: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(base())
+    doc["bottleneck"] = {"qdisc": {"kind": "pfifo", "limit": 250}, **bottleneck}
+    return doc
+
+
+def test_trace_paths_resolve_against_the_file_folder(tmp_path: Path) -> None:
+    b = parse_run(_trace_doc(trace="../traces/x.down", trace_scale=2), "r.yaml", tmp_path / "c")
+    assert b.bottleneck.forward.trace == str((tmp_path / "traces" / "x.down").resolve())
+    assert b.bottleneck.forward.trace_scale == 2.0
+    assert b.bottleneck.forward.rate_mbit is None
+    assert b.bottleneck.forward.to_dict()["trace_scale"] == 2.0
+    absolute = parse(_trace_doc(trace="/somewhere/t.down")).bottleneck.forward
+    assert absolute.trace == "/somewhere/t.down" and absolute.trace_scale == 1.0
+    # Without a trace the direction's dict is unchanged (calibrations compare it).
+    assert "trace" not in parse(base()).bottleneck.forward.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("extra", "key", "words"),
+    [
+        ({"trace": "/t.down", "rate_mbit": 8}, "bottleneck.rate_mbit", "rate_mbit or trace"),
+        ({"trace": "/t.down", "shaper": "tbf"}, "bottleneck.shaper", "shapes by itself"),
+        ({"trace_scale": 2}, "bottleneck.trace_scale", "give trace as well"),
+        ({"trace": "/t.down", "trace_scale": 0}, "bottleneck.trace_scale", "> 0"),
+        ({"trace": "/t down;rm"}, "bottleneck.trace", ""),
+    ],
+)
+def test_trace_errors_name_the_key(extra: dict[str, Any], key: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(key)) as e:
+        parse(_trace_doc(**extra))
+    assert words in str(e.value)
+
+
+def test_trace_with_htb_is_refused() -> None:
+    doc = _trace_doc(trace="/t.down")
+    doc["bottleneck"]["qdisc"] = {
+        "kind": "htb",
+        "classes": [{"classid": "10", "rate_mbit": 8}],
+    }
+    with pytest.raises(ConfigError, match=re.escape("bottleneck.qdisc")) as e:
+        parse(doc)
+    assert "fixed rate" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("bottleneck", "words"),
+    [
+        ({"qdisc": {"kind": "sqf"}}, "the kernel has no SQF"),
+        ({"qdisc": {"kind": "drr"}}, "Linux's drr is classful"),
+        ({"trace": "/t.down", "qdisc": {"kind": "pfifo"}}, "cannot follow a trace"),
+    ],
+)
+def test_emulator_only_links_refuse_backend_kernel(bottleneck: dict[str, Any], words: str) -> None:
+    from cganalysis.testbed.backend import emulator_only, resolve
+    from cganalysis.testbed.hosts import NetnsHost, TestbedError
+
+    b = parse(_trace_doc(backend="kernel", **bottleneck)).bottleneck
+    assert emulator_only(b)
+    p = parse(base()).propagation
+    with pytest.raises(TestbedError, match=re.escape("bottleneck.backend kernel")) as e:
+        resolve(b, p, NetnsHost("this host", None, Path("/")))
+    assert words in str(e.value) and "backend: emulator or auto" in str(e.value)
+    auto = parse(_trace_doc(**bottleneck)).bottleneck
+    assert auto.backend == "auto" and emulator_only(auto) == emulator_only(b)
+
+
+def test_shipped_cellular_campaign_plans_trace_runs() -> None:
+    from cganalysis.experiment.campaign import load_campaign
+
+    runs = load_campaign(REPO / "configs" / "campaigns" / "tma2024-cellular.yaml").runs
+    assert len(runs) == 2
+    for run in runs:
+        fwd = run.config.bottleneck.forward
+        assert fwd.trace is not None and fwd.trace.endswith("cellular/TMobile-LTE-short.down")
+        assert Path(fwd.trace).is_absolute() and fwd.rate_mbit is None

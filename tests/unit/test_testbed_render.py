@@ -180,3 +180,44 @@ def test_emulator_config_golden() -> None:
     assert "split_gso" not in doc["a_to_b"]["qdisc"]
     assert doc["a_to_b"]["qdisc"]["target_ms"] == 15
     assert doc["a_to_b"]["delay_ms"] == 0.0  # delay never inside the captured span
+
+
+#: name -> the bottleneck section of a run file, for what only cga-emu runs (no tc words).
+EMU_CASES: dict[str, str] = {
+    # SQF (seed 001) and the per-flow DRR it is compared with, as extensions.yaml runs them.
+    "sqf": "rate_mbit: 50\nqdisc: {kind: sqf, limit: 250, flows: 128}",
+    "drr": "rate_mbit: 50\nqdisc: {kind: drr, limit: 250, quantum: 1514, flows: 1024}",
+    # Trace-driven links (tma2024-cellular.yaml): the trace is the rate, scaled.
+    "trace": "trace: /traces/down.trace\ntrace_scale: 2\nqdisc: {kind: pfifo, limit: 250}\n"
+    "reverse: {trace: /traces/up.trace, qdisc: {kind: drr}}",
+}
+
+
+def test_emulator_only_configs_golden() -> None:
+    docs = []
+    for name in sorted(EMU_CASES):
+        b = _bottleneck(EMU_CASES[name])
+        docs.append(
+            emuconf.bottleneck_config("rtr0", "rtr1", b.forward, b.reverse, "s.jsonl", 100.0)
+        )
+    _check("emulator-only", "\n".join(json.dumps(d, indent=1, sort_keys=True) for d in docs) + "\n")
+    trace = docs[sorted(EMU_CASES).index("trace")]
+    assert trace["a_to_b"]["rate"] == {"trace": "/traces/down.trace", "scale": 2.0}
+    assert trace["b_to_a"]["rate"] == {"trace": "/traces/up.trace", "scale": 1.0}
+    # A trace staged elsewhere on the emulator's host is named there.
+    b = _bottleneck(EMU_CASES["trace"])
+    staged = emuconf.bottleneck_config(
+        "a", "b", b.forward, None, "s", 100.0, {"/traces/down.trace": "/run/x/down.trace"}
+    )
+    assert staged["a_to_b"]["rate"]["trace"] == "/run/x/down.trace"
+
+
+def test_every_emulator_only_kind_has_a_golden_case_and_no_tc_words() -> None:
+    from cganalysis.testbed.qdisc import ALL_KINDS, EMULATOR_ONLY, KINDS, tc_words
+
+    covered = {_bottleneck(t).forward.qdisc.kind for t in EMU_CASES.values()}
+    assert covered >= EMULATOR_ONLY
+    assert set(ALL_KINDS) == set(KINDS) | EMULATOR_ONLY
+    for name in EMULATOR_ONLY:
+        with pytest.raises(ValueError, match="only in cga-emu"):
+            tc_words(_bottleneck(EMU_CASES[name]).forward.qdisc)

@@ -126,6 +126,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_render(args: argparse.Namespace) -> int:
     from cganalysis.testbed import emuconf
+    from cganalysis.testbed.backend import emulator_only
     from cganalysis.testbed.mahimahi import render_mahimahi
     from cganalysis.testbed.render import as_text, render_direction, render_netem
 
@@ -134,11 +135,16 @@ def run_render(args: argparse.Namespace) -> int:
     if b.mahimahi is not None:
         print(" ".join(render_mahimahi(b.mahimahi, "downlink.log", ["CMD"])))
         return 0
-    cmds = render_direction(args.dev, b.forward)
-    if b.reverse is not None:
-        cmds += render_direction(args.reverse_dev, b.reverse)
-    print("# kernel (tc), on the router", end="\n")
-    sys.stdout.write(as_text(cmds))
+    emu_only = emulator_only(b)
+    if emu_only:
+        # SQF, per-flow DRR and trace rates have no tc equivalent (docs/testbed.md).
+        print(f"# kernel (tc): none; only cga-emu runs {'; '.join(emu_only)}")
+    else:
+        cmds = render_direction(args.dev, b.forward)
+        if b.reverse is not None:
+            cmds += render_direction(args.reverse_dev, b.reverse)
+        print("# kernel (tc), on the router", end="\n")
+        sys.stdout.write(as_text(cmds))
     if cfg.propagation.needed:
         p = cfg.propagation
         print("# propagation delay with netem (server and client interfaces)")

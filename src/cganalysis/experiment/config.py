@@ -179,7 +179,7 @@ def parse_run(data: Any, where: str, base_dir: Path) -> RunConfig:
         name=sec.string("name", pattern=TOKEN),
         description=str(sec.raw("description", "")),
         schedule=parse_schedule(sec.sub("schedule")),
-        bottleneck=tbc.parse_bottleneck(sec.sub("bottleneck"), prop.rtt_ms),
+        bottleneck=tbc.parse_bottleneck(sec.sub("bottleneck"), prop.rtt_ms, base_dir),
         propagation=prop,
         cg=parse_cg(sec.sub("cg")),
         competitor=parse_competitor(sec.sub("competitor")),

@@ -90,6 +90,31 @@ def busy_rate_mbps(stats: Path) -> float | None:
     return None if seconds < 0.5 else round(bits / seconds / 1e6, 3)
 
 
+#: cga-emu's delivery opportunity: 1504 IP bytes, as mahimahi (docs/emulator.md).
+EMU_BYTES_PER_OPPORTUNITY = 1504
+
+
+def trace_keys(scale: float, trace: str, data: dict[str, Any], session: Session) -> dict[str, Any]:
+    """The capacity of a trace-driven run, as the metrics read it (docs/metrics.md 3.8).
+
+    cga-emu starts the trace when it starts, before the run's t0 (setup, warm-up pings and
+    receivers come in between), so the trace's time 0 is a negative offset from t0.
+    """
+    started = data.get("emulator_started_ns")
+    offset_s = 0.0 if started is None else (started - session.times["start_ns"]) / 1e9
+    uncertainty = data.get("emulator_started_uncertainty_ns")
+    return {
+        "capacity_trace": trace,
+        "capacity_trace_scale": scale,
+        "capacity_trace_offset_s": round(offset_s, 6),
+        "capacity_trace_bytes_per_opportunity": EMU_BYTES_PER_OPPORTUNITY,
+        "capacity_note": "trace-driven link (cga-emu): the capacity is the trace's delivery "
+        "opportunities x capacity_trace_scale, from the trace's time 0 at "
+        "capacity_trace_offset_s (when the emulator started; uncertain by "
+        f"{(uncertainty or 0) / 1e6:.1f} ms); not calibrated",
+    }
+
+
 def build_meta(
     cfg: RunConfig,
     p: Plan,
@@ -102,6 +127,7 @@ def build_meta(
     calib = data.get("calibration") or {}
     configured = cfg.bottleneck.forward.rate_mbit
     measured = calib.get("capacity_measured_mbps")
+    trace = cfg.bottleneck.forward.trace
     checks = {"drops": drop_check(session, workdir)}
     stats = workdir / "qdisc-stats.jsonl"
     busy = busy_rate_mbps(stats) if stats.exists() else None
@@ -115,10 +141,16 @@ def build_meta(
         **labels,
         "start_ns": session.times["start_ns"],
         **({"capacity_mbps": configured} if configured else {}),
-        **({"capacity_measured_mbps": measured} if measured else {}),
+        **({"capacity_measured_mbps": measured} if measured and not trace else {}),
         "capacity_configured_mbps": configured,
-        "capacity_note": "capacity_measured_mbps is the calibration's delivered rate at "
-        "layer 2 (egress capture); the metrics use it for utilisation and fairness",
+        **(
+            trace_keys(cfg.bottleneck.forward.trace_scale, trace, data, session)
+            if trace
+            else {
+                "capacity_note": "capacity_measured_mbps is the calibration's delivered rate "
+                "at layer 2 (egress capture); the metrics use it for utilisation and fairness"
+            }
+        ),
         "roles": {"cg": f"udp:{cfg.cg.port}", "competitor": "tcp"},
         "schedule": sched.meta(),
         "analysis": {
@@ -128,7 +160,7 @@ def build_meta(
                 if sched.fairness_window_s
                 else {}
             ),
-            "capacity_source": "measured" if measured else "configured",
+            **({} if trace else {"capacity_source": "measured" if measured else "configured"}),
         },
         "flags": flags,
         "checks": checks,

@@ -204,7 +204,15 @@ class Session:
         self.data["delay_commands"] = [" ".join(c) for c in delay.commands]
         # ARP and routes warm before any capture, so the captures hold only the run.
         topo.server.run(["ping", "-c", "2", "-i", "0.2", "-W", "2", topo.client_ip], timeout_s=15)
-        if p.calibration is not None:
+        if bn.forward.trace is not None:
+            # A trace's capacity varies by design: no constant rate to calibrate against.
+            self.data["calibration"] = {
+                "skipped": "trace-driven link: the capacity varies with the trace; the "
+                "metrics take it from capacity_trace"
+            }
+            if cfg.calibration.enabled or p.calibration is not None:
+                self.say("calibration skipped: the bottleneck follows a trace")
+        elif p.calibration is not None:
             self.data["calibration"] = p.calibration
         elif cfg.calibration.enabled:
             calib, bn = calibration.calibrate(
@@ -212,6 +220,9 @@ class Session:
             )
             self.data["calibration"] = calib
         self.data["bottleneck_backend"] = bn.backend
+        if isinstance(bn, EmulatorBottleneck) and bn.started_ns is not None:
+            self.data["emulator_started_ns"] = bn.started_ns
+            self.data["emulator_started_uncertainty_ns"] = bn.started_uncertainty_ns
         self.data["shaper"] = bn.forward.shaper
         self.data["qdisc_before"] = bn.dump()
         self.data["hosts"] = {
@@ -423,6 +434,11 @@ def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any
 def run_calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     """Calibrates ``cfg``'s bottleneck alone into directory ``out`` (calibration.json and
     its captures); experiments then take it with ``--calibration out/calibration.json``."""
+    if cfg.bottleneck.forward.trace is not None:
+        raise ConfigError(
+            f"{cfg.source}: bottleneck.trace: a trace-driven link has no constant capacity to "
+            "calibrate; its runs skip calibration and the metrics use the trace"
+        )
     rundir.check_new(out)
     p = check(cfg, opts)
     tmp: Path | None = None

@@ -41,9 +41,9 @@ class WorkflowPlan:
         for file in exp.get("campaign_files", []):
             campaign = load_campaign(Path(file))
             for run in campaign.runs:
-                plan.jobs[(campaign.name + suffix, run.run_id)] = PlannedJob(
-                    file, run.run_id, run.calibration_key
-                )
+                # A trace link's capacity varies: nothing to calibrate ("" = no calibration).
+                key = "" if run.config.bottleneck.forward.trace else run.calibration_key
+                plan.jobs[(campaign.name + suffix, run.run_id)] = PlannedJob(file, run.run_id, key)
         return plan
 
     def runs(self) -> list[tuple[str, str]]:
@@ -65,9 +65,9 @@ class WorkflowPlan:
             ) from None
 
     def calibration_file(self, campaign: str, run_id: str) -> list[str]:
-        if not self.calibrate:
-            return []
         key = self.job(campaign, run_id).calibration_key
+        if not self.calibrate or not key:
+            return []
         return [f"data/raw/{campaign}/_calibration/{key}/calibration.json"]
 
     def calibration_job(self, campaign: str, key: str) -> PlannedJob:

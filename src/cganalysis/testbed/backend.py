@@ -9,11 +9,12 @@ Every failure names what is missing and what would provide it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from cganalysis.testbed.config import Bottleneck, Direction, Propagation
 from cganalysis.testbed.hosts import Host, TestbedError
 from cganalysis.testbed.probe import DUALPI2_IPROUTE2, iproute2_version, probe_qdiscs, which
-from cganalysis.testbed.qdisc import Htb
+from cganalysis.testbed.qdisc import EMULATOR_ONLY, Htb
 
 EMULATOR = "cga-emu"
 EMULATOR_HINT = (
@@ -49,6 +50,25 @@ def kinds_needed(d: Direction) -> list[str]:
     return [*shaper, d.qdisc.kind]
 
 
+_EMU_ONLY_WHY = {
+    "sqf": "qdisc sqf (the kernel has no SQF)",
+    "drr": "qdisc drr (cga-emu's per-flow DRR; Linux's drr is classful, another discipline)",
+}
+
+
+def emulator_only(b: Bottleneck) -> list[str]:
+    """What in ``b`` only cga-emu can run (empty: the kernel may do it)."""
+    out: list[str] = []
+    for d in (b.forward, b.reverse):
+        if d is None:
+            continue
+        kinds = [c.leaf.kind for c in d.qdisc.classes] if isinstance(d.qdisc, Htb) else []
+        out += [_EMU_ONLY_WHY[k] for k in [d.qdisc.kind, *kinds] if k in EMULATOR_ONLY]
+        if d.trace is not None:
+            out.append(f"a trace-driven rate ({d.trace}; the kernel cannot follow a trace)")
+    return list(dict.fromkeys(out))
+
+
 def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
     """Raises TestbedError (naming what is missing) when the host cannot run it."""
     has_emu = which(host, EMULATOR) is not None
@@ -64,8 +84,26 @@ def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
             "bottleneck.backend mahimahi: mahimahi links are rendered (`cganalysis testbed "
             "render`) but the runner does not drive them yet; use backend: emulator"
         )
+    emu_only = emulator_only(b)
+    if emu_only and b.backend == "kernel":
+        raise TestbedError(
+            f"bottleneck.backend kernel: {'; '.join(emu_only)}: only the link emulator runs "
+            f"it; use backend: emulator or auto ({EMULATOR_HINT})"
+        )
+    if emu_only and not has_emu:
+        raise TestbedError(
+            f"bottleneck: {'; '.join(emu_only)} needs {EMULATOR} on the PATH; it needs "
+            f"{EMULATOR_HINT}"
+        )
+    for d in (b.forward, b.reverse):
+        # The controller's copy: the emulator's host gets it staged (EmulatorBottleneck).
+        if d is not None and d.trace is not None and not Path(d.trace).is_file():
+            raise TestbedError(
+                f"bottleneck.trace: {d.trace} not found; relative trace paths "
+                "start at the run or campaign file's folder (docs/testbed.md, trace links)"
+            )
     kinds = kinds_needed(b.forward) + (kinds_needed(b.reverse) if b.reverse else [])
-    kinds = list(dict.fromkeys(kinds))
+    kinds = [k for k in dict.fromkeys(kinds) if k not in EMULATOR_ONLY]
     probe_kinds = kinds + (["netem"] if p.needed and p.via != "emulator" else [])
     support = probe_qdiscs(host, probe_kinds)
     lacking = [k for k in kinds if not support[k][0]]
@@ -87,8 +125,12 @@ def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
             f"({support[lacking[0]][1]}) and {EMULATOR} is not on the PATH; it needs "
             f"{kernel_hint(lacking[0])}, or {EMULATOR_HINT}"
         )
-    use_emu = b.backend == "emulator" or (b.backend == "auto" and bool(lacking))
-    reason = f"kernel lacks {', '.join(lacking)}" if lacking and use_emu else f"backend {b.backend}"
+    use_emu = b.backend == "emulator" or (b.backend == "auto" and bool(lacking or emu_only))
+    reason = f"backend {b.backend}"
+    if use_emu and (lacking or emu_only):
+        reason = "; ".join(
+            [*([f"kernel lacks {', '.join(lacking)}"] if lacking else []), *emu_only]
+        )
     return Resolution(
         "emulator" if use_emu else "kernel",
         _delay_via(p, support.get("netem", (False, None)), has_emu),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,10 @@ class EmulatorBottleneck:
         self.proc: Proc | None = None
         self.stats_path = topo.router.path("emu-stats.jsonl")
         self.config: dict[str, Any] = {}
+        #: When the emulator started (CLOCK_REALTIME ns, +- half the start-up time in
+        #: ``started_uncertainty_ns``): a trace's time 0 (docs/emulator.md, trace rates).
+        self.started_ns: int | None = None
+        self.started_uncertainty_ns: int | None = None
 
     def with_forward(self, d: Direction) -> EmulatorBottleneck:
         other = EmulatorBottleneck(self.topo, self.b, self.monitor, self.workdir)
@@ -208,6 +213,11 @@ class EmulatorBottleneck:
 
     def apply(self) -> None:
         r = self.topo.router
+        traces = {
+            d.trace: r.stage(Path(d.trace))
+            for d in (self.forward, self.b.reverse)
+            if d is not None and d.trace is not None
+        }
         self.config = emuconf.bottleneck_config(
             self.topo.router_in,
             self.topo.router_out,
@@ -215,10 +225,12 @@ class EmulatorBottleneck:
             self.b.reverse,
             self.stats_path,
             self.monitor.interval_ms,
+            traces,
         )
         local = self.workdir / "emu-bottleneck.json"
         write_json(self.config, local)
         out = r.path("emu-bottleneck.out")
+        spawned_ns = time.time_ns()
         self.proc = r.spawn(
             "cga-emu (bottleneck)",
             ["cga-emu", "--config", r.stage(local)],
@@ -226,6 +238,10 @@ class EmulatorBottleneck:
             stderr=r.path("emu-bottleneck.log"),
         )
         wait_for_text(r, out, "cga-emu: ready", self.proc, timeout_s=10.0)
+        # The emulator starts its links (a trace's time 0) just before printing ready.
+        ready_ns = time.time_ns()
+        self.started_ns = (spawned_ns + ready_ns) // 2
+        self.started_uncertainty_ns = (ready_ns - spawned_ns) // 2
 
     def verify(self) -> None:
         if self.proc is None or self.proc.returncode() is not None:

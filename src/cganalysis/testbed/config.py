@@ -9,6 +9,7 @@ host can run).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from cganalysis.testbed.qdisc import AnyQdisc, Htb, Qdisc, parse_qdisc
@@ -36,20 +37,27 @@ class Mahimahi:
 
 @dataclass(frozen=True)
 class Direction:
-    """What shapes one direction: a rate (None: line rate) and a discipline."""
+    """What shapes one direction: a rate (None: line rate, or the trace's) and a discipline."""
 
     rate_mbit: float | None
     qdisc: AnyQdisc
     shaper: Shaper = "htb"
     burst_bytes: int | None = None
+    #: A mahimahi trace (absolute path) giving the rate instead of rate_mbit: cga-emu only.
+    trace: str | None = None
+    #: Multiplies the bytes of each delivery opportunity (cga-emu's ``scale``).
+    trace_scale: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "rate_mbit": self.rate_mbit,
             "shaper": self.shaper,
             "burst_bytes": self.burst_bytes,
             "qdisc": self.qdisc.to_dict(),
         }
+        if self.trace is not None:
+            out.update(trace=self.trace, trace_scale=self.trace_scale)
+        return out
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,32 @@ class Checks:
     drop_tolerance_ratio: float = 0.05
 
 
-def parse_direction(sec: Section, rtt_ms: float) -> Direction:
+def resolve_trace(sec: Section, base_dir: Path | None) -> str | None:
+    """``trace``: absolute, or relative to the run/campaign file's folder (``base_dir``)."""
+    text = sec.opt_string("trace", pattern=SAFE_PATH)
+    if text is None:
+        return None
+    path = Path(text)
+    if not path.is_absolute():
+        if base_dir is None:
+            raise sec.error("trace", f"{text}: give an absolute path here")
+        path = base_dir / path
+    # Resolved (.. and links), so meta.json names the trace the same from any run folder.
+    return str(path.resolve())
+
+
+def parse_direction(sec: Section, rtt_ms: float, base_dir: Path | None = None) -> Direction:
+    trace = resolve_trace(sec, base_dir)
+    scale = sec.number("trace_scale", 1.0, minimum=0.0, exclusive_minimum=True)
+    if trace is None and sec.has("trace_scale"):
+        raise sec.error("trace_scale", "scales a trace: give trace as well")
+    if trace is not None:
+        if sec.has("rate_mbit"):
+            raise sec.error("rate_mbit", "give rate_mbit or trace (the trace is the rate)")
+        if sec.has("shaper") or sec.has("burst_bytes"):
+            raise sec.error("shaper", "a trace link shapes by itself; drop shaper/burst_bytes")
+        if isinstance(sec.raw("qdisc"), dict) and sec.raw("qdisc").get("kind") == "htb":
+            raise sec.error("qdisc", "htb needs a fixed rate; a trace link takes a leaf qdisc")
     rate = sec.opt_number("rate_mbit", minimum=0.0, exclusive_minimum=True)
     rtt = sec.number("bdp_rtt_ms", rtt_ms, minimum=0.0)
     bdp = None if rate is None or rtt <= 0 else rate * 1e6 / 8 * rtt / 1000
@@ -141,7 +174,7 @@ def parse_direction(sec: Section, rtt_ms: float) -> Direction:
     if shaper == "tbf" and rate is None:
         raise sec.error("shaper", "tbf needs rate_mbit")
     sec.finish()
-    return Direction(rate, qdisc, shaper, burst)
+    return Direction(rate, qdisc, shaper, burst, trace, scale)
 
 
 def parse_mahimahi(sec: Section) -> Mahimahi:
@@ -156,7 +189,8 @@ def parse_mahimahi(sec: Section) -> Mahimahi:
     return m
 
 
-def parse_bottleneck(sec: Section, rtt_ms: float) -> Bottleneck:
+def parse_bottleneck(sec: Section, rtt_ms: float, base_dir: Path | None = None) -> Bottleneck:
+    """``base_dir``: where relative trace paths start (the run or campaign file's folder)."""
     backend = sec.choice("backend", BACKENDS, "auto")
     mm_sec = sec.opt_sub("mahimahi")
     if backend == "mahimahi" or mm_sec is not None:
@@ -174,9 +208,9 @@ def parse_bottleneck(sec: Section, rtt_ms: float) -> Bottleneck:
         sec.where,
         sec.path,
     )
-    fwd = parse_direction(forward, rtt_ms)
+    fwd = parse_direction(forward, rtt_ms, base_dir)
     rev_sec = sec.opt_sub("reverse")
-    rev = parse_direction(rev_sec, rtt_ms) if rev_sec else None
+    rev = parse_direction(rev_sec, rtt_ms, base_dir) if rev_sec else None
     return Bottleneck(backend, fwd, rev)
 
 

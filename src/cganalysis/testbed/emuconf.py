@@ -37,9 +37,16 @@ def emu_qdisc(q: AnyQdisc) -> dict[str, Any]:
     return {"kind": q.kind, **{k: v for k, v in q.params.items() if k not in _TC_ONLY}}
 
 
-def bottleneck_pipeline(d: Direction) -> dict[str, Any]:
+def emu_rate(d: Direction, trace_path: str | None = None) -> dict[str, Any] | None:
+    """``trace_path``: where the trace is on the emulator's host (default: ``d.trace``)."""
+    if d.trace is not None:
+        return {"trace": trace_path or d.trace, "scale": d.trace_scale}
+    return None if d.rate_mbit is None else {"mbit": d.rate_mbit}
+
+
+def bottleneck_pipeline(d: Direction, trace_path: str | None = None) -> dict[str, Any]:
     return {
-        "rate": None if d.rate_mbit is None else {"mbit": d.rate_mbit},
+        "rate": emu_rate(d, trace_path),
         "qdisc": emu_qdisc(d.qdisc),
         "delay_ms": 0.0,
         "jitter_ms": 0.0,
@@ -54,12 +61,19 @@ def bottleneck_config(
     reverse: Direction | None,
     stats_path: str,
     interval_ms: float,
+    traces: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """a: the router's server-side interface, b: its client-side one (a_to_b = forward)."""
+    """a: the router's server-side interface, b: its client-side one (a_to_b = forward).
+
+    ``traces`` maps a direction's trace path to where it is on the emulator's host.
+    """
+    where = traces or {}
+    fwd_trace = where.get(forward.trace or "")
+    rev_trace = None if reverse is None else where.get(reverse.trace or "")
     return {
         "interfaces": {"a": a, "b": b},
-        "a_to_b": bottleneck_pipeline(forward),
-        "b_to_a": None if reverse is None else bottleneck_pipeline(reverse),
+        "a_to_b": bottleneck_pipeline(forward, fwd_trace),
+        "b_to_a": None if reverse is None else bottleneck_pipeline(reverse, rev_trace),
         "stats": {"path": stats_path, "interval_ms": interval_ms},
         "events": None,
         "busy_poll": False,

@@ -102,7 +102,22 @@ LEAF_PARAMS: dict[str, dict[str, Param]] = {
         "bytemode": _p("bool", ("bytemode", "nobytemode")),
         "dq_rate_estimator": _p("bool", ("dq_rate_estimator", "no_dq_rate_estimator")),
     },
+    # Emulator-only (EMULATOR_ONLY below); ranges are cga-emu's (native/emulator/src/config.rs).
+    "sqf": {
+        "limit": _p("int", "limit", 1),
+        "flows": _p("int", "flows", 1, 65536),
+    },
+    "drr": {
+        "limit": _p("int", "limit", 1),
+        "quantum": _p("int", "quantum", 64, 1 << 20),
+        "flows": _p("int", "flows", 1, 65536),
+    },
 }
+
+#: Disciplines only the link emulator has: the kernel has no SQF, and Linux's ``drr`` is
+#: classful (filters pick classes) whereas cga-emu's hashes flows into buckets, as the SQF
+#: paper's DRR does. Backend auto runs them in cga-emu; backend kernel is refused.
+EMULATOR_ONLY: frozenset[str] = frozenset({"sqf", "drr"})
 
 #: Kernel (and RFC) defaults, recorded in the metadata next to what was configured.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -138,10 +153,16 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "pie": {"limit": 1000, "target_ms": 15.0, "tupdate_ms": 15.0, "alpha": 2, "beta": 20},
     "htb": {"quantum": 1514, "r2q": 10},
+    # cga-emu's defaults (docs/emulator.md).
+    "sqf": {"limit": 1000, "flows": 128},
+    "drr": {"limit": 1000, "quantum": "MTU + 14", "flows": 1024},
 }
 
+#: The disciplines ``tc`` can install (each has a golden tc rendering).
+KINDS: tuple[str, ...] = (*(k for k in LEAF_PARAMS if k not in EMULATOR_ONLY), "htb")
+
 #: Every discipline a configuration may name.
-KINDS: tuple[str, ...] = (*LEAF_PARAMS, "htb")
+ALL_KINDS: tuple[str, ...] = (*LEAF_PARAMS, "htb")
 
 #: Typical packet size used to turn a ``limit_bdp`` factor into packets or bytes.
 MTU_BYTES = 1500
@@ -227,7 +248,7 @@ AnyQdisc = Qdisc | Htb
 
 def parse_leaf(sec: Section, bdp_bytes: float | None) -> Qdisc:
     """A classless discipline; ``limit_bdp`` needs the link's BDP (rate x RTT) in bytes."""
-    kind = sec.choice("kind", KINDS)
+    kind = sec.choice("kind", ALL_KINDS)
     if kind == "htb":
         raise sec.error("kind", "htb cannot be a leaf here; give HTB classes at the top level")
     specs = LEAF_PARAMS[kind]
@@ -352,6 +373,8 @@ def fmt_num(value: float) -> str:
 
 def tc_words(q: Qdisc) -> list[str]:
     """The words after ``tc qdisc add ... handle H:`` for a leaf: kind and parameters."""
+    if q.kind in EMULATOR_ONLY:
+        raise ValueError(f"{q.kind} has no tc rendering: it runs only in cga-emu")
     words = [q.kind]
     render: dict[ParamKind, Callable[[Param, Any], list[str]]] = {
         "int": lambda s, v: [str(s.word), f"{int(v)}{s.suffix}"],
