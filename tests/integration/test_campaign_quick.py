@@ -36,7 +36,9 @@ def _workspace(tmp: Path) -> Path:
         (tmp / name).symlink_to(REPO / name)
     (tmp / "broken.yaml").write_text(BROKEN)
     (tmp / "with-broken.yaml").write_text(
-        "experiments:\n  campaign_files: [configs/campaigns/tma2024.yaml, broken.yaml]\n"
+        "experiments:\n  campaign_files:\n"
+        "    [configs/campaigns/tma2024.yaml, configs/campaigns/tma2024-cellular.yaml,"
+        " broken.yaml]\n"
     )
     return tmp
 
@@ -63,7 +65,7 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     need_root()
     need_tool("snakemake", "cganalysis", "cga-cg", "cga-emu", *TOOLS)
     work = _workspace(tmp_path)
-    # The quick profile's configfiles, plus the broken campaign next to tma2024.
+    # The quick profile's configfiles, plus a broken campaign next to the default ones.
     done = _snakemake(
         work,
         "--configfile",
@@ -113,6 +115,13 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     assert all(cell.strip() not in ("", "nan", "None", "-") for r in body for cell in r), body
     for ext in (".md", ".tex"):
         assert table.with_suffix(ext).stat().st_size > 100
+
+    # Table I: the cellular campaign over a real LTE trace (capacity from the trace).
+    table1 = work / "results/tables/tma2024-cellular-quick/tma_table1.csv"
+    assert len(list(csv.reader(table1.open()))) > 3
+    for run_id in ("tma2024-cellular-ecgp-none-r01", "tma2024-cellular-ecgp-scream-r01"):
+        meta = json.loads((raw / "tma2024-cellular-quick" / run_id / "meta.json").read_text())
+        assert meta["bottleneck_backend"] == "emulator" and meta["capacity_trace"]
 
     # Resumable: with the broken campaign gone, nothing is left to do.
     again = _snakemake(work, "-n", timeout_s=300)
