@@ -208,6 +208,21 @@ fn transmit(
     }
 }
 
+/// Brings both directions to `now` (departures due, delay stage) and sends what is due:
+/// once per loop turn, and once more at exit so the final statistics are current.
+fn serve_both(
+    dirs: [(&mut Pipeline, &PacketSocket, &mut DirState); 2],
+    now: Nanos,
+    batch: &mut Vec<Packet>,
+    events: &mut Option<EventLog>,
+) {
+    let [(ab, out_b, st_ab), (ba, out_a, st_ba)] = dirs;
+    ab.advance(now, events.as_mut());
+    ba.advance(now, events.as_mut());
+    transmit(ab, out_b, st_ab, now, batch, events.as_mut());
+    transmit(ba, out_a, st_ba, now, batch, events.as_mut());
+}
+
 pub fn run(cfg: &Config, opts: &Options) -> Result<(), RunError> {
     let signals = Signals::install()?;
     clock::minimise_timer_slack();
@@ -306,23 +321,14 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<(), RunError> {
         });
 
         let now = clock::mono_ns();
-        ab.advance(now, events.as_mut());
-        ba.advance(now, events.as_mut());
-        transmit(
-            &mut ab,
-            &sock_b,
-            &mut st_ab,
+        serve_both(
+            [
+                (&mut ab, &sock_b, &mut st_ab),
+                (&mut ba, &sock_a, &mut st_ba),
+            ],
             now,
             &mut batch,
-            events.as_mut(),
-        );
-        transmit(
-            &mut ba,
-            &sock_a,
-            &mut st_ba,
-            now,
-            &mut batch,
-            events.as_mut(),
+            &mut events,
         );
 
         if now >= next_offset_refresh {
@@ -390,23 +396,14 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<(), RunError> {
 
     // Final statistics: bring both pipelines to now so the counters are current.
     let now = clock::mono_ns();
-    ab.advance(now, events.as_mut());
-    ba.advance(now, events.as_mut());
-    transmit(
-        &mut ab,
-        &sock_b,
-        &mut st_ab,
+    serve_both(
+        [
+            (&mut ab, &sock_b, &mut st_ab),
+            (&mut ba, &sock_a, &mut st_ba),
+        ],
         now,
         &mut batch,
-        events.as_mut(),
-    );
-    transmit(
-        &mut ba,
-        &sock_a,
-        &mut st_ba,
-        now,
-        &mut batch,
-        events.as_mut(),
+        &mut events,
     );
     if let Some(s) = stats.as_mut() {
         ab.note_ring_drops(sock_a.ring_drops());

@@ -37,6 +37,29 @@ struct Open {
     opened_ns: i64,
 }
 
+impl Open {
+    /// A frame known to exist (by its id) of which nothing has arrived yet.
+    fn empty(frame_id: u32, opened_ns: i64) -> Open {
+        Open {
+            record: FrameRecord {
+                frame_id,
+                rtp_ts: None,
+                send_t_ns: None,
+                t_first_ns: None,
+                t_last_ns: None,
+                packets_expected: None,
+                packets_received: 0,
+                bytes_expected: None,
+                bytes_received: 0,
+                complete: false,
+                keyframe: false,
+            },
+            got: Vec::new(),
+            opened_ns,
+        }
+    }
+}
+
 pub struct FrameAssembler {
     open: BTreeMap<u32, Open>,
     /// Frames below this id have been reported.
@@ -75,43 +98,16 @@ impl FrameAssembler {
         let from = self.highest_seen.map_or(id, |h| h.saturating_add(1));
         for missing in from..id {
             if missing >= self.reported_below && id - missing < 10_000 {
-                self.open.entry(missing).or_insert_with(|| Open {
-                    record: FrameRecord {
-                        frame_id: missing,
-                        rtp_ts: None,
-                        send_t_ns: None,
-                        t_first_ns: None,
-                        t_last_ns: None,
-                        packets_expected: None,
-                        packets_received: 0,
-                        bytes_expected: None,
-                        bytes_received: 0,
-                        complete: false,
-                        keyframe: false,
-                    },
-                    got: Vec::new(),
-                    opened_ns: now_mono_ns,
-                });
+                self.open
+                    .entry(missing)
+                    .or_insert_with(|| Open::empty(missing, now_mono_ns));
             }
         }
         self.highest_seen = Some(self.highest_seen.map_or(id, |h| h.max(id)));
-        let entry = self.open.entry(id).or_insert_with(|| Open {
-            record: FrameRecord {
-                frame_id: id,
-                rtp_ts: None,
-                send_t_ns: None,
-                t_first_ns: None,
-                t_last_ns: None,
-                packets_expected: None,
-                packets_received: 0,
-                bytes_expected: None,
-                bytes_received: 0,
-                complete: false,
-                keyframe: false,
-            },
-            got: Vec::new(),
-            opened_ns: now_mono_ns,
-        });
+        let entry = self
+            .open
+            .entry(id)
+            .or_insert_with(|| Open::empty(id, now_mono_ns));
         let n = ph.packets_in_frame as usize;
         if entry.got.len() != n {
             entry.got = vec![false; n];
