@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaign import load_campaign
 from cganalysis.experiment.workflow import WorkflowPlan
 
@@ -61,7 +62,18 @@ def test_xu2022_plans_capacities_queues_ccas_and_repetitions() -> None:
 
 def test_extensions_and_cellular() -> None:
     ext = load_campaign(CAMPAIGNS / "extensions.yaml")
-    assert len(ext.runs) == 5 * 2 * 2  # pfifo, htb, dualpi2, sqf, drr
+    # Fixed link: pfifo, htb, dualpi2, sqf, drr; cellular: pfifo, htb, dualpi2.
+    assert len(ext.runs) == (5 + 3) * 2 * 2
+    cellular = [r for r in ext.runs if r.levels["link"] == "cellular"]
+    assert {r.levels["qdisc"] for r in cellular} == {"pfifo", "htb", "dualpi2"}
+    for r in cellular:
+        fwd = r.config.bottleneck.forward
+        assert fwd.trace is not None and fwd.trace.endswith("TMobile-LTE-short.down")
+        assert Path(fwd.trace).is_file() and fwd.rate_mbit is None and fwd.trace_scale == 3
+    htb = next(r for r in cellular if r.levels["qdisc"] == "htb").config.bottleneck.forward
+    assert [c.rate_mbit for c in htb.qdisc.classes] == [10, 20]  # type: ignore[union-attr]
+    fixed = [r for r in ext.runs if r.levels["link"] == "fixed"]
+    assert all(r.config.bottleneck.forward.rate_mbit == 50 for r in fixed)
     gtfrc = [r.config.cg for r in ext.runs if r.levels["cg"] == "gtfrc"]
     # gTFRC's guarantee g (cga-cg: the encoder minimum) is the HTB class's 10 Mbit/s.
     assert gtfrc and all(cg.cc == "gtfrc" and cg.min_mbit == 10 for cg in gtfrc)
@@ -69,6 +81,47 @@ def test_extensions_and_cellular() -> None:
     cgs = {r.config.labels["system"]: r.config.cg for r in cell.runs}
     assert cgs["ecgp-none"].cc == "none" and cgs["ecgp-none"].rate_mbit == 30
     assert cgs["ecgp-scream"].cc == "scream" and cgs["ecgp-scream"].ecn == "ect1"
+
+
+def _campaign(tmp_path: Path, **extra: object) -> Path:
+    doc = {
+        "campaign": "c",
+        "run": {
+            "schedule": {"preset": "custom", "duration_s": 5, "competitor": []},
+            "bottleneck": {"rate_mbit": 10, "qdisc": {"kind": "pfifo", "limit": 10}},
+        },
+        "factors": {
+            "q": {"a": {}, "b": {}, "c": {}},
+            "cca": {"cubic": {}, "bbr": {}},
+        },
+        **extra,
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_exclude_removes_the_matching_combinations(tmp_path: Path) -> None:
+    everything = load_campaign(_campaign(tmp_path))
+    assert len(everything.runs) == 6
+    c = load_campaign(_campaign(tmp_path, exclude=[{"q": ["a", "b"], "cca": "bbr"}, {"q": "c"}]))
+    assert [(r.levels["q"], r.levels["cca"]) for r in c.runs] == [("a", "cubic"), ("b", "cubic")]
+
+
+@pytest.mark.parametrize(
+    ("exclude", "key", "words"),
+    [
+        ([{"qq": "a"}], "exclude[0].qq", "no such factor"),
+        ([{"q": "z"}], "exclude[0].q", "'z' is not a level of q"),
+        ([{"q": []}], "exclude[0].q", "a level or a list"),
+        (["q"], "exclude[0]", "mapping"),
+        ([{"q": ["a", "b", "c"]}], "exclude", "nothing to run"),
+    ],
+)
+def test_exclude_errors_name_the_key(tmp_path: Path, exclude: object, key: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"key {key}")) as e:
+        load_campaign(_campaign(tmp_path, exclude=exclude))
+    assert words in str(e.value)
 
 
 def test_default_config_plans_tma2024() -> None:
@@ -93,7 +146,7 @@ def _job_counts(out: str) -> dict[str, int]:
     ("profile", "experiments", "calibrations", "tables"),
     [
         ("quick", 8, 3, {"tma_table2": 1, "tma_table1": 1}),
-        ("all", 298, 17, {"tma_table2": 2, "tma_table1": 1}),
+        ("all", 310, 17, {"tma_table2": 2, "tma_table1": 1}),
     ],
 )
 def test_dry_run_counts(

@@ -275,15 +275,40 @@ def test_trace_errors_name_the_key(extra: dict[str, Any], key: str, words: str) 
     assert words in str(e.value)
 
 
-def test_trace_with_htb_is_refused() -> None:
-    doc = _trace_doc(trace="/t.down")
+def test_htb_over_a_trace_keeps_its_classes_and_the_emulator_gets_them() -> None:
+    from cganalysis.testbed.emuconf import bottleneck_pipeline
+
+    doc = _trace_doc(trace="/t.down", trace_scale=3)
     doc["bottleneck"]["qdisc"] = {
         "kind": "htb",
-        "classes": [{"classid": "10", "rate_mbit": 8}],
+        "default": "20",
+        "classes": [
+            {"classid": "10", "rate_mbit": 10, "ceil_mbit": 50, "prio": 0},
+            {"classid": "20", "rate_mbit": 20, "ceil_mbit": 50, "prio": 1},
+        ],
     }
-    with pytest.raises(ConfigError, match=re.escape("bottleneck.qdisc")) as e:
+    fwd = parse(doc).bottleneck.forward
+    assert isinstance(fwd.qdisc, Htb) and fwd.rate_mbit is None
+    pipe = bottleneck_pipeline(fwd)
+    # The trace paces the tree; the classes keep their nominal rates and ceils.
+    assert pipe["rate"] == {"trace": "/t.down", "scale": 3.0}
+    assert [(c["rate_mbit"], c["ceil_mbit"]) for c in pipe["qdisc"]["classes"]] == [
+        (10, 50),
+        (20, 50),
+    ]
+    # Guarantees are checked against the largest ceil when there is no fixed rate.
+    doc["bottleneck"]["qdisc"]["classes"][1]["rate_mbit"] = 45
+    with pytest.raises(ConfigError, match=re.escape("bottleneck.qdisc.classes")) as e:
         parse(doc)
-    assert "fixed rate" in str(e.value)
+    assert "more than 50 Mbit/s (the largest ceil" in str(e.value)
+
+
+def test_htb_without_rate_or_trace_is_refused() -> None:
+    doc = copy.deepcopy(base())
+    doc["bottleneck"] = {"qdisc": {"kind": "htb", "classes": [{"classid": "10", "rate_mbit": 8}]}}
+    with pytest.raises(ConfigError, match=re.escape("bottleneck.qdisc.kind")) as e:
+        parse(doc)
+    assert "rate_mbit" in str(e.value)
 
 
 @pytest.mark.parametrize(

@@ -384,6 +384,62 @@ mod tests {
     }
 
     #[test]
+    fn htb_over_a_trace_serves_the_guaranteed_class_first() {
+        // A 12 Mbit/s trace (1 opportunity per ms) under an HTB provisioned for 50 Mbit/s:
+        // the prio-0 class offering 6 Mbit/s gets all of it, the backlogged best effort
+        // what the trace has left, and together they use the whole trace.
+        let text: String = (1..=1000).map(|i| format!("{i}\n")).collect();
+        let rate = RateConfig::Trace {
+            path: "t".into(),
+            scale: 1.0,
+            trace: Trace::parse(&text).unwrap(),
+        };
+        let q = config::qdisc(
+            "q",
+            &crate::json::parse(
+                r#"{"kind": "htb", "default": "20", "classes": [
+                {"classid": "10", "rate_mbit": 10, "ceil_mbit": 50, "prio": 0,
+                 "match": {"proto": "udp", "port": 30002}},
+                {"classid": "20", "rate_mbit": 20, "ceil_mbit": 50, "prio": 1}]}"#,
+            )
+            .unwrap(),
+            false,
+        )
+        .unwrap();
+        let mut p = pipe(rate, q, 0);
+        let (secs, mut bytes) = (5u64, [0u64; 2]);
+        let cg_gap = 1514 * 8 * 1000 / 6; // ns between CG frames at 6 Mbit/s
+        let (mut next_cg, mut next_be) = (0u64, 0u64);
+        for ms in 0..secs * 1000 {
+            let now = (ms + 1) * 1_000_000;
+            while next_cg < now {
+                p.arrive(udp4(1514, 30001, 30002, 0), next_cg, None);
+                next_cg += cg_gap;
+            }
+            while next_be < now {
+                p.arrive(udp4(1514, 40000, 5201, 0), next_be, None); // 24 Mbit/s offered
+                next_be += 500_000;
+            }
+            p.advance(now, None);
+            while let Some((due, pk)) = p.pop_due(now) {
+                if due > 1_000_000_000 {
+                    let cg = pk.meta.dport == 30002;
+                    bytes[usize::from(!cg)] += pk.len() as u64;
+                }
+            }
+        }
+        let mbit = |b: u64| b as f64 * 8.0 / (secs - 1) as f64 / 1e6;
+        let (cg, be) = (mbit(bytes[0]), mbit(bytes[1]));
+        assert!((cg / 6.0 - 1.0).abs() < 0.03, "CG {cg} Mbit/s");
+        let trace = 12.032 * 1514.0 / 1500.0;
+        assert!(
+            ((cg + be) / trace - 1.0).abs() < 0.03,
+            "total {} of {trace}",
+            cg + be
+        );
+    }
+
+    #[test]
     fn dualpi2_over_a_trace_marks() {
         let text: String = (1..=1000).map(|i| format!("{i}\n")).collect();
         let rate = RateConfig::Trace {

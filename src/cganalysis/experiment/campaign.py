@@ -12,6 +12,9 @@
       cca:
         cubic: {competitor: {cca: cubic}}
         bbr: {competitor: {cca: bbr}}
+    exclude:                     # optional: combinations not to run (any entry that
+      - {qdisc: htb, cca: bbr}   # matches all its factors removes a combination; a
+      - {qdisc: [pfifo, htb], cca: cubic}   # list matches any of its levels)
     run_id: "{campaign}-{qdisc}-{cca}-r{repetition:02d}"   # optional; this is the default
 
 A level that changes a ``kind`` replaces that mapping instead of merging into it. Each
@@ -115,6 +118,7 @@ def load_campaign(path: Path) -> Campaign:
         if not items:
             raise factors_sec.error(str(fname), "a factor needs at least one level")
         factors.append((str(fname), items))
+    exclude = _parse_exclude(sec, dict(factors))
     default_id = "{campaign}" + "".join(f"-{{{f}}}" for f, _ in factors) + "-r{repetition:02d}"
     template = sec.string("run_id", default_id)
     sec.finish()
@@ -122,6 +126,8 @@ def load_campaign(path: Path) -> Campaign:
     names = [f for f, _ in factors]
     for combo in itertools.product(*[levels for _, levels in factors]):
         levels_chosen = {fname: level for fname, (level, _) in zip(names, combo, strict=True)}
+        if any(all(levels_chosen[f] in ok for f, ok in rule.items()) for rule in exclude):
+            continue
         # Labels: the base's, then the level names, then what a level's overlay says.
         merged = deep_merge(base, {"labels": levels_chosen})
         for _, overlay in combo:
@@ -137,11 +143,42 @@ def load_campaign(path: Path) -> Campaign:
                 doc.setdefault("name", name)
             cfg = parse_run(doc, f"{where} (run {run_id})", base_dir)
             runs.append(PlannedRun(name, run_id, rep, levels_chosen, cfg))
+    if not runs:
+        raise sec.error("exclude", "excludes every combination of the factors: nothing to run")
     ids = [r.run_id for r in runs]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(f"{where}: run ids repeat ({dupes[0]}); put every factor in run_id")
     return Campaign(name, path, tuple(runs))
+
+
+def _parse_exclude(
+    sec: Section, factors: dict[str, list[tuple[str, Any]]]
+) -> list[dict[str, frozenset[str]]]:
+    """``exclude``: a list of {factor: level or [levels]}; names are checked against the
+    factors so that a typo cannot silently exclude nothing."""
+    rules: list[dict[str, frozenset[str]]] = []
+    for i, raw in enumerate(sec.items("exclude")):
+        key = f"exclude[{i}]"
+        if not isinstance(raw, Mapping) or not raw:
+            raise sec.error(key, "give a mapping of factor: level (or [levels]), e.g. {qdisc: htb}")
+        rule: dict[str, frozenset[str]] = {}
+        for fname, value in raw.items():
+            if fname not in factors:
+                raise sec.error(f"{key}.{fname}", f"no such factor (factors: {', '.join(factors)})")
+            wanted = [value] if isinstance(value, str) else value
+            known = [level for level, _ in factors[fname]]
+            if not isinstance(wanted, list) or not wanted:
+                raise sec.error(f"{key}.{fname}", "give a level or a list of levels")
+            for level in wanted:
+                if level not in known:
+                    raise sec.error(
+                        f"{key}.{fname}",
+                        f"{level!r} is not a level of {fname} ({', '.join(known)})",
+                    )
+            rule[str(fname)] = frozenset(wanted)
+        rules.append(rule)
+    return rules
 
 
 def is_campaign(path: Path) -> bool:

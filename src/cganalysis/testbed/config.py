@@ -159,12 +159,12 @@ def parse_direction(sec: Section, rtt_ms: float, base_dir: Path | None = None) -
             raise sec.error("rate_mbit", "give rate_mbit or trace (the trace is the rate)")
         if sec.has("shaper") or sec.has("burst_bytes"):
             raise sec.error("shaper", "a trace link shapes by itself; drop shaper/burst_bytes")
-        if isinstance(sec.raw("qdisc"), dict) and sec.raw("qdisc").get("kind") == "htb":
-            raise sec.error("qdisc", "htb needs a fixed rate; a trace link takes a leaf qdisc")
     rate = sec.opt_number("rate_mbit", minimum=0.0, exclusive_minimum=True)
     rtt = sec.number("bdp_rtt_ms", rtt_ms, minimum=0.0)
     bdp = None if rate is None or rtt <= 0 else rate * 1e6 / 8 * rtt / 1000
-    qdisc = parse_qdisc(sec.sub("qdisc"), rate, bdp) if sec.has("qdisc") else None
+    qdisc = (
+        parse_qdisc(sec.sub("qdisc"), rate, bdp, trace is not None) if sec.has("qdisc") else None
+    )
     if qdisc is None:
         raise sec.error("qdisc", "required, e.g. {kind: pfifo, limit: 250}")
     shaper: Shaper = "tbf" if sec.choice("shaper", ("htb", "tbf"), "htb") == "tbf" else "htb"

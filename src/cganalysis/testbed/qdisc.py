@@ -318,8 +318,13 @@ def _classid(sec: Section, name: str) -> str:
     return text
 
 
-def parse_htb(sec: Section, rate_mbit: float | None, bdp_bytes: float | None) -> Htb:
-    if rate_mbit is None:
+def parse_htb(
+    sec: Section, rate_mbit: float | None, bdp_bytes: float | None, trace_link: bool = False
+) -> Htb:
+    """``rate_mbit``: the link rate (the root class's). Over a trace link (``trace_link``)
+    the trace paces the tree and the classes keep the rates and ceils they are given, as an
+    operator's HTB provisioned for a nominal rate in front of a cellular link would."""
+    if rate_mbit is None and not trace_link:
         raise sec.error("kind", "htb needs bottleneck.rate_mbit (the rate of its root class)")
     classes: list[HtbClass] = []
     for i, raw in enumerate(sec.items("classes")):
@@ -340,7 +345,7 @@ def parse_htb(sec: Section, rate_mbit: float | None, bdp_bytes: float | None) ->
         )
         if cls.ceil_mbit < cls.rate_mbit:
             raise c.error("ceil_mbit", "must be >= rate_mbit")
-        if cls.ceil_mbit > rate_mbit:
+        if rate_mbit is not None and cls.ceil_mbit > rate_mbit:
             raise c.error("ceil_mbit", f"must be <= the link rate {rate_mbit:g} Mbit/s")
         c.finish()
         classes.append(cls)
@@ -352,15 +357,22 @@ def parse_htb(sec: Section, rate_mbit: float | None, bdp_bytes: float | None) ->
     default = _classid(sec, "default") if sec.has("default") else ids[-1]
     if default not in ids:
         raise sec.error("default", f"{default!r} is not one of the classes {ids}")
-    if sum(c.rate_mbit for c in classes) > rate_mbit * 1.0001:
-        raise sec.error("classes", f"the class rates add up to more than {rate_mbit:g} Mbit/s")
+    # Over a trace the nominal rate is the largest ceil (what the classes may use at most).
+    nominal = rate_mbit if rate_mbit is not None else max(c.ceil_mbit for c in classes)
+    if sum(c.rate_mbit for c in classes) > nominal * 1.0001:
+        what = "the link rate" if rate_mbit is not None else "the largest ceil: a trace link"
+        raise sec.error(
+            "classes", f"the class rates add up to more than {nominal:g} Mbit/s ({what})"
+        )
     sec.finish()
     return Htb(default, tuple(classes))
 
 
-def parse_qdisc(sec: Section, rate_mbit: float | None, bdp_bytes: float | None) -> AnyQdisc:
+def parse_qdisc(
+    sec: Section, rate_mbit: float | None, bdp_bytes: float | None, trace_link: bool = False
+) -> AnyQdisc:
     if sec.raw("kind") == "htb":
-        return parse_htb(sec, rate_mbit, bdp_bytes)
+        return parse_htb(sec, rate_mbit, bdp_bytes, trace_link)
     return parse_leaf(sec, bdp_bytes)
 
 
