@@ -208,8 +208,8 @@ pl.DataFrame(
 # %% [markdown]
 # ## The TMA 2024 Table II layout for this run
 #
-# With one run, only its own column is filled; the campaign's table comes from
-# `cganalysis tables tma-table2 results/metrics/<campaign>/*.json`.
+# With one run the table has its queue discipline's column only (one cell filled); the
+# campaign's table comes from `cganalysis tables tma-table2 results/metrics/<campaign>/*.json`.
 
 # %%
 table = tma_table2(role_rows([doc]), run_rows([doc]), style=style, ccas=("cubic", "bbr"))

@@ -108,8 +108,8 @@ def test_deep_merge_replaces_a_mapping_whose_kind_changes() -> None:
 def test_example_campaign_expands_to_readable_run_ids() -> None:
     c = load_campaign(REPO / "configs" / "campaigns" / "quick-example.yaml")
     assert [r.run_id for r in c.runs] == [
-        "quick-example-droptail-cubic-r01",
-        "quick-example-droptail-bbr-r01",
+        "quick-example-pfifo-cubic-r01",
+        "quick-example-pfifo-bbr-r01",
         "quick-example-htb-cubic-r01",
         "quick-example-htb-bbr-r01",
     ]
@@ -118,7 +118,7 @@ def test_example_campaign_expands_to_readable_run_ids() -> None:
     assert htb.config.all_labels()["qdisc"] == "htb"
     # One calibration per bottleneck: the CCA does not change it.
     assert htb.calibration_key == c.run("quick-example-htb-cubic-r01").calibration_key
-    assert htb.calibration_key != c.run("quick-example-droptail-bbr-r01").calibration_key
+    assert htb.calibration_key != c.run("quick-example-pfifo-bbr-r01").calibration_key
     with pytest.raises(ConfigError, match="no run"):
         c.run("nope")
 

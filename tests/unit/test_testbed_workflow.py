@@ -29,7 +29,7 @@ def test_plan_from_config() -> None:
     assert len(runs) == 4
     assert all(c == "quick-example-quick" for c, _ in runs)
     assert plan.meta_files()[0] == (
-        "data/raw/quick-example-quick/quick-example-droptail-bbr-r01/meta.json"
+        "data/raw/quick-example-quick/quick-example-htb-bbr-r01/meta.json"
     )
     job = plan.job("quick-example-quick", "quick-example-htb-cubic-r01")
     cal = plan.calibration_file("quick-example-quick", "quick-example-htb-cubic-r01")

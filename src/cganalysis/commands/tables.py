@@ -1,4 +1,9 @@
-"""``cganalysis tables KIND METRICS.json... -o STEM``: a paper table as CSV, Markdown, LaTeX."""
+"""``cganalysis tables KIND METRICS.json... -o STEM``: a paper table as CSV, Markdown, LaTeX.
+
+Runs that differ in a label other than a table's cell keys are never averaged together:
+tma-table2 writes one table per condition, the other tables refuse (keep one condition with
+``--where KEY=VALUE``; :mod:`cganalysis.report.conditions`).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cganalysis.metrics.rows import role_rows
+from cganalysis.report.conditions import parse_where, require_one_condition, select_runs
 from cganalysis.report.inputs import load_metrics
 from cganalysis.report.style import load_style
-from cganalysis.report.tablefmt import Table, write_table
-from cganalysis.report.tables import tma_table1, tma_table2, xu_table
+from cganalysis.report.tablefmt import Table, write_tables
+from cganalysis.report.tables import (
+    tma_table1,
+    tma_table2_tables,
+    xu_cell_keys,
+    xu_table,
+)
 
 KINDS = (
     "tma-table2",
@@ -33,14 +45,27 @@ def add_parser(sub: Any) -> None:
         description=(
             "Write STEM.csv, STEM.md and STEM.tex. tma-table2: CG/TCP blocks and link "
             "utilisation per queue discipline and CCA; tma-table1: CG delay per variant; "
-            "xu-{delay,loss}-{without,with}: Xu Tables 2-5 (capacity rows, queue size columns)."
+            "xu-{delay,loss}-{without,with}: Xu Tables 2-5 (capacity rows, queue size columns). "
+            "Runs that differ in another label (e.g. link, cg) never share a cell: tma-table2 "
+            "writes one table per condition into the same files, the others refuse; "
+            "--where keeps one condition."
         ),
     )
     p.add_argument("kind", choices=KINDS)
     p.add_argument("metrics", type=Path, nargs="+", help="METRICS.json files (any number)")
     p.add_argument("-o", "--output", type=Path, required=True, help="output stem (no suffix)")
     p.add_argument("--style", type=Path, help="plotting style (default configs/plotting.yaml)")
-    p.add_argument("--qdiscs", help="column order, default pfifo,htb,dualpi2 (tma-table2)")
+    p.add_argument(
+        "--where",
+        action="append",
+        metavar="KEY=VALUE",
+        help="keep only runs whose label KEY is VALUE, e.g. link=fixed (repeat: every KEY "
+        "must match; a KEY given twice accepts either VALUE)",
+    )
+    p.add_argument(
+        "--qdiscs",
+        help="tma-table2 columns, default the runs' own in the order pfifo,htb,dualpi2,sqf,drr",
+    )
     p.add_argument("--ccas", help="competing CCAs, default cubic,bbr")
     p.add_argument("--variants", help="tma-table1 columns, e.g. ecgp-none,ecgp-scream,gfn")
     p.add_argument(
@@ -64,35 +89,46 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def build(args: argparse.Namespace) -> Table:
+def build(args: argparse.Namespace) -> list[Table]:
     style = load_style(args.style)
-    _, runs, roles = load_metrics(args.metrics)
+    loaded, _, _ = load_metrics(args.metrics)
+    docs = select_runs(loaded, parse_where(args.where)) if args.where else loaded
     ccas = _names(args.ccas)
     if args.kind == "tma-table2":
-        return tma_table2(
-            roles,
-            runs,
+        return tma_table2_tables(
+            docs,
             style=style,
-            qdiscs=_names(args.qdiscs) or ("pfifo", "htb", "dualpi2"),
+            qdiscs=_names(args.qdiscs),
             ccas=ccas or ("cubic", "bbr"),
             paper_labels=args.paper_labels,
             ci=args.ci,
         )
+    roles = role_rows(docs)
     if args.kind == "tma-table1":
+        require_one_condition(docs, (args.by,), table=args.kind)
         variants = _names(args.variants) or style.order(args.by, roles.get_column(args.by))
-        return tma_table1(roles, style=style, variants=variants, by=args.by, ci=args.ci)
+        return [tma_table1(roles, style=style, variants=variants, by=args.by, ci=args.ci)]
     _, metric, when = args.kind.split("-")
-    return xu_table(
-        roles,
-        style=style,
-        metric="delay" if metric == "delay" else "loss",
-        phase="before_competitor" if when == "without" else "with_competitor",
-        panel_key=args.panel_key,
-        ccas=None if when == "without" else (ccas or ("cubic", "bbr")),
+    by_cca = when == "with"
+    require_one_condition(
+        docs,
+        xu_cell_keys(args.panel_key, by_cca=by_cca),
+        table=args.kind,
+        pooled=() if by_cca else ("cca",),
     )
+    return [
+        xu_table(
+            roles,
+            style=style,
+            metric="delay" if metric == "delay" else "loss",
+            phase="before_competitor" if when == "without" else "with_competitor",
+            panel_key=args.panel_key,
+            ccas=(ccas or ("cubic", "bbr")) if by_cca else None,
+        )
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
-    for path in write_table(build(args), args.output):
+    for path in write_tables(build(args), args.output):
         print(f"wrote {path}", file=sys.stderr)
     return 0

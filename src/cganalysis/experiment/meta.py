@@ -2,7 +2,8 @@
 
 Top-level keys read by the metrics (src/cganalysis/metrics/spec.py, docs/metrics.md):
 ``run_id``, ``campaign``, labels (``qdisc``, ``cca``, ``system``, ``repetition``,
-``queue``), ``start_ns`` (the run's time origin), ``capacity_mbps`` (configured),
+``queue``; ``labels`` holds every label of the run, campaign factors included),
+``start_ns`` (the run's time origin), ``capacity_mbps`` (configured),
 ``capacity_measured_mbps`` (calibration), ``roles``, ``schedule``, ``analysis``. The rest is
 provenance: the resolved configuration, hosts (kernel, sysctls, offloads, tools), qdisc
 dumps before and after, the commands that built the bottleneck, times, files with checksums.
@@ -139,6 +140,9 @@ def build_meta(
         **({"campaign": opts.campaign} if opts.campaign else {}),
         **({"repetition": opts.repetition} if opts.repetition is not None else {}),
         **labels,
+        # The same labels as one mapping: readers need not know which top-level keys are
+        # labels (campaign factors such as `link` or `cg` add their own).
+        "labels": dict(labels),
         "start_ns": session.times["start_ns"],
         **({"capacity_mbps": configured} if configured else {}),
         **({"capacity_measured_mbps": measured} if measured and not trace else {}),

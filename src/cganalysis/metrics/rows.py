@@ -17,9 +17,15 @@ from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS, check_schema
 WINDOW_PHASE = "window"
 
 
+def capacity_label(doc: Mapping[str, Any]) -> float | None:
+    """The capacity a run is filed under: configured (the condition's name), else used."""
+    cap = doc["inputs"]["capacity"]
+    value = cap.get("configured_mbps") or cap.get("mbps")
+    return None if value is None else float(value)
+
+
 def _labels(doc: Mapping[str, Any]) -> dict[str, Any]:
     run = doc.get("run", {})
-    cap = doc["inputs"]["capacity"]
     queue = run.get("queue")
     rep = run.get("repetition")
     return {
@@ -30,7 +36,7 @@ def _labels(doc: Mapping[str, Any]) -> dict[str, Any]:
         "system": run.get("system"),
         "queue": None if queue is None else str(queue),
         "repetition": None if rep is None else int(rep),
-        "capacity_mbps": cap.get("configured_mbps") or cap.get("mbps"),
+        "capacity_mbps": capacity_label(doc),
     }
 
 

@@ -25,7 +25,8 @@ Direction = Literal["dominant", "all"]
 DEFAULT_BIN_S = 0.5
 #: TMA 2024 Table I and II thresholds.
 DEFAULT_DELAY_THRESHOLDS_MS: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0)
-#: Labels copied from the metadata into every result, for tables and figures.
+#: Labels copied from the metadata into every result, for tables and figures; a meta.json
+#: also lists every label of its run (campaign factors such as ``link``) under ``labels``.
 LABEL_KEYS: tuple[str, ...] = (
     "run_id",
     "campaign",
@@ -209,6 +210,7 @@ META_SCHEMA: dict[str, Any] = {
         "system": {"type": "string"},
         "repetition": {"type": "integer", "minimum": 0},
         "queue": {"type": ["string", "number"]},
+        "labels": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
         "start_ns": {"type": "integer"},
         "capacity_mbps": {"type": "number", "exclusiveMinimum": 0},
         "capacity_measured_mbps": {"type": "number", "exclusiveMinimum": 0},
@@ -292,6 +294,16 @@ def _validate(meta: Mapping[str, Any], where: str) -> None:
         )
 
 
+def labels_from_meta(meta: Mapping[str, Any]) -> dict[str, str | int | float]:
+    """LABEL_KEYS from the top level, then every other entry of ``labels`` (older metas have
+    no ``labels``: their LABEL_KEYS are all there is). The top level wins a clash: it is
+    what older tools and hand edits change."""
+    labels: dict[str, str | int | float] = {k: meta[k] for k in LABEL_KEYS if k in meta}
+    for key, value in (meta.get("labels") or {}).items():
+        labels.setdefault(str(key), value)
+    return labels
+
+
 def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.json") -> RunSpec:
     """A spec from a run's metadata; relative trace paths are relative to ``base_dir``."""
     _validate(meta, where)
@@ -324,7 +336,7 @@ def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.j
             delay_thresholds_ms=tuple(
                 analysis.get("delay_thresholds_ms", DEFAULT_DELAY_THRESHOLDS_MS)
             ),
-            labels={k: meta[k] for k in LABEL_KEYS if k in meta},
+            labels=labels_from_meta(meta),
             source=where,
         )
     except ConfigError as err:

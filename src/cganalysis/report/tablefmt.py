@@ -6,12 +6,18 @@ as well as it can. CSV repeats group labels in every cell they span (so each col
 self-describing); Markdown joins header levels with " / "; LaTeX uses booktabs with
 ``\\multicolumn`` and ``\\cmidrule``. A missing value is None: an en dash in CSV and
 Markdown, "--" in LaTeX.
+
+A table may hold one condition of several (:mod:`cganalysis.report.conditions`): its
+``condition`` labels. :func:`write_tables` writes such tables into one file per format:
+Markdown and LaTeX one after another (each with its caption), CSV one after another with
+the condition's labels as leading columns, so that every CSV row still stands alone.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +42,8 @@ class Table:
     rows: tuple[Row, ...]
     caption: str = ""
     notes: tuple[str, ...] = field(default=())
+    #: (label, value) of the condition the table holds, when the runs held several.
+    condition: tuple[tuple[str, str], ...] = field(default=())
 
     def __post_init__(self) -> None:
         width = self.n_columns
@@ -62,23 +70,39 @@ class Table:
         return out
 
 
-def to_csv(table: Table) -> str:
-    buf = io.StringIO()
+def _write_csv(buf: io.StringIO, table: Table, lead: Sequence[tuple[str, str]] = ()) -> None:
+    """``lead``: (name, value) columns before the table's own: the names on the bottom
+    header row, the values on every data row."""
     w = csv.writer(buf, lineterminator="\n")
     leaves = table.leaf_labels()
+    names = [name for name, _ in lead]
+    values = [value for _, value in lead]
     for depth in range(len(table.header)):
-        stub = (
-            list(table.stub_header)
-            if depth == len(table.header) - 1
-            else [""] * len(table.stub_header)
-        )
-        w.writerow(stub + [labels[depth] for labels in leaves])
+        last = depth == len(table.header) - 1
+        stub = list(table.stub_header) if last else [""] * len(table.stub_header)
+        front = names if last else [""] * len(lead)
+        w.writerow(front + stub + [labels[depth] for labels in leaves])
     block = [""] * len(table.stub_header)
     for row in table.rows:
         # Repeat the row-group label on every row: a CSV row must stand on its own.
         stub = [s if s else block[i] for i, s in enumerate(row.stub)]
         block = stub
-        w.writerow(stub + [MISSING_TEXT if c is None else c for c in row.cells])
+        w.writerow(values + stub + [MISSING_TEXT if c is None else c for c in row.cells])
+
+
+def to_csv(table: Table) -> str:
+    buf = io.StringIO()
+    _write_csv(buf, table)
+    return buf.getvalue()
+
+
+def tables_to_csv(tables: Sequence[Table]) -> str:
+    """One table: :func:`to_csv`. Several: each with its condition as leading columns."""
+    if len(tables) == 1:
+        return to_csv(tables[0])
+    buf = io.StringIO()
+    for table in tables:
+        _write_csv(buf, table, table.condition)
     return buf.getvalue()
 
 
@@ -169,12 +193,32 @@ def to_latex(table: Table) -> str:
 FORMATS = {"csv": to_csv, "md": to_markdown, "tex": to_latex}
 
 
-def write_table(table: Table, stem: Path) -> list[Path]:
-    """Writes ``stem.csv``, ``stem.md`` and ``stem.tex`` (each atomically)."""
+def tables_to_markdown(tables: Sequence[Table]) -> str:
+    return "\n".join(to_markdown(t) for t in tables)
+
+
+def tables_to_latex(tables: Sequence[Table]) -> str:
+    return "\n".join(to_latex(t) for t in tables)
+
+
+#: Several tables in one file per format (one table: exactly as :data:`FORMATS`).
+MANY_FORMATS = {"csv": tables_to_csv, "md": tables_to_markdown, "tex": tables_to_latex}
+
+
+def write_tables(tables: Sequence[Table], stem: Path) -> list[Path]:
+    """Writes ``stem.csv``, ``stem.md`` and ``stem.tex`` (each atomically), each holding
+    every table of ``tables`` in order."""
+    if not tables:
+        raise ValueError(f"{stem}: no table to write")
     written = []
-    for ext, render in FORMATS.items():
+    for ext, render in MANY_FORMATS.items():
         path = stem.with_name(f"{stem.name}.{ext}")
         with atomic_path(path) as tmp:
-            tmp.write_text(render(table), encoding="utf-8")
+            tmp.write_text(render(tables), encoding="utf-8")
         written.append(path)
     return written
+
+
+def write_table(table: Table, stem: Path) -> list[Path]:
+    """Writes ``stem.csv``, ``stem.md`` and ``stem.tex`` (each atomically)."""
+    return write_tables([table], stem)

@@ -6,21 +6,26 @@
 - :func:`xu_table`: analogues of Xu & Claypool Tables 2-5 (delay or loss, without or with
   the competing flow; capacity rows, queue size over system [over CCA] columns).
 
-Repetitions of a condition are averaged; see docs/metrics.md for what each cell is.
+Repetitions of a condition are averaged; see docs/metrics.md for what each cell is. The
+functions take flattened rows and trust them to hold one condition per cell; from metrics
+documents, :func:`tma_table2_tables` makes one Table II per condition and
+:func:`.conditions.require_one_condition` refuses runs that would mix (for Table I and
+Xu's tables, which keep one layout).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
 from cganalysis.metrics.aggregate import mean_ci
-from cganalysis.metrics.rows import WINDOW_PHASE
+from cganalysis.metrics.rows import WINDOW_PHASE, role_rows, run_rows
+from cganalysis.report.conditions import split_conditions
 from cganalysis.report.style import Kind, Style
 from cganalysis.report.tablefmt import Row, Table
 
@@ -79,18 +84,45 @@ TMA2_ROWS: tuple[tuple[str, str, Formatter, float], ...] = (
 STD_LABEL = "Std. dev. (ms)"
 
 
+#: Table II's column order: the paper's three, then the extensions' (others follow, sorted).
+QDISC_ORDER: tuple[str, ...] = ("pfifo", "htb", "dualpi2", "sqf", "drr")
+_COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def present_qdiscs(*frames: pl.DataFrame) -> list[str]:
+    """The queue disciplines of the runs, in :data:`QDISC_ORDER` then alphabetically."""
+    names = {str(q) for f in frames for q in f.get_column("qdisc").drop_nulls().to_list()}
+    return [q for q in QDISC_ORDER if q in names] + sorted(names - set(QDISC_ORDER))
+
+
+def tma2_caption(n_qdiscs: int) -> str:
+    """The default caption (the paper's table has three queuing disciplines)."""
+    count = _COUNT_WORDS[n_qdiscs] if n_qdiscs < len(_COUNT_WORDS) else str(n_qdiscs)
+    noun = "queuing discipline" if n_qdiscs == 1 else "queuing disciplines"
+    return f"Cloud gaming vs TCP (iperf3) with the {count} {noun}"
+
+
 def tma_table2(
     roles: pl.DataFrame,
     runs: pl.DataFrame,
     *,
     style: Style,
-    qdiscs: Sequence[str] = ("pfifo", "htb", "dualpi2"),
+    qdiscs: Sequence[str] | None = None,
     ccas: Sequence[str] = ("cubic", "bbr"),
     paper_labels: bool = False,
     ci: bool = False,
-    caption: str = "Cloud gaming vs TCP (iperf3) with the three queuing disciplines",
+    caption: str | None = None,
+    condition: Sequence[tuple[str, str]] = (),
 ) -> Table:
-    """TMA 2024 Table II from METRICS_ROLES (analysis window) and METRICS_RUNS rows."""
+    """TMA 2024 Table II from METRICS_ROLES (analysis window) and METRICS_RUNS rows.
+
+    ``qdiscs`` None: those of the runs (:func:`present_qdiscs`). The rows must hold one
+    condition per cell: from metrics documents use :func:`tma_table2_tables`.
+    """
+    if qdiscs is None:
+        qdiscs = present_qdiscs(roles, runs)
+    if caption is None:
+        caption = tma2_caption(len(qdiscs))
     window = roles.filter(pl.col("phase") == WINDOW_PHASE)
     conditions = [(q, c) for q in qdiscs for c in ccas]
 
@@ -125,7 +157,49 @@ def tma_table2(
             "Std. dev.: the row the paper calls 'Variance' (its values are standard deviations).",
         )
     )
-    return Table(header, ("", ""), tuple(rows), caption, notes)
+    return Table(header, ("", ""), tuple(rows), caption, notes, tuple(condition))
+
+
+#: Table II's cells: a run is filed by its queue discipline and its competitor's CCA.
+TMA2_CELL_KEYS: tuple[str, ...] = ("qdisc", "cca")
+
+
+def tma_table2_tables(
+    docs: Sequence[Mapping[str, Any]],
+    *,
+    style: Style,
+    qdiscs: Sequence[str] | None = None,
+    ccas: Sequence[str] = ("cubic", "bbr"),
+    paper_labels: bool = False,
+    ci: bool = False,
+    caption: str | None = None,
+) -> list[Table]:
+    """Table II from metrics documents: one table per condition (runs that differ in a label
+    other than qdisc and cca, such as ``link`` or ``cg``, never share a cell). Each table's
+    caption names its condition and, with ``qdiscs`` None, its columns are the queue
+    disciplines of that condition's runs. Runs of one condition give one table, as
+    :func:`tma_table2` over all of them."""
+    tables = []
+    for cond in split_conditions(docs, TMA2_CELL_KEYS):
+        mine = [docs[i] for i in cond.indices]
+        roles, runs = role_rows(mine), run_rows(mine)
+        text = caption or tma2_caption(len(qdiscs or present_qdiscs(roles, runs)))
+        if cond.labels:
+            text = f"{text} ({cond.describe()})"
+        tables.append(
+            tma_table2(
+                roles,
+                runs,
+                style=style,
+                qdiscs=qdiscs,
+                ccas=ccas,
+                paper_labels=paper_labels,
+                ci=ci,
+                caption=text,
+                condition=cond.pairs(),
+            )
+        )
+    return tables
 
 
 #: TMA Table I rows: (label, column, formatter).
@@ -264,3 +338,10 @@ def xu_table(
         else "mean over runs (standard deviation over runs)"
     )
     return Table(tuple(header), ("Capacity",), tuple(rows), caption or default, (note,))
+
+
+def xu_cell_keys(panel_key: str, *, by_cca: bool) -> tuple[str, ...]:
+    """What files a run into a cell of :func:`xu_table` (capacity row, queue, panel, CCA):
+    the cell keys for :func:`.conditions.require_one_condition` (Tables 2 and 4 pool the
+    CCAs on purpose: pass ``cca`` as pooled there)."""
+    return ("capacity_mbps", "queue", panel_key, *(("cca",) if by_cca else ()))
