@@ -39,6 +39,9 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
   --adapt-qdelay-target         SCReAM: optional qdelay target adaptation against
                                 loss-based competing flows
   --conditional-loss-backoff    SCReAM: optional conditional loss backoff
+  --relaxed-pacing              SCReAM: pace up to 4x faster near the maximum bitrate
+                                (earlier drafts; off: it bursts past an L4S step
+                                threshold, docs/cg.md)
   --pace-factor F               pacing rate / target for none, tfrc, gtfrc (default 1.5)
   --ssrc N  --pt N              RTP SSRC (default 100) and payload type (default 96)
   --max-payload BYTES           largest RTP payload (default 1200)
@@ -151,6 +154,7 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         "reduce-jitter",
         "adapt-qdelay-target",
         "conditional-loss-backoff",
+        "relaxed-pacing",
         "quiet",
     ];
     let (pos, opts) = split_args(args, &flags)?;
@@ -266,6 +270,7 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         reduce_jitter: get("reduce-jitter").is_some(),
         adapt_qdelay_target: get("adapt-qdelay-target").is_some(),
         conditional_loss_backoff: get("conditional-loss-backoff").is_some(),
+        relaxed_pacing: get("relaxed-pacing").is_some(),
         pace_factor: get("pace-factor").map_or(Ok(1.5), |v| positive("pace-factor", v))?,
         ssrc: get("ssrc").map_or(Ok(100), |v| integer("ssrc", v, u32::MAX as u64))? as u32,
         payload_type: get("pt").map_or(Ok(96), |v| integer("pt", v, 127))? as u8,

@@ -2,12 +2,13 @@
 //!
 //! Each packet has a due time: the previous packet's due time plus its size at the pacing
 //! rate (or now, when the queue was idle or the send window held packets back). At every
-//! wake-up the sender sends everything that is due, so a late wake-up (this VM's timers
-//! wake ~60 us late at the median and over 1 ms at the 99th percentile) delays packets
-//! but never lowers the long-run rate. The sender also sends, at each wake-up, the packets
-//! due within a short microburst window (500 us by default, as Ericsson's SCReAM code), so
-//! it wakes about once per window rather than once per packet; it sleeps until the next
-//! due time and may spin the last few microseconds.
+//! wake-up the sender sends the packets due within a short microburst window (500 us by
+//! default, as Ericsson's SCReAM code), so it wakes about once per window rather than once
+//! per packet; it sleeps until the next due time and may spin the last few microseconds.
+//! A late wake-up (this VM's timers wake ~60 us late at the median and over 1 ms at the
+//! 99th percentile) sends at most one window of overdue packets: the sender moves the
+//! schedule to one window before now rather than bursting the whole backlog, and the
+//! pacing headroom over the target rate makes up the delay.
 
 #[derive(Clone, Debug)]
 pub struct Pacer {

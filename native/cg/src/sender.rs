@@ -66,6 +66,8 @@ pub struct SenderConfig {
     pub reduce_jitter: bool,
     pub adapt_qdelay_target: bool,
     pub conditional_loss_backoff: bool,
+    /// SCReAM: relaxed pacing near the maximum bitrate (off by default).
+    pub relaxed_pacing: bool,
     /// Pacing rate over the target for `none`, `tfrc`, `gtfrc` (SCReAM paces itself).
     pub pace_factor: f64,
     pub ssrc: u32,
@@ -134,6 +136,10 @@ fn build_controller(cfg: &SenderConfig, frame_period_s: f64) -> Box<dyn Controll
             sc.reduce_jitter = cfg.reduce_jitter;
             sc.adapt_qdelay_target = cfg.adapt_qdelay_target;
             sc.conditional_loss_backoff = cfg.conditional_loss_backoff;
+            sc.relaxed_pacing = cfg.relaxed_pacing;
+            // The draft's MSS is the largest RTP packet: the window grows by about one
+            // packet per RTT, and L4S's "two marks per RTT" counts packets.
+            sc.mss = (cfg.max_payload + crate::rtp::RTP_HEADER_BYTES) as f64;
             Box::new(Scream::new(sc))
         }
         CcKind::None => Box::new(NoControl::new(cfg.rate_bps, cfg.pace_factor)),
@@ -203,6 +209,9 @@ struct Counts {
     discarded_packets: u64,
     discards: u64,
     keyframe_requests: u64,
+    /// Wake-ups so late that the pacing schedule was moved rather than caught up in a burst.
+    pacing_slips: u64,
+    pacing_slip_max_ns: i64,
 }
 
 /// Runs the sender until the duration ends or a signal arrives.
@@ -452,6 +461,16 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
             }
         }
 
+        // A wake-up late by more than a microburst window (a host timer stall) would send
+        // every overdue packet back to back: a burst the flow never meant, which a shallow
+        // AQM marks or drops (DualPI2's 1 ms step threshold). The schedule moves instead;
+        // the pacing headroom (1.5 x the target) makes up the delay.
+        let behind = now - cfg.burst_ns - pacer.due_ns();
+        if behind > 0 && !queue.is_empty() && !window_blocked {
+            counts.pacing_slips += 1;
+            counts.pacing_slip_max_ns = counts.pacing_slip_max_ns.max(behind);
+            pacer.reanchor(now - cfg.burst_ns);
+        }
         // Send everything that is due.
         while let Some(front) = queue.front() {
             let size = front.bytes.len();
@@ -577,6 +596,8 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
         .int("rtp_queue_discards", counts.discards as i64)
         .int("packets_discarded", counts.discarded_packets as i64)
         .num("burst_us", cfg.burst_ns as f64 / 1e3)
+        .int("pacing_slips", counts.pacing_slips as i64)
+        .num("pacing_slip_max_us", counts.pacing_slip_max_ns as f64 / 1e3)
         .num("pacing_error_p50_us", percentile(&abs_error_ns, 0.5) / 1e3)
         .num("pacing_error_p99_us", percentile(&abs_error_ns, 0.99) / 1e3)
         .num("pacing_error_max_us", percentile(&abs_error_ns, 1.0) / 1e3)

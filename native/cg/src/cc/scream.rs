@@ -27,6 +27,7 @@ pub const MIN_REF_WND: f64 = 3000.0;
 pub const BYTES_IN_FLIGHT_HEAD_ROOM: f64 = 1.5;
 pub const BETA_LOSS: f64 = 0.7;
 pub const BETA_ECN: f64 = 0.8;
+/// The draft's default MSS; the sender sets the largest RTP packet it makes (1212 bytes).
 pub const MSS: f64 = 1000.0;
 pub const POST_CONGESTION_DELAY_RTTS: f64 = 100.0;
 pub const MUL_INCREASE_FACTOR: f64 = 0.02;
@@ -70,6 +71,11 @@ pub struct ScreamConfig {
     pub adapt_qdelay_target: bool,
     /// Optional conditional loss backoff (draft 4.4.2).
     pub conditional_loss_backoff: bool,
+    /// Relaxed pacing near the maximum bitrate (earlier drafts and Ericsson's code: up to
+    /// MAX_RELAXED_PACING_FACTOR x faster). Off by default, as in the current draft: it lets
+    /// a frame leave faster than a 50 Mbit/s link drains it, and DualPI2's 1 ms step
+    /// threshold then marks the flow's own burst (docs/cg.md).
+    pub relaxed_pacing: bool,
 }
 
 impl ScreamConfig {
@@ -83,6 +89,7 @@ impl ScreamConfig {
             reduce_jitter: false,
             adapt_qdelay_target: false,
             conditional_loss_backoff: false,
+            relaxed_pacing: false,
         }
     }
 }
@@ -556,14 +563,15 @@ impl Controller for Scream {
     }
 
     fn pacing_rate(&self) -> f64 {
-        // Draft 4.3.2, with relaxed pacing near the maximum bitrate.
-        let mut pace = RATE_PACE_MIN.max(self.target_bitrate) * PACKET_PACING_HEADROOM;
+        // Draft 4.3.2: 1.5 x the target; optionally relaxed near the maximum bitrate.
+        let pace = RATE_PACE_MIN.max(self.target_bitrate) * PACKET_PACING_HEADROOM;
+        if !self.cfg.relaxed_pacing {
+            return pace;
+        }
         let nominal = self.target_bitrate / self.cfg.limits.max_bps;
-        let mut scale =
+        let scale =
             ((nominal - RELAXED_PACING_LIMIT_LOW) / (1.0 - RELAXED_PACING_LIMIT_LOW)).min(1.0);
-        scale = (1.0 - scale).clamp(1.0 / MAX_RELAXED_PACING_FACTOR, 1.0);
-        pace /= scale;
-        pace
+        pace / (1.0 - scale).clamp(1.0 / MAX_RELAXED_PACING_FACTOR, 1.0)
     }
 
     fn may_send(&self, bytes_in_flight: u64, size: usize) -> bool {

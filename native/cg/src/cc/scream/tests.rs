@@ -173,6 +173,26 @@ fn target_bitrate_follows_ref_wnd_over_rtt() {
     assert!((s.pacing_rate() - 1.5 * got).abs() < 1e-6);
 }
 
+#[test]
+fn pacing_is_not_relaxed_near_the_maximum_unless_asked() {
+    // At its 30 Mbit/s maximum the draft paces at 1.5 x the target (45 Mbit/s, below a
+    // 50 Mbit/s link); relaxed pacing (earlier drafts) would pace up to 4 x faster.
+    let mut cfg = ScreamConfig::new(true, limits(30.0), 1.0 / 60.0);
+    let mut s = Scream::new(cfg.clone());
+    warm(&mut s, 20.0);
+    let target = s.target_bitrate();
+    assert!(
+        target > 0.95 * 30e6,
+        "the warm-up should reach the maximum: {target}"
+    );
+    assert!((s.pacing_rate() - 1.5 * target).abs() < 1e-6);
+    cfg.relaxed_pacing = true;
+    let mut relaxed = Scream::new(cfg);
+    warm(&mut relaxed, 20.0);
+    let t2 = relaxed.target_bitrate();
+    assert!((relaxed.pacing_rate() - 4.0 * 1.5 * t2).abs() < 1e-6);
+}
+
 // ---- Closed-loop simulation -------------------------------------------------------------
 
 /// How the simulated bottleneck signals congestion.
