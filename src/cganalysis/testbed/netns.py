@@ -3,7 +3,13 @@
 ::
 
     srv [srv0] --veth-- [rtr0] rtr [rtr1] --veth-- [cli0] cli
-    srv [srv0] --veth-- [dly0] dly [dly1] --veth-- [rtr0] rtr ...   (delay-only emulator hop)
+    ... rtr [rtr1] --veth-- [dly0] dly [dly1] --veth-- [cli0] cli   (delay-only emulator hop)
+
+- The delay hop sits on the client's side of the router: the bottleneck then sees the
+  senders' own packet spacing, not the hop's. A userspace hop releases what became due at
+  each wake-up, so on the server's side its late wake-ups reached the bottleneck as bursts
+  (with DualPI2, bursts past the L queue's 1 ms step threshold: CE marks the sender did
+  not cause). Forward delay is a_to_b (after the bottleneck), reverse delay b_to_a.
 
 - Kernel bottleneck: the router routes (srv 10.201.1.1/24, rtr 10.201.1.2 | 10.201.2.2,
   cli 10.201.2.1/24). Emulator bottleneck: the router bridges frames and has no IP; server
@@ -64,11 +70,12 @@ class NetnsTestbed:
             self._run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], role)
             self._run(["ip", "link", "set", "lo", "up"], role)
             self.hosts[role] = NetnsHost(role, name, self.workdir)
-        first = ("dly", "dly0") if "dly" in roles else ("rtr", "rtr0")
-        self._veth(("srv", "srv0"), first)
+        self._veth(("srv", "srv0"), ("rtr", "rtr0"))
         if "dly" in roles:
-            self._veth(("dly", "dly1"), ("rtr", "rtr0"))
-        self._veth(("rtr", "rtr1"), ("cli", "cli0"))
+            self._veth(("rtr", "rtr1"), ("dly", "dly0"))
+            self._veth(("dly", "dly1"), ("cli", "cli0"))
+        else:
+            self._veth(("rtr", "rtr1"), ("cli", "cli0"))
         devs = [("srv", "srv0"), ("rtr", "rtr0"), ("rtr", "rtr1"), ("cli", "cli0")]
         if "dly" in roles:
             devs += [("dly", "dly0"), ("dly", "dly1")]

@@ -45,7 +45,7 @@ class Layout:
 
     #: The bottleneck runs in the emulator: the router bridges frames (no IPs on it).
     l2_router: bool
-    #: "none", "netem" or "emulator" (a delay-only hop between server and router).
+    #: "none", "netem" or "emulator" (a delay-only hop between router and client).
     delay_via: str
     cca: str
     ecn: int  # net.ipv4.tcp_ecn on the endpoints
