@@ -65,13 +65,17 @@ def test_extensions_and_cellular() -> None:
     # Fixed link: pfifo, htb, dualpi2, sqf, drr; cellular: pfifo, htb, dualpi2.
     assert len(ext.runs) == (5 + 3) * 2 * 2
     cellular = [r for r in ext.runs if r.levels["link"] == "cellular"]
-    assert {r.levels["qdisc"] for r in cellular} == {"pfifo", "htb", "dualpi2"}
+    assert {r.levels["qdisc"] for r in cellular} == {"pfifo", "htbtrace", "dualpi2"}
     for r in cellular:
         fwd = r.config.bottleneck.forward
         assert fwd.trace is not None and fwd.trace.endswith("TMobile-LTE-short.down")
         assert Path(fwd.trace).is_file() and fwd.rate_mbit is None and fwd.trace_scale == 3
-    htb = next(r for r in cellular if r.levels["qdisc"] == "htb").config.bottleneck.forward
-    assert [c.rate_mbit for c in htb.qdisc.classes] == [10, 20]  # type: ignore[union-attr]
+    htb_run = next(r for r in cellular if r.levels["qdisc"] == "htbtrace")
+    assert htb_run.config.labels["qdisc"] == "htb"  # the htb column of the tables
+    htb = htb_run.config.bottleneck.forward.qdisc
+    assert [c.rate_mbit for c in htb.classes] == [10, 20]  # type: ignore[union-attr]
+    # Buckets that hold a trace opportunity's burst (a default one holds one packet).
+    assert all(c.cburst_bytes and c.cburst_bytes >= 100_000 for c in htb.classes)  # type: ignore[union-attr]
     fixed = [r for r in ext.runs if r.levels["link"] == "fixed"]
     assert all(r.config.bottleneck.forward.rate_mbit == 50 for r in fixed)
     gtfrc = [r.config.cg for r in ext.runs if r.levels["cg"] == "gtfrc"]

@@ -383,25 +383,25 @@ mod tests {
         assert_eq!(dues, vec![5_000_000_000, 5_001_000_000, 5_002_000_000]);
     }
 
-    #[test]
-    fn htb_over_a_trace_serves_the_guaranteed_class_first() {
-        // A 12 Mbit/s trace (1 opportunity per ms) under an HTB provisioned for 50 Mbit/s:
-        // the prio-0 class offering 6 Mbit/s gets all of it, the backlogged best effort
-        // what the trace has left, and together they use the whole trace.
+    /// HTB (CG class 10 Mbit/s prio 0 on port 30002, best effort 20 prio 1, both with
+    /// `ceil` and `cburst`) over a trace of one opportunity per ms scaled by `scale`; CG
+    /// offers 6 Mbit/s, best effort is backlogged. Returns (CG, best effort, trace) Mbit/s.
+    fn htb_over_trace(scale: f64, ceil: f64, cburst: Option<u64>) -> (f64, f64, f64) {
         let text: String = (1..=1000).map(|i| format!("{i}\n")).collect();
         let rate = RateConfig::Trace {
             path: "t".into(),
-            scale: 1.0,
+            scale,
             trace: Trace::parse(&text).unwrap(),
         };
+        let cb = cburst.map_or(String::new(), |b| format!(r#", "cburst_bytes": {b}"#));
         let q = config::qdisc(
             "q",
-            &crate::json::parse(
-                r#"{"kind": "htb", "default": "20", "classes": [
-                {"classid": "10", "rate_mbit": 10, "ceil_mbit": 50, "prio": 0,
-                 "match": {"proto": "udp", "port": 30002}},
-                {"classid": "20", "rate_mbit": 20, "ceil_mbit": 50, "prio": 1}]}"#,
-            )
+            &crate::json::parse(&format!(
+                r#"{{"kind": "htb", "default": "20", "classes": [
+                {{"classid": "10", "rate_mbit": 10, "ceil_mbit": {ceil}, "prio": 0{cb},
+                  "match": {{"proto": "udp", "port": 30002}}}},
+                {{"classid": "20", "rate_mbit": 20, "ceil_mbit": {ceil}, "prio": 1{cb}}}]}}"#
+            ))
             .unwrap(),
             false,
         )
@@ -416,9 +416,9 @@ mod tests {
                 p.arrive(udp4(1514, 30001, 30002, 0), next_cg, None);
                 next_cg += cg_gap;
             }
-            while next_be < now {
-                p.arrive(udp4(1514, 40000, 5201, 0), next_be, None); // 24 Mbit/s offered
-                next_be += 500_000;
+            while p.queued() < 200 {
+                p.arrive(udp4(1514, 40000, 5201, 0), next_be.max(now - 1), None);
+                next_be += 100_000;
             }
             p.advance(now, None);
             while let Some((due, pk)) = p.pop_due(now) {
@@ -429,9 +429,36 @@ mod tests {
             }
         }
         let mbit = |b: u64| b as f64 * 8.0 / (secs - 1) as f64 / 1e6;
-        let (cg, be) = (mbit(bytes[0]), mbit(bytes[1]));
+        let trace = scale * 12.032 * 1514.0 / 1500.0;
+        (mbit(bytes[0]), mbit(bytes[1]), trace)
+    }
+
+    #[test]
+    fn htb_over_a_trace_serves_the_guaranteed_class_first() {
+        // A 12 Mbit/s trace under an HTB provisioned for 50 Mbit/s: the prio-0 class gets
+        // all it offers, best effort what the trace has left, together the whole trace.
+        let (cg, be, trace) = htb_over_trace(1.0, 50.0, None);
         assert!((cg / 6.0 - 1.0).abs() < 0.03, "CG {cg} Mbit/s");
-        let trace = 12.032 * 1514.0 / 1500.0;
+        assert!(
+            ((cg + be) / trace - 1.0).abs() < 0.03,
+            "total {} of {trace}",
+            cg + be
+        );
+    }
+
+    #[test]
+    fn htb_over_a_bursty_trace_needs_buckets_that_hold_an_opportunity() {
+        // Scaled x4, each opportunity carries four packets at one instant. Default buckets
+        // (about one packet) let one packet out per instant and the rest of the opportunity
+        // is lost; buckets that hold the burst use the whole trace.
+        let (cg, be, trace) = htb_over_trace(4.0, 10_000.0, None);
+        assert!(
+            (cg + be) / trace < 0.75,
+            "default buckets: {} of {trace}",
+            cg + be
+        );
+        let (cg, be, trace) = htb_over_trace(4.0, 10_000.0, Some(1_000_000));
+        assert!((cg / 6.0 - 1.0).abs() < 0.03, "CG {cg} Mbit/s");
         assert!(
             ((cg + be) / trace - 1.0).abs() < 0.03,
             "total {} of {trace}",

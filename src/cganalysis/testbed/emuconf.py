@@ -27,6 +27,9 @@ def emu_qdisc(q: AnyQdisc) -> dict[str, Any]:
                     "rate_mbit": c.rate_mbit,
                     "ceil_mbit": c.ceil_mbit,
                     **({"prio": c.prio} if c.prio is not None else {}),
+                    "quantum": c.quantum,
+                    **({"burst_bytes": c.burst_bytes} if c.burst_bytes is not None else {}),
+                    **({"cburst_bytes": c.cburst_bytes} if c.cburst_bytes is not None else {}),
                     "leaf": emu_qdisc(c.leaf),
                     **({"match": c.match.to_dict()} if c.match is not None else {}),
                 }
