@@ -53,6 +53,18 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONWARNINGS": "ignore"}
 
 
+def _snakemake(work: Path, *extra: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SNAKEMAKE, *extra],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=timeout_s,
+        check=False,
+    )
+
+
 def _testbed_up(
     work: Path, proc: subprocess.Popen[bytes], deadline: float
 ) -> tuple[str, dict[str, object]]:
@@ -103,28 +115,12 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path: Path) -> None:
     assert "interrupted" in (work / "logs/experiment/interrupt" / f"{run_id}.log").read_text()
 
     # The same command again: no incomplete-files error, the interrupted run is planned.
-    plan = subprocess.run(
-        [*SNAKEMAKE, "-n"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-        check=False,
-    )
+    plan = _snakemake(work, "-n", timeout_s=300)
     text = plan.stdout + plan.stderr
     assert plan.returncode == 0 and "Incomplete" not in text, text[-3000:]
     assert f"data/raw/interrupt/{run_id}/meta.json" in text
 
-    again = subprocess.run(
-        SNAKEMAKE,
-        cwd=work,
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        check=False,
-    )
+    again = _snakemake(work, timeout_s=600)
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
     for run in RUNS:
         meta = json.loads((raw / run / "meta.json").read_text())

@@ -433,17 +433,21 @@ mod tests {
         (mbit(bytes[0]), mbit(bytes[1]), trace)
     }
 
+    /// The CG class got all it offered (6 Mbit/s) and the two classes the whole trace.
+    fn assert_cg_first_and_trace_used((cg, be, trace): (f64, f64, f64)) {
+        assert!((cg / 6.0 - 1.0).abs() < 0.03, "CG {cg} Mbit/s");
+        let total = cg + be;
+        assert!(
+            (total / trace - 1.0).abs() < 0.03,
+            "total {total} of {trace}"
+        );
+    }
+
     #[test]
     fn htb_over_a_trace_serves_the_guaranteed_class_first() {
         // A 12 Mbit/s trace under an HTB provisioned for 50 Mbit/s: the prio-0 class gets
         // all it offers, best effort what the trace has left, together the whole trace.
-        let (cg, be, trace) = htb_over_trace(1.0, 50.0, None);
-        assert!((cg / 6.0 - 1.0).abs() < 0.03, "CG {cg} Mbit/s");
-        assert!(
-            ((cg + be) / trace - 1.0).abs() < 0.03,
-            "total {} of {trace}",
-            cg + be
-        );
+        assert_cg_first_and_trace_used(htb_over_trace(1.0, 50.0, None));
     }
 
     #[test]
@@ -457,13 +461,7 @@ mod tests {
             "default buckets: {} of {trace}",
             cg + be
         );
-        let (cg, be, trace) = htb_over_trace(4.0, 10_000.0, Some(1_000_000));
-        assert!((cg / 6.0 - 1.0).abs() < 0.03, "CG {cg} Mbit/s");
-        assert!(
-            ((cg + be) / trace - 1.0).abs() < 0.03,
-            "total {} of {trace}",
-            cg + be
-        );
+        assert_cg_first_and_trace_used(htb_over_trace(4.0, 10_000.0, Some(1_000_000)));
     }
 
     #[test]
