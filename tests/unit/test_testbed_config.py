@@ -342,3 +342,32 @@ def test_shipped_cellular_campaign_plans_trace_runs() -> None:
         fwd = run.config.bottleneck.forward
         assert fwd.trace is not None and fwd.trace.endswith("cellular/TMobile-LTE-short.down")
         assert Path(fwd.trace).is_absolute() and fwd.rate_mbit is None
+
+
+def test_cg_sender_args_reach_the_cga_cg_command_line() -> None:
+    from cganalysis.experiment.sources import CgaCg
+
+    doc = with_("cg", {"source": "cga-cg", "cc": "scream"})
+    doc["cg"]["sender_args"] = ["--l4s-alpha-gain", 0.0625, "--seed", "7"]
+    cg = parse(doc).cg
+    assert cg.sender_args == ("--l4s-alpha-gain", "0.0625", "--seed", "7")
+    argv = CgaCg.send_options(cg, "10.0.0.2:30002", "10.0.0.1:30001", 60.0, "/tmp/x")
+    extra = [a for a in argv if a.startswith("--cga-cg-args=")]
+    assert extra == ["--cga-cg-args=--l4s-alpha-gain 0.0625 --seed 7"]
+    assert "--cga-cg-args" not in " ".join(
+        CgaCg.send_options(parse(with_("cg", {"source": "cga-cg"})).cg, "a:1", "b:2", 1, "l")
+    )
+
+
+@pytest.mark.parametrize(
+    ("cg", "key", "words"),
+    [
+        ({"source": "rtp-cbr", "sender_args": ["--seed", "1"]}, "cg.sender_args", "cga-cg"),
+        ({"source": "cga-cg", "sender_args": "--seed 1"}, "cg.sender_args", "a list"),
+        ({"source": "cga-cg", "sender_args": [["x"]]}, "cg.sender_args[0]", "words"),
+    ],
+)
+def test_cg_sender_args_errors_name_the_key(cg: dict[str, Any], key: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(key)) as e:
+        parse(with_("cg", cg))
+    assert words in str(e.value)

@@ -42,6 +42,9 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
   --relaxed-pacing              SCReAM: pace up to 4x faster near the maximum bitrate
                                 (earlier drafts; off: it bursts past an L4S step
                                 threshold, docs/cg.md)
+  --l4s-alpha-gain G            SCReAM: one EWMA gain in (0, 1] for l4s_alpha both ways,
+                                as older drafts (1/16 = 0.0625); default: the current
+                                draft's 1/8 up, 1/128 down
   --pace-factor F               pacing rate / target for none, tfrc, gtfrc (default 1.5)
   --ssrc N  --pt N              RTP SSRC (default 100) and payload type (default 96)
   --max-payload BYTES           largest RTP payload (default 1200)
@@ -192,6 +195,7 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         "max-rtp-queue-ms",
         "spin-us",
         "burst-us",
+        "l4s-alpha-gain",
         "feedback-timeout-ms",
         "reorder-window-ms",
         "num-reports",
@@ -271,6 +275,17 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         adapt_qdelay_target: get("adapt-qdelay-target").is_some(),
         conditional_loss_backoff: get("conditional-loss-backoff").is_some(),
         relaxed_pacing: get("relaxed-pacing").is_some(),
+        l4s_alpha_gain: get("l4s-alpha-gain")
+            .map(|v| positive("l4s-alpha-gain", v))
+            .transpose()?
+            .map(|g| {
+                if g > 1.0 {
+                    Err("--l4s-alpha-gain: must be in (0, 1]".to_string())
+                } else {
+                    Ok(g)
+                }
+            })
+            .transpose()?,
         pace_factor: get("pace-factor").map_or(Ok(1.5), |v| positive("pace-factor", v))?,
         ssrc: get("ssrc").map_or(Ok(100), |v| integer("ssrc", v, u32::MAX as u64))? as u32,
         payload_type: get("pt").map_or(Ok(96), |v| integer("pt", v, 127))? as u8,

@@ -68,6 +68,9 @@ pub struct SenderConfig {
     pub conditional_loss_backoff: bool,
     /// SCReAM: relaxed pacing near the maximum bitrate (off by default).
     pub relaxed_pacing: bool,
+    /// SCReAM: one EWMA gain for l4s_alpha both ways (older drafts), instead of 1/8 up and
+    /// 1/128 down.
+    pub l4s_alpha_gain: Option<f64>,
     /// Pacing rate over the target for `none`, `tfrc`, `gtfrc` (SCReAM paces itself).
     pub pace_factor: f64,
     pub ssrc: u32,
@@ -137,6 +140,7 @@ fn build_controller(cfg: &SenderConfig, frame_period_s: f64) -> Box<dyn Controll
             sc.adapt_qdelay_target = cfg.adapt_qdelay_target;
             sc.conditional_loss_backoff = cfg.conditional_loss_backoff;
             sc.relaxed_pacing = cfg.relaxed_pacing;
+            sc.l4s_alpha_gain = cfg.l4s_alpha_gain;
             // The draft's MSS is the largest RTP packet: the window grows by about one
             // packet per RTT, and L4S's "two marks per RTT" counts packets.
             sc.mss = (cfg.max_payload + crate::rtp::RTP_HEADER_BYTES) as f64;

@@ -37,9 +37,13 @@ class CgConfig:
     min_mbit: float | None = None
     max_mbit: float | None = None
     ssrc: int = 0x1234ABCD
+    #: Further `cga-cg send` options (cga-cg source only), e.g. ["--l4s-alpha-gain", "0.0625"].
+    sender_args: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["sender_args"] = list(self.sender_args)
+        return out
 
 
 @dataclass(frozen=True)
@@ -132,13 +136,25 @@ def parse_cg(sec: Section) -> CgConfig:
         min_mbit=sec.opt_number("min_mbit", minimum=0.0, exclusive_minimum=True),
         max_mbit=sec.opt_number("max_mbit", minimum=0.0, exclusive_minimum=True),
         ssrc=sec.integer("ssrc", d.ssrc, minimum=0, maximum=2**32 - 1),
+        sender_args=tuple(_sender_args(sec)),
     )
     from cganalysis.experiment.sources import SOURCES
 
     if cg.source not in SOURCES:
         raise sec.error("source", f"unknown CG source {cg.source!r} (known: {', '.join(SOURCES)})")
+    if cg.sender_args and cg.source != "cga-cg":
+        raise sec.error("sender_args", "options of `cga-cg send`: only with source: cga-cg")
     sec.finish()
     return cg
+
+
+def _sender_args(sec: Section) -> list[str]:
+    """``sender_args``: a list of words passed to `cga-cg send` as they are (no shell)."""
+    words = sec.items("sender_args")
+    for i, word in enumerate(words):
+        if not isinstance(word, str | int | float) or isinstance(word, bool):
+            raise sec.error(f"sender_args[{i}]", "give words, e.g. [--l4s-alpha-gain, 0.0625]")
+    return [str(w) for w in words]
 
 
 def parse_competitor(sec: Section) -> CompetitorConfig:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,15 +150,16 @@ class CgaCg:
         proc = c.spawn("CG receiver (cga-cg)", argv, stdout=None, stderr=log_dir + ".log")
         return Started([proc], [(c, log_dir), (c, log_dir + ".log")])
 
-    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started:
-        s = topo.server
-        log_dir = s.path("cg-sender")
+    @staticmethod
+    def send_options(
+        cfg: CgConfig, dest: str, bind: str, duration_s: float, log_dir: str
+    ) -> list[str]:
+        """`cganalysis cg send` words after the executable."""
         ecn = {"ect1": "ect1", "ect0": "ect0", "none": "none"}[cfg.ecn]
         argv = [
-            *self._exe(s),
             "cg",
             "send",
-            f"{topo.client_ip}:{cfg.port}",
+            dest,
             "--cc",
             cfg.cc,
             "--ecn",
@@ -167,7 +169,7 @@ class CgaCg:
             "--log",
             log_dir,
             "--bind",
-            f"{topo.server_ip}:{cfg.sport}",
+            bind,
         ]
         # `none` sends at a constant rate (TMA 2024 Table I's "No CCA" at 30 Mbit/s); the
         # others start at rate_mbit and adapt between min and max.
@@ -176,6 +178,23 @@ class CgaCg:
             argv += ["--min-mbps", f"{cfg.min_mbit:g}"]
         if cfg.max_mbit is not None:
             argv += ["--max-mbps", f"{cfg.max_mbit:g}"]
+        if cfg.sender_args:
+            argv.append("--cga-cg-args=" + shlex.join(cfg.sender_args))
+        return argv
+
+    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started:
+        s = topo.server
+        log_dir = s.path("cg-sender")
+        argv = [
+            *self._exe(s),
+            *self.send_options(
+                cfg,
+                f"{topo.client_ip}:{cfg.port}",
+                f"{topo.server_ip}:{cfg.sport}",
+                duration_s,
+                log_dir,
+            ),
+        ]
         proc = s.spawn("CG sender (cga-cg)", argv, stdout=None, stderr=log_dir + ".log")
         return Started([proc], [(s, log_dir), (s, log_dir + ".log")])
 

@@ -76,6 +76,9 @@ pub struct ScreamConfig {
     /// a frame leave faster than a 50 Mbit/s link drains it, and DualPI2's 1 ms step
     /// threshold then marks the flow's own burst (docs/cg.md).
     pub relaxed_pacing: bool,
+    /// One EWMA gain for `l4s_alpha` both ways (the draft's older L4S_AVG_G, 1/16) instead
+    /// of fast attack / slow decay (L4S_AVG_G_UP / _DOWN). None: the current draft.
+    pub l4s_alpha_gain: Option<f64>,
 }
 
 impl ScreamConfig {
@@ -90,6 +93,7 @@ impl ScreamConfig {
             adapt_qdelay_target: false,
             conditional_loss_backoff: false,
             relaxed_pacing: false,
+            l4s_alpha_gain: None,
         }
     }
 }
@@ -280,7 +284,9 @@ impl Scream {
             && self.units_delivered_this_rtt > 0
         {
             let fraction = self.units_marked_this_rtt as f64 / self.units_delivered_this_rtt as f64;
-            if fraction >= self.l4s_alpha {
+            if let Some(g) = self.cfg.l4s_alpha_gain {
+                self.l4s_alpha = g * fraction + (1.0 - g) * self.l4s_alpha;
+            } else if fraction >= self.l4s_alpha {
                 self.l4s_alpha = L4S_AVG_G_UP * fraction + (1.0 - L4S_AVG_G_UP) * self.l4s_alpha;
             } else {
                 self.l4s_alpha *= 1.0 - L4S_AVG_G_DOWN;

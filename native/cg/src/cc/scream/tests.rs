@@ -193,6 +193,32 @@ fn pacing_is_not_relaxed_near_the_maximum_unless_asked() {
     assert!((relaxed.pacing_rate() - 4.0 * 1.5 * t2).abs() < 1e-6);
 }
 
+#[test]
+fn l4s_alpha_tracks_sparse_marks_above_their_mean_unless_one_gain_is_asked() {
+    // One 10 ms window in four holds a mark among 20 packets (a 1.25 % marked fraction):
+    // fast attack / slow decay settles well above it, one symmetric gain of 1/16 near it.
+    let run = |gain: Option<f64>| {
+        let mut cfg = ScreamConfig::new(true, limits(1000.0), 1.0 / 60.0);
+        cfg.l4s_alpha_gain = gain;
+        let mut s = Scream::new(cfg);
+        let mut sum = 0.0;
+        for i in 0..4000u64 {
+            let now = i as f64 * 0.010;
+            s.update_l4s_alpha(now, 0.030, 20, u64::from(i % 4 == 0));
+            if i >= 2000 {
+                sum += s.l4s_alpha();
+            }
+        }
+        sum / 2000.0
+    };
+    let (draft, symmetric) = (run(None), run(Some(1.0 / 16.0)));
+    assert!(draft > 2.0 * 0.0125, "fast attack / slow decay: {draft}");
+    assert!(
+        (symmetric / 0.0125 - 1.0).abs() < 0.1,
+        "one gain: {symmetric}"
+    );
+}
+
 // ---- Closed-loop simulation -------------------------------------------------------------
 
 /// How the simulated bottleneck signals congestion.
