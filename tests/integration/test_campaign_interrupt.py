@@ -42,7 +42,7 @@ SNAKEMAKE = [
 
 
 def _workspace(tmp: Path) -> Path:
-    for name in ("Snakefile", "workflow", "configs"):
+    for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp / name).symlink_to(REPO / name)
     (tmp / "interrupt.yaml").write_text(CAMPAIGN)
     (tmp / "campaign.yaml").write_text("experiments:\n  campaign_files: [interrupt.yaml]\n")

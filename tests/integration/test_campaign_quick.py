@@ -1,6 +1,6 @@
 """End to end: the default campaign (TMA 2024) with the quick profile, for real.
 
-`snakemake --profile workflow/profiles/quick` in a temporary workspace runs the six
+`snakemake --profile profiles/quick` in a temporary workspace runs the six
 TMA 2024 runs (pfifo / HTB / DualPI2 x Cubic / BBR, cga-cg SCReAM L4S, 50 Mbit/s, 15 ms
 each way, schedules scaled to 30 s; ~6 min here), then packets, metrics, figures and
 Table II. A deliberately broken extra campaign (a CCA the kernel lacks) checks that a
@@ -20,7 +20,7 @@ from pathlib import Path
 from tests.conftest import REPO, need_root, need_tool
 from tests.integration.experiment_helpers import TOOLS
 
-QUICK = ["snakemake", "--profile", "workflow/profiles/quick"]
+QUICK = ["snakemake", "--profile", "profiles/quick"]
 
 BROKEN = f"""\
 campaign: broken
@@ -32,7 +32,7 @@ factors:
 
 
 def _workspace(tmp: Path) -> Path:
-    for name in ("Snakefile", "workflow", "configs"):
+    for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp / name).symlink_to(REPO / name)
     (tmp / "broken.yaml").write_text(BROKEN)
     (tmp / "with-broken.yaml").write_text(
@@ -70,7 +70,7 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
         work,
         "--configfile",
         "configs/config.yaml",
-        "workflow/profiles/quick/experiments.yaml",
+        "profiles/quick/experiments.yaml",
         "with-broken.yaml",
     )
     log = done.stdout + done.stderr

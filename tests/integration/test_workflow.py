@@ -13,7 +13,7 @@ from tests.conftest import REPO, need_tool
 
 
 def _workspace(tmp_path: Path, dualpoint_dir: Path) -> Path:
-    for name in ("Snakefile", "workflow", "configs"):
+    for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp_path / name).symlink_to(REPO / name)
     run = tmp_path / "data" / "raw" / "example" / "htb-pfifo-cubic-r01"
     run.mkdir(parents=True)

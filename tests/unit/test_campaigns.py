@@ -136,7 +136,7 @@ def test_default_config_plans_tma2024() -> None:
     # A trace link has nothing to calibrate.
     assert plan.calibration_file("tma2024-cellular", "tma2024-cellular-ecgp-none-r01") == []
     assert config["artefacts"]["tma2024"] == ["tma_table2"]
-    profile = REPO / "workflow" / "profiles"
+    profile = REPO / "profiles"
     for name in ("default", "quick"):
         assert yaml.safe_load((profile / name / "config.yaml").read_text())["keep-going"]
 
@@ -158,10 +158,10 @@ def test_dry_run_counts(
 ) -> None:
     if shutil.which("snakemake") is None:
         pytest.skip("snakemake not installed")
-    for name in ("Snakefile", "workflow", "configs"):
+    for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp_path / name).symlink_to(REPO / name)
     done = subprocess.run(
-        ["snakemake", "--profile", f"workflow/profiles/{profile}", "-n"],
+        ["snakemake", "--profile", f"profiles/{profile}", "-n"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -176,3 +176,24 @@ def test_dry_run_counts(
         assert counts[rule] == n
     if profile == "all":
         assert counts["xu_tables"] == counts["xu_figures"] == 1
+
+
+def test_snakemake_applies_the_default_profile(tmp_path: Path) -> None:
+    """`snakemake --cores 4` must find profiles/default (testbed=1, keep-going): Snakemake
+    looks for it next to the Snakefile, so a profile elsewhere would be silently ignored
+    and the experiments would run side by side."""
+    if shutil.which("snakemake") is None:
+        pytest.skip("snakemake not installed")
+    for name in ("Snakefile", "workflow", "configs", "profiles"):
+        (tmp_path / name).symlink_to(REPO / name)
+    done = subprocess.run(
+        ["snakemake", "--cores", "4", "-n"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        check=False,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert "Using workflow specific profile profiles/default" in out

@@ -6,7 +6,8 @@
 # <campaign> is the campaign's name plus experiments.campaign_suffix (the quick profile
 # writes to <name>-quick, so smoke runs never mix with full ones). Every job holds the
 # testbed (resources: testbed=1; the workflow profiles cap the pool at 1), so extra cores
-# never run two experiments, or an experiment and a calibration, at once. Raw outputs are
+# never run two experiments, or an experiment and a calibration, at once; the runner's
+# testbed lock (cganalysis.testbed.lock) makes any other one wait. Raw outputs are
 # protected: Snakemake refuses to rerun over them rather than deleting a run.
 # EXPERIMENT_PLAN (rules/common.smk) lists what the campaigns plan.
 

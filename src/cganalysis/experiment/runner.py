@@ -13,7 +13,7 @@ import json
 import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from cganalysis.testbed import backend, calibration, provenance
 from cganalysis.testbed.bottleneck import AnyBottleneck, Delay, EmulatorBottleneck, KernelBottleneck
 from cganalysis.testbed.capture import Tap, start_tap, stop_taps
 from cganalysis.testbed.hosts import Host, NetnsHost, Proc, TestbedError, stop_all
+from cganalysis.testbed.lock import lock_name, testbed_lock
 from cganalysis.testbed.probe import missing_tools
 from cganalysis.testbed.topology import Layout, Testbed, Topology
 
@@ -393,6 +394,11 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+def _hold_testbed(cfg: RunConfig, what: str, opts: RunOptions) -> AbstractContextManager[None]:
+    """One run at a time on a testbed (cganalysis.testbed.lock), waiting if need be."""
+    return testbed_lock(lock_name(cfg.testbed.kind, cfg.testbed.path), what, opts.progress)
+
+
 def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     """Runs one experiment into ``out`` (created; never overwritten). Returns meta.json."""
     rundir.check_new(out)
@@ -405,7 +411,7 @@ def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any
     bed: Testbed | None = None
     ok = False
     try:
-        with signals_raise():
+        with signals_raise(), _hold_testbed(cfg, opts.run_id, opts):
             tmp = rundir.temp_dir(out)
             bed = make_testbed(cfg, p, tmp)
             session = Session(p, opts, tmp)
@@ -444,7 +450,7 @@ def run_calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, An
     tmp: Path | None = None
     ok = False
     try:
-        with signals_raise():
+        with signals_raise(), _hold_testbed(cfg, f"calibration of {opts.run_id}", opts):
             tmp = rundir.temp_dir(out)
             bed = make_testbed(cfg, p, tmp)
             try:
