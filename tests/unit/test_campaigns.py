@@ -62,8 +62,12 @@ def test_xu2022_plans_capacities_queues_ccas_and_repetitions() -> None:
 
 def test_extensions_and_cellular() -> None:
     ext = load_campaign(CAMPAIGNS / "extensions.yaml")
-    # Fixed link: pfifo, htb, dualpi2, sqf, drr; cellular: pfifo, htb, dualpi2.
-    assert len(ext.runs) == (5 + 3) * 2 * 2
+    # Fixed link: pfifo, htb, dualpi2, sqf, drr; cellular: pfifo, htb, dualpi2; each with
+    # SCReAM and gTFRC, plus SCReAM with the older l4s_alpha filter under DualPI2.
+    assert len(ext.runs) == ((5 + 3) * 2 + 2) * 2
+    g16 = [r for r in ext.runs if r.levels["cg"] == "scream-g16"]
+    assert {r.levels["qdisc"] for r in g16} == {"dualpi2"} and len(g16) == 4
+    assert all(r.config.cg.sender_args == ("--l4s-alpha-gain", "0.0625") for r in g16)
     cellular = [r for r in ext.runs if r.levels["link"] == "cellular"]
     assert {r.levels["qdisc"] for r in cellular} == {"pfifo", "htbtrace", "dualpi2"}
     for r in cellular:
@@ -150,7 +154,7 @@ def _job_counts(out: str) -> dict[str, int]:
     ("profile", "experiments", "calibrations", "tables"),
     [
         ("quick", 8, 3, {"tma_table2": 1, "tma_table1": 1}),
-        ("all", 310, 17, {"tma_table2": 2, "tma_table1": 1}),
+        ("all", 314, 17, {"tma_table2": 2, "tma_table1": 1}),
     ],
 )
 def test_dry_run_counts(
