@@ -219,6 +219,19 @@ pub struct JsonObject {
 }
 
 impl JsonObject {
+    /// A run's timing: wall start (ns), duration and CPU time (s), CPU share of one core.
+    pub fn timing(&mut self, start_wall_ns: i64, wall_s: f64, cpu_s: f64) -> &mut Self {
+        let pct = if wall_s > 0.0 {
+            cpu_s / wall_s * 100.0
+        } else {
+            f64::NAN
+        };
+        self.int("start_ns", start_wall_ns)
+            .num("duration_s", wall_s)
+            .num("cpu_s", cpu_s)
+            .num("cpu_pct_one_core", pct)
+    }
+
     pub fn num(&mut self, key: &str, v: f64) -> &mut Self {
         let s = if v.is_finite() {
             format!("{v}")

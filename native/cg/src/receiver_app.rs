@@ -149,17 +149,7 @@ pub fn run(cfg: ReceiveConfig) -> Result<(), String> {
     j.text("role", "receiver")
         .text("listen", &cfg.listen.to_string())
         .text("num_reports", cfg.num_reports.name())
-        .int("start_ns", clock.wall(start))
-        .num("duration_s", wall_s)
-        .num("cpu_s", cpu_s)
-        .num(
-            "cpu_pct_one_core",
-            if wall_s > 0.0 {
-                cpu_s / wall_s * 100.0
-            } else {
-                f64::NAN
-            },
-        )
+        .timing(clock.wall(start), wall_s, cpu_s)
         .int("packets", c.packets as i64)
         .int("bytes", c.bytes as i64)
         .int("not_rtp", c.not_rtp as i64)

@@ -576,17 +576,7 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
         .text("dest", &cfg.dest.to_string())
         .text("num_reports", cfg.num_reports.name())
         .int("ssrc", cfg.ssrc as i64)
-        .int("start_ns", clock.wall(start))
-        .num("duration_s", wall_s)
-        .num("cpu_s", cpu_s)
-        .num(
-            "cpu_pct_one_core",
-            if wall_s > 0.0 {
-                cpu_s / wall_s * 100.0
-            } else {
-                f64::NAN
-            },
-        )
+        .timing(clock.wall(start), wall_s, cpu_s)
         .int("packets_sent", counts.packets as i64)
         .int("bytes_sent", counts.bytes as i64)
         .num(

@@ -126,10 +126,7 @@ def run_send(args: argparse.Namespace) -> int:
         bind=args.bind,
         extra=_extra(args.cga_cg_args),
     )
-    binary = find_binary()
-    written = run_generator(lambda d: opts.argv(binary, d), args.log)
-    print(f"wrote {', '.join(p.name for p in written)} in {args.log}", file=sys.stderr)
-    return 0
+    return _generate(opts, args.log)
 
 
 def run_receive(args: argparse.Namespace) -> int:
@@ -140,9 +137,14 @@ def run_receive(args: argparse.Namespace) -> int:
         num_reports=args.num_reports,
         extra=_extra(args.cga_cg_args),
     )
+    return _generate(opts, args.log)
+
+
+def _generate(opts: SendOptions | ReceiveOptions, log: Path) -> int:
+    """Runs cga-cg with ``opts`` into the log directory ``log``, parquet logs out."""
     binary = find_binary()
-    written = run_generator(lambda d: opts.argv(binary, d), args.log)
-    print(f"wrote {', '.join(p.name for p in written)} in {args.log}", file=sys.stderr)
+    written = run_generator(lambda d: opts.argv(binary, d), log)
+    print(f"wrote {', '.join(p.name for p in written)} in {log}", file=sys.stderr)
     return 0
 
 

@@ -3,9 +3,10 @@
 //!
 //! Feedback is sent when 16 packets have arrived since the last report, when a packet
 //! with the marker bit (end of a frame) arrives, or 40 ms after the last report if any
-//! packet arrived since (SCReAM v2 draft section 5). Each report covers at least the last
-//! 64 sequence numbers, so reports overlap and a lost report costs the sender nothing
-//! (the draft's discussion of feedback loss). A new SSRC, or a sequence number far from
+//! packet arrived since (SCReAM v2 draft section 5). Each report covers what is new since
+//! the previous report plus that report's last 64 sequence numbers, so reports overlap and
+//! a lost report costs the sender nothing (the draft's discussion of feedback loss), even
+//! across a gap the sender left by discarding its RTP queue. A new SSRC, or a sequence number far from
 //! the current one, means the sender restarted: the receiver starts over with it.
 
 pub mod frames;
@@ -299,10 +300,11 @@ impl Receiver {
         let new = s
             .last_reported_highest
             .map_or(u64::MAX, |h| s.highest.saturating_sub(h));
-        let span = self
-            .cfg
-            .report_span
-            .max(new.min(crate::rfc8888::MAX_BLOCKS_PER_STREAM as u64))
+        // What is new since the last report plus the last `report_span` numbers of that
+        // report: a lost report is repeated by the next one even when the sender skipped
+        // many sequence numbers (an RTP queue discard) in between.
+        let span = new
+            .saturating_add(self.cfg.report_span)
             .min(crate::rfc8888::MAX_BLOCKS_PER_STREAM as u64);
         let begin = s.first.max(s.highest + 1 - span.min(s.highest + 1));
         let now_wall = self.clock.wall(now_ns);
@@ -395,6 +397,39 @@ mod tests {
         }
         out.truncate(n);
         out
+    }
+
+    #[test]
+    fn a_lost_report_is_repeated_across_a_discarded_stretch() {
+        // Reports are sent at every frame's end (every third packet). The sender then
+        // discards 100 packets (never sent): the next report must still cover the last
+        // packets of the previous report, in case that one was lost on the way.
+        let cfg = ReceiverConfig {
+            report_span: 8,
+            ..ReceiverConfig::default()
+        };
+        let mut r = Receiver::new(cfg, Clock::identity());
+        let pk = packets(120);
+        let mut after_gap = Vec::new();
+        for (i, p) in pk.iter().enumerate().filter(|(i, _)| *i < 12 || *i >= 112) {
+            let out = r.on_datagram(p, 1, i as i64 * MS, i as i64 * MS);
+            if i >= 112 {
+                after_gap.extend(out.datagrams);
+            }
+        }
+        let first = Feedback::decode(&after_gap[0], NumReports::Count).unwrap();
+        let st = &first.streams[0];
+        let covered = |seq: u16| seq.wrapping_sub(st.begin_seq) < st.blocks.len() as u16;
+        // Packet 11 closed the report before the gap; packet 113 closes this one.
+        assert!(
+            covered(65_530u16.wrapping_add(11)),
+            "begin {}",
+            st.begin_seq
+        );
+        assert!(
+            covered(65_530u16.wrapping_add(4)),
+            "the previous report's last 8"
+        );
     }
 
     #[test]
