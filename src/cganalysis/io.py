@@ -3,6 +3,7 @@ leaves no output behind, and an existing output is only replaced by a complete o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -58,3 +59,12 @@ def write_json(obj: Any, path: Path) -> None:
 def _dump(obj: Any, fh: IO[str]) -> None:
     json.dump(obj, fh, indent=2, sort_keys=False, default=str)
     fh.write("\n")
+
+
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file, read in 1 MiB blocks (captures are large)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -21,7 +21,6 @@ interrupted export leaves nothing half written; an existing DIR is never overwri
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ import polars as pl
 from cganalysis import __version__
 from cganalysis.dataset.datasheet import render_datasheet
 from cganalysis.errors import ConfigError
+from cganalysis.io import sha256_file
 
 #: Files copied per run: (source relative to the workspace, destination in the dataset).
 RUN_FILES: tuple[tuple[str, str], ...] = (
@@ -115,14 +115,6 @@ def _run_row(meta: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _provenance(metas: list[dict[str, Any]]) -> dict[str, Any]:
     """What produced the data: controller commits, tool versions, kernels, backends."""
 
@@ -194,7 +186,7 @@ def export_campaign(
         runs_table.write_csv(tmp / "runs.csv")
         provenance = _provenance(metas)
         files = sorted(p for p in tmp.rglob("*") if p.is_file())
-        checksums = {str(p.relative_to(tmp)): _sha256(p) for p in files}
+        checksums = {str(p.relative_to(tmp)): sha256_file(p) for p in files}
         sheet_md, sheet_json = render_datasheet(
             campaign=campaign,
             title=title or f"cganalysis campaign {campaign}",
@@ -208,7 +200,7 @@ def export_campaign(
             json.dumps(sheet_json, indent=2, default=str) + "\n", encoding="utf-8"
         )
         for name in ("datasheet.md", "datasheet.json"):
-            checksums[name] = _sha256(tmp / name)
+            checksums[name] = sha256_file(tmp / name)
         (tmp / "SHA256SUMS").write_text(
             "".join(f"{digest}  {name}\n" for name, digest in sorted(checksums.items())),
             encoding="utf-8",

@@ -10,13 +10,13 @@ replaced).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import time
 from pathlib import Path
 
 from cganalysis.errors import ConfigError
+from cganalysis.io import sha256_file
 
 
 def check_new(out: Path) -> None:
@@ -56,19 +56,11 @@ def discard(tmp: Path, keep: bool) -> Path | None:
     return None
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def inventory(run_dir: Path) -> dict[str, dict[str, object]]:
     """Every file of the run with its size and SHA-256 (meta.json itself excluded)."""
     out: dict[str, dict[str, object]] = {}
     for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(run_dir).as_posix()
         if rel != "meta.json":
-            out[rel] = {"bytes": path.stat().st_size, "sha256": sha256(path)}
+            out[rel] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
     return out

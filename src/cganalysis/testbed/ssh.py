@@ -11,7 +11,6 @@ checked against the remote ``sha256sum``.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import shlex
 import signal
@@ -22,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cganalysis.io import sha256_file
 from cganalysis.testbed.hosts import Result, TestbedError
 
 
@@ -170,7 +170,7 @@ class SshHost:
                 )
             if res.returncode != 0:
                 raise TestbedError(f"on {self.name}: fetching {path} failed: {res.stderr!r}")
-            if rest.split()[0] != _sha256(local):
+            if rest.split()[0] != sha256_file(local):
                 raise TestbedError(f"on {self.name}: {path} arrived damaged (checksum mismatch)")
 
     def _fetch_dir(self, path: str, local: Path) -> None:
@@ -214,14 +214,6 @@ class SshProc:
         except subprocess.TimeoutExpired:
             return False
         return True
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def control_dir() -> Path:
