@@ -48,10 +48,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 @contextmanager
-def signals_raise() -> Iterator[None]:
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted(signum)
-
+def _on_stop_signals(handler: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` inside the block, as before after it."""
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -60,15 +58,16 @@ def signals_raise() -> Iterator[None]:
             signal.signal(s, h)
 
 
-@contextmanager
-def signals_ignored() -> Iterator[None]:
+def signals_raise() -> AbstractContextManager[None]:
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    return _on_stop_signals(handler)
+
+
+def signals_ignored() -> AbstractContextManager[None]:
     """Teardown must finish: a second Ctrl-C must not leave half a testbed behind."""
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    return _on_stop_signals(signal.SIG_IGN)
 
 
 @dataclass
