@@ -17,6 +17,8 @@ import pytest
 IN_CI = os.environ.get("CI", "").lower() == "true"
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
+#: The cellular traces the project ships (data/traces/README.md).
+TRACES = REPO / "data" / "traces" / "cellular"
 
 
 def need_root() -> None:

@@ -14,9 +14,10 @@ import pytest
 
 from cganalysis.emulator import Emulator, check_config, find_emulator, write_config
 from cganalysis.errors import ConfigError
+from tests.conftest import TRACES
 from tests.integration.emu_helpers import need_emulator
 
-TRACE = Path("/work/shared/traces/cellular/Verizon-LTE-short.down")
+TRACE = TRACES / "Verizon-LTE-short.down"
 
 
 def base(**a_to_b: Any) -> dict[str, Any]:
@@ -104,8 +105,6 @@ def test_missing_interface_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_valid_config_and_trace_pass_the_check(tmp_path: Path) -> None:
-    if not TRACE.exists():
-        pytest.skip(f"needs the shared cellular traces ({TRACE})")
     cfg = base(
         rate={"trace": str(TRACE), "scale": 2.0},
         qdisc={"kind": "dualpi2", "limit": 1000, "target_ms": 15},

@@ -15,12 +15,12 @@ import pytest
 from cganalysis.emulator import read_stats
 from cganalysis.emulator.netbed import Bed, bed, quantiles, steady, wait_ok
 from cganalysis.matching import match_files
-from tests.conftest import need_root, need_tool
+from tests.conftest import TRACES, need_root, need_tool
 from tests.integration.emu_helpers import need_emulator
 
 pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 
-TRACE = Path("/work/shared/traces/cellular/TMobile-LTE-short.down")
+TRACE = TRACES / "TMobile-LTE-short.down"
 SECONDS = 8
 
 
@@ -70,8 +70,6 @@ def test_l4s_flow_stays_sub_ms_while_cubic_sits_near_target(net: Bed, tmp_path: 
 
 
 def test_dualpi2_marks_over_a_cellular_trace(net: Bed, tmp_path: Path) -> None:
-    if not TRACE.exists():
-        pytest.skip(f"needs the shared cellular traces ({TRACE})")
     packets, final = run(net, tmp_path, {"trace": str(TRACE), "scale": 2.0})
     l4s = steady(packets.filter(pl.col("dport") == 30002), 2.0)
     print("trace: L delay ms", quantiles(l4s.filter(pl.col("lost").not_())["delay_ms"]))

@@ -5,7 +5,6 @@ and meta.json must describe the trace the way the metrics read it (docs/metrics.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -13,14 +12,12 @@ import polars as pl
 import pytest
 
 from cganalysis.matching import match_files
-from tests.conftest import need_root, need_tool
-from tests.integration.experiment_helpers import REPO, TOOLS, cli, namespaces, short_run, write
+from tests.conftest import TRACES, need_root, need_tool
+from tests.integration.experiment_helpers import TOOLS, cli, namespaces, short_run, write
 
 pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 
-#: The shared traces sit next to the repository (../shared); CGA_TRACE_DIR overrides it.
-TRACE_DIR = Path(os.environ.get("CGA_TRACE_DIR", REPO.parent / "shared" / "traces"))
-TRACE = TRACE_DIR / "cellular" / "TMobile-LTE-short.down"
+TRACE = TRACES / "TMobile-LTE-short.down"
 SCALE = 0.5  # about 8 Mbit/s on average, 3.5-16 Mbit/s per second over the first 25 s
 OFFERED_MBIT = 20.0
 
@@ -28,9 +25,6 @@ OFFERED_MBIT = 20.0
 def test_trace_link_follows_the_trace(tmp_path: Path) -> None:
     need_root()
     need_tool(*TOOLS, "cga-emu")
-    if not TRACE.is_file():
-        # In CI a skip fails (conftest); the shared folder is part of the CI checkout.
-        pytest.skip(f"no trace {TRACE} (set CGA_TRACE_DIR to the shared traces folder)")
     doc = short_run(
         "test-trace",
         bottleneck={"trace": str(TRACE), "trace_scale": SCALE, "qdisc": {"kind": "pfifo"}},

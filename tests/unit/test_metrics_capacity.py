@@ -15,6 +15,7 @@ from cganalysis.metrics.capacity import (
     trace_capacity_series,
 )
 from cganalysis.metrics.io import read_trace
+from tests.conftest import TRACES
 
 # Two opportunities at 0 ms, one at 1, 2 and 4 ms: 5 per 4 ms period (the last time).
 TRACE = np.array([0, 0, 1, 2, 4], dtype=np.float64)
@@ -64,12 +65,11 @@ def test_read_trace(tmp_path: Path) -> None:
         read_trace(tmp_path / "missing.down")
 
 
-SHARED = Path("/work/shared/traces/cellular/TMobile-LTE-short.down")
+SHIPPED = TRACES / "TMobile-LTE-short.down"
 
 
-@pytest.mark.skipif(not SHARED.is_file(), reason="the shared cellular traces are not here")
 def test_a_real_trace_has_the_documented_mean_capacity() -> None:
-    times = read_trace(SHARED)
-    # traces/README.md: 194,846 opportunities over 140 s, 16.7 Mbit/s.
+    times = read_trace(SHIPPED)
+    # data/traces/README.md: 194,846 opportunities over 140 s, 16.7 Mbit/s.
     mean = LinkCapacity(trace_ms=times).mean_mbps(0.0, float(times[-1]) / 1000.0)
     assert mean == pytest.approx(16.7, abs=0.05)
