@@ -1,50 +1,106 @@
 #!/usr/bin/env bash
-# Installs everything cganalysis needs on a Debian machine, as root (or with sudo):
-# Debian tools (tcpdump, tshark, iperf3, ethtool, iproute2), the Rust toolchain check,
-# and the Python package with its native extension built in release mode.
+# Installs everything cganalysis needs on a Debian (12, 13) or Ubuntu (24.04) machine, as
+# root or as a user with sudo:
+#   - Debian packages: the experiment tools (tcpdump, tshark, iperf3, ethtool, iproute2,
+#     OpenSSH for the SSH testbed), Python's venv module, a C linker, and a Rust toolchain
+#     new enough for native/ (Debian 12's own `cargo` is too old: its newer `cargo-web` is
+#     taken, which installs as `cargo`);
+#   - the data-plane programs cga-cg and cga-emu (Rust, release build) into /usr/local/bin
+#     (the experiments run them as root, inside network namespaces);
+#   - the Python package, with its native extension, into the project's virtual environment
+#     `.venv` (never the system Python: Debian's and Ubuntu's are "externally managed").
+#
 #   bash scripts/install.sh          # to run experiments and the workflow
-#   bash scripts/install.sh --dev    # also the test, lint and benchmark tools
+#   bash scripts/install.sh --dev    # also the test, lint and benchmark tools, and the VM
+#                                    # testbed's kernel and QEMU (scripts/install-vm.sh)
+# Environment: PYTHON (the interpreter the venv is made from, default python3),
+# CGA_VENV (default .venv), CGA_PREFIX (where the native programs go, default /usr/local).
+# Running it again is cheap: what is installed already is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras=""
-[[ "${1:-}" == "--dev" ]] && extras="[dev]"
+dev=0
+[[ "${1:-}" == "--dev" ]] && dev=1
+python="${PYTHON:-python3}"
+venv="${CGA_VENV:-.venv}"
+prefix="${CGA_PREFIX:-/usr/local}"
+rust_min="1.80" # workspace.package.rust-version in Cargo.toml
 
+say() { printf 'install.sh: %s\n' "$*"; }
 sudo_cmd=""
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd="sudo"; fi
 
-debian_packages=(tcpdump tshark iperf3 ethtool iproute2 iputils-ping procps openssh-client openssh-server)
-missing=()
-for pkg in "${debian_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-  echo "install.sh: installing Debian packages: ${missing[*]}"
+apt_install() {
   # tshark asks whether non-root users may capture; answer for it.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo_cmd debconf-set-selections
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [[ -z "${apt_updated:-}" ]]; then
+    $sudo_cmd apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "$@"
+}
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+# --- Debian packages -------------------------------------------------------------------
+packages=(tcpdump tshark iperf3 ethtool iproute2 iputils-ping procps
+  openssh-client openssh-server ca-certificates git gcc libc6-dev python3 python3-venv)
+missing=()
+for pkg in "${packages[@]}"; do installed "$pkg" || missing+=("$pkg"); done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  apt_install "${missing[@]}"
 fi
 
-if ! command -v cargo >/dev/null 2>&1; then
-  [[ -x "$HOME/.cargo/bin/cargo" ]] && export PATH="$HOME/.cargo/bin:$PATH"
+# --- Rust -------------------------------------------------------------------------------
+[[ -x "$HOME/.cargo/bin/cargo" ]] && export PATH="$HOME/.cargo/bin:$PATH"
+version_at_least() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" == "$2" ]]; }
+cargo_version() { cargo --version 2>/dev/null | awk '{print $2}'; }
+if ! command -v cargo >/dev/null 2>&1 || ! version_at_least "$(cargo_version)" "$rust_min"; then
+  say "no Rust >= $rust_min (found: $(cargo_version || true)); installing Debian's"
+  # Debian 12 ships Rust 1.63 as `cargo`, and a current one as `cargo-web` (same binary
+  # names); Debian 13 and Ubuntu 24.04's `cargo` are recent enough.
+  if apt-cache show cargo-web >/dev/null 2>&1; then
+    apt_install cargo-web rustc-web
+  else
+    apt_install cargo rustc
+  fi
+  hash -r
+  version_at_least "$(cargo_version)" "$rust_min" || {
+    echo "install.sh: cargo $(cargo_version) is older than $rust_min: install a newer Rust" >&2
+    exit 1
+  }
 fi
-if ! command -v cargo >/dev/null 2>&1; then
-  echo "install.sh: no Rust toolchain; installing Debian's cargo and rustc"
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq cargo rustc
+if ((dev)) && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
+  say "installing rustfmt and clippy"
+  if installed cargo-web; then apt_install rustfmt-web rust-web-clippy; else apt_install rustfmt rust-clippy; fi
 fi
 
-# The data-plane programs (traffic generator, link emulator) go on the PATH.
-echo "install.sh: building the native programs (cga-cg, cga-emu)"
-for crate in cg emulator; do
-  cargo install --quiet --locked --force --path "native/$crate" --root "${CGA_PREFIX:-/usr/local}"
-done
+# --- native programs --------------------------------------------------------------------
+say "building the native programs (cga-cg, cga-emu; release mode)"
+cargo build --quiet --locked --release -p cga-cg -p cga-emu
+$sudo_cmd install -d "$prefix/bin"
+$sudo_cmd install -m 0755 target/release/cga-cg target/release/cga-emu "$prefix/bin/"
 
-python3 -m pip install --quiet --upgrade "pip>=23" "maturin>=1.7,<2"
+# --- Python environment -----------------------------------------------------------------
+if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
+  say "creating the virtual environment $venv (from $($python --version 2>&1))"
+  "$python" -m venv --clear "$venv"
+fi
+pip=("$venv/bin/python" -m pip --quiet --disable-pip-version-check)
+"${pip[@]}" install --upgrade "pip>=23" "maturin>=1.7,<2"
+extras=""
+((dev)) && extras="[dev]"
 # Editable install: the native extension (native/) is compiled in release mode by maturin.
-python3 -m pip install --quiet -e ".${extras}"
-python3 -c "import cganalysis._native" || {
+"${pip[@]}" install -e ".${extras}"
+"$venv/bin/python" -c "import cganalysis._native" || {
   echo "install.sh: the native extension did not build; see the pip output above" >&2
   exit 1
 }
-echo "install.sh: cganalysis $(python3 -c 'import cganalysis; print(cganalysis.__version__)') installed"
+
+if ((dev)) && [[ -f scripts/install-vm.sh ]]; then
+  PYTHON="$venv/bin/python" bash scripts/install-vm.sh
+fi
+
+say "cganalysis $("$venv/bin/python" -c 'import cganalysis; print(cganalysis.__version__)') installed in $venv"
+say "run the workflow as root: $venv/bin/snakemake --cores 4 (or: sudo $venv/bin/snakemake ...)"

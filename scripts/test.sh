@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -x "$HOME/.cargo/bin/cargo" ]] && export PATH="$HOME/.cargo/bin:$PATH"
+# The project's environment (scripts/install.sh) first: its python, pytest, ruff, snakemake.
+venv="${CGA_VENV:-.venv}"
+[[ -x "$venv/bin/python" ]] || { echo "test.sh: no $venv: run bash scripts/install.sh --dev" >&2; exit 1; }
+export PATH="$PWD/$venv/bin:$PATH"
 
 step() { printf '\n== %s\n' "$*"; }
 

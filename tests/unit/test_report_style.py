@@ -60,3 +60,13 @@ def test_find_style_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert find_style_file(REPO / "notebooks") == STYLE
     monkeypatch.setenv("CGANALYSIS_PLOTTING", str(tmp_path / "mine.yaml"))
     assert find_style_file() == tmp_path / "mine.yaml"
+
+
+def test_find_style_file_outside_a_project_names_the_way_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An installed package has no configs folder: outside a project the lookup must not
+    # reach into wherever the package happens to live, and the error says what to do.
+    monkeypatch.delenv("CGANALYSIS_PLOTTING", raising=False)
+    with pytest.raises(ConfigError, match="--style"):
+        find_style_file(tmp_path)

@@ -5,9 +5,14 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from cganalysis.binaries import put_interpreter_bin_first
 from cganalysis.experiment.workflow import WorkflowPlan
 
 validate(config, schema="../schemas/config.schema.yaml")
+
+# `sudo .venv/bin/snakemake` runs without the environment activated: the rules' shell
+# commands (`cganalysis ...`) must find the programs of the interpreter running Snakemake.
+put_interpreter_bin_first()
 
 # The runs the campaign files plan (experiments.campaign_files), made by rule experiment.
 EXPERIMENT_PLAN = WorkflowPlan.from_config(config)

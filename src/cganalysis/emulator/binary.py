@@ -1,14 +1,14 @@
-"""Where the ``cga-emu`` binary is."""
+"""Finding the ``cga-emu`` binary (:func:`cganalysis.binaries.find_program`): ``$CGA_EMU``,
+then the ``PATH``."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
+from cganalysis.binaries import find_program
 from cganalysis.errors import CganalysisError
 
-#: Environment variable naming a cga-emu binary to use instead of the one on the PATH.
+#: Environment variable naming a cga-emu binary to use instead of the installed one.
 ENV_VAR = "CGA_EMU"
 NAME = "cga-emu"
 
@@ -18,17 +18,5 @@ class EmulatorError(CganalysisError):
 
 
 def find_emulator() -> Path:
-    """The binary named by ``$CGA_EMU``, else ``cga-emu`` on the PATH."""
-    override = os.environ.get(ENV_VAR)
-    if override:
-        path = Path(override)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise EmulatorError(f"${ENV_VAR} names {path}, which is not an executable file")
-        return path
-    found = shutil.which(NAME)
-    if found is None:
-        raise EmulatorError(
-            f"{NAME} is not on the PATH: build and install it with `bash scripts/install.sh` "
-            f"(or point ${ENV_VAR} at a built binary, e.g. target/release/{NAME})"
-        )
-    return Path(found)
+    """The binary named by ``$CGA_EMU``, else the installed ``cga-emu``."""
+    return find_program(NAME, ENV_VAR, EmulatorError)

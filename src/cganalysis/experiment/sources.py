@@ -1,6 +1,6 @@
 """CG traffic sources, looked up by name (``cg.source`` in a run file).
 
-- ``rtp-cbr``: a constant-bitrate RTP/UDP **test stand-in** (``tests/fixtures/rtp_sender.py``,
+- ``rtp-cbr``: a constant-bitrate RTP/UDP **test stand-in** (``cganalysis/cg/rtp_cbr.py``,
   stdlib only, ECN settable) and a UDP sink on the client, so that no ICMP port
   unreachable flows back. For tests and smoke runs; it is not a CG system.
 - ``cga-cg``: the project's CG generator (``cganalysis cg send|receive``: SCReAM v2, none,
@@ -14,19 +14,17 @@ start, for the CG duration; its files land in the run directory (``cg-*``).
 from __future__ import annotations
 
 import importlib.util
-import os
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from cganalysis.cg import rtp_cbr
 from cganalysis.experiment.config import ECN_CODEPOINTS, CgConfig
 from cganalysis.testbed.hosts import Host, Proc, TestbedError, wait_for_text
 from cganalysis.testbed.probe import which
 from cganalysis.testbed.topology import Topology
-
-REPO = Path(__file__).resolve().parents[3]
 
 #: The UDP sink: counts what arrives; prints a JSON summary when stopped.
 UDP_SINK = """\
@@ -66,19 +64,14 @@ class CgSource(Protocol):
 
 
 def rtp_sender_path() -> Path:
-    return Path(os.environ.get("CGA_RTP_SENDER", REPO / "tests" / "fixtures" / "rtp_sender.py"))
+    """The stand-in's source file, shipped in the package and staged on the sending host."""
+    return Path(rtp_cbr.__file__)
 
 
 class RtpCbr:
     name = "rtp-cbr"
 
     def check(self, host: Host) -> None:
-        if not rtp_sender_path().is_file():
-            raise TestbedError(
-                f"cg.source rtp-cbr: the test stand-in {rtp_sender_path()} is missing (it lives "
-                "in the repository's tests/fixtures; set CGA_RTP_SENDER to its path), or use "
-                "cg.source: cga-cg"
-            )
         if which(host, "python3") is None:
             raise TestbedError(f"cg.source rtp-cbr: python3 not found on {host.name}")
 

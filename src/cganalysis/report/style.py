@@ -163,18 +163,20 @@ class Style:
 
 
 def find_style_file(start: Path | None = None) -> Path:
-    """``$CGANALYSIS_PLOTTING``, else ``configs/plotting.yaml`` in a parent of ``start``
-    (default: the working directory), else next to this package's source checkout."""
+    """``$CGANALYSIS_PLOTTING``, else ``configs/plotting.yaml`` in ``start`` (default: the
+    working directory) or a parent of it: the project being worked on, never the package's
+    own location (an installed package has no configs folder)."""
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env)
     here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents, *Path(__file__).resolve().parents):
+    for folder in (here, *here.parents):
         candidate = folder / RELATIVE_PATH
         if candidate.is_file():
             return candidate
     raise ConfigError(
-        f"no {RELATIVE_PATH} found above {here}: pass the style file's path or set {ENV_VAR}"
+        f"no {RELATIVE_PATH} found in {here} or above: run from the project's folder, pass "
+        f"the style file's path (--style) or set {ENV_VAR}"
     )
 
 

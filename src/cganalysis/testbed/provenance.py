@@ -46,7 +46,9 @@ VERSIONS = {
     "cga-emu": "command -v cga-emu",
     "cga-cg": "command -v cga-cg",
 }
-REPO = Path(__file__).resolve().parents[3]
+#: git is asked about the checkout holding the package's own source (an editable install);
+#: a wheel install is in no work tree, and then the commit is unknown (null).
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 # Devices come as "$@"; everything else is constant text.
 _SCRIPT = "\n".join(
@@ -101,7 +103,7 @@ def git_state() -> dict[str, Any]:
     def git(*args: str) -> str | None:
         try:
             res = subprocess.run(
-                ["git", "-C", str(REPO), *args],
+                ["git", "-C", str(PACKAGE_DIR), *args],
                 capture_output=True,
                 text=True,
                 check=False,
