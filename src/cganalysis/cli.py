@@ -3,6 +3,11 @@
 Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``; this file
 only wires them together and turns :class:`~cganalysis.errors.CganalysisError` into a
 one-line message and exit status 2, so that every bad input ends the same way.
+
+Only the module of the command that runs is imported: the others bring polars, numpy or
+matplotlib, which take longer to import than most commands take to parse their arguments
+(``cganalysis --help`` imports none of them). The one-line help of each command is
+therefore listed here; a test checks it against the command's own parser.
 """
 
 from __future__ import annotations
@@ -12,43 +17,55 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from types import ModuleType
 
 from cganalysis import __version__
 from cganalysis.errors import CganalysisError
 
-#: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = (
-    "packets",
-    "inspect",
-    "metrics",
-    "tables",
-    "figures",
-    "testbed",
-    "experiment",
-    "cg",
-    "dataset",
-)
+#: Subcommands, in the order ``--help`` lists them, with their one-line help.
+COMMANDS: dict[str, str] = {
+    "packets": "match ingress and egress captures into a per-packet delay/loss/ECN table",
+    "inspect": "describe one capture: link type, packets, duration, flows and rates",
+    "metrics": "queuing delay, bitrate, loss, utilisation, fairness and response of one run",
+    "tables": "TMA 2024 Tables I-II and Xu & Claypool Tables 2-5 from metrics files",
+    "figures": "TMA 2024 time series and Xu & Claypool Figs. 3-5 as PDF and PNG",
+    "testbed": "probe the host, check or render a run's bottleneck, calibrate, clean up",
+    "experiment": (
+        "run one experiment (testbed, bottleneck, captures, traffic) into a run directory"
+    ),
+    "cg": "CG traffic generator: RTP video with SCReAM v2, constant rate, TFRC or gTFRC",
+    "dataset": "export a campaign as a publication dataset (parquet, metrics, datasheet)",
+}
 
 
-def _command_modules() -> list[ModuleType]:
-    return [importlib.import_module(f"cganalysis.commands.{name}") for name in COMMANDS]
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the top-level
+    options, ``-h`` and ``--version``, take no value)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, all_commands: bool = True) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command's module is imported and the others are
+    listed by name and help (enough for ``--help`` and for an unknown command's error)."""
     parser = argparse.ArgumentParser(
         prog="cganalysis",
         description="Cloud-gaming traffic experiments and analysis: captures to paper figures.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in _command_modules():
-        module.add_parser(sub)
+    for name, help_text in COMMANDS.items():
+        if name == only or (only is None and all_commands):
+            importlib.import_module(f"cganalysis.commands.{name}").add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_in(argv), all_commands=False)
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)

@@ -6,12 +6,16 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cganalysis.capture import ENGINES
-from cganalysis.io import write_json, write_parquet
-from cganalysis.matching import MatchOptions, match_files
-from cganalysis.matching.summary import MatchSummary
+if TYPE_CHECKING:
+    from cganalysis.matching.summary import MatchSummary
+
+# Parsing the arguments must not import polars (see cganalysis.cli): the engines and the
+# default window are repeated here, and a test checks them against cganalysis.capture and
+# cganalysis.matching.MatchOptions.
+ENGINES = ("native", "pyshark")
+DEFAULT_MAX_DELAY_MS = 2000.0
 
 
 def add_parser(sub: Any) -> None:
@@ -40,7 +44,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--max-delay-ms",
         type=float,
-        default=MatchOptions.max_delay_ms,
+        default=DEFAULT_MAX_DELAY_MS,
         help="longest plausible time through the bottleneck (default %(default)s)",
     )
     p.add_argument(
@@ -83,6 +87,9 @@ def print_summary(s: MatchSummary, seconds: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    from cganalysis.io import write_json, write_parquet
+    from cganalysis.matching import MatchOptions, match_files
+
     options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
     result = match_files(args.ingress, args.egress, engine=args.engine, options=options)
     provenance = {"summary": result.summary.to_dict()}

@@ -1,0 +1,88 @@
+"""Start-up: parsing arguments imports only the command that runs (cganalysis.cli)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from cganalysis import cli
+
+#: Modules that cost a noticeable part of a second to import.
+HEAVY = ("polars", "numpy", "matplotlib", "pyarrow", "yaml", "cganalysis._native")
+
+
+#: Runs the command line as the installed script does, then lists ``sys.modules``
+#: (``-X importtime`` misses modules loaded through ``importlib.import_module``).
+_PROBE = """
+import sys
+from cganalysis.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("--- modules ---")
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+def _imported(*argv: str) -> set[str]:
+    """Every module a fresh interpreter imports running ``cganalysis ARGV``."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, check=True
+    )
+    return set(proc.stdout.split("--- modules ---\n", 1)[1].split())
+
+
+def _top(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] if not m.startswith("cganalysis.") else m for m in modules}
+
+
+def test_help_imports_no_heavy_module() -> None:
+    modules = _top(_imported("--help"))
+    assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
+    assert not any(m.startswith("cganalysis.commands.") for m in modules)
+
+
+@pytest.mark.parametrize("command", ["packets", "inspect", "metrics", "tables"])
+def test_a_commands_help_imports_no_other_command(command: str) -> None:
+    modules = _imported(command, "--help")
+    others = {f"cganalysis.commands.{c}" for c in cli.COMMANDS if c != command}
+    assert f"cganalysis.commands.{command}" in modules
+    assert not modules & others, sorted(modules & others)
+
+
+def test_packets_parses_its_arguments_without_polars() -> None:
+    modules = _top(_imported("packets", "--help"))
+    assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
+
+
+def _subcommand_help(parser: argparse.ArgumentParser) -> dict[str, str | None]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return {a.dest: a.help for a in action._choices_actions}
+    raise AssertionError("no subcommands")
+
+
+def test_listed_help_is_each_commands_own() -> None:
+    full = _subcommand_help(cli.build_parser())
+    assert full == cli.COMMANDS
+
+
+def test_packets_defaults_are_the_libraries() -> None:
+    from cganalysis.capture import ENGINES
+    from cganalysis.commands import packets
+    from cganalysis.matching import MatchOptions
+
+    assert packets.ENGINES == ENGINES
+    assert MatchOptions.max_delay_ms == packets.DEFAULT_MAX_DELAY_MS
+
+
+def test_unknown_command_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["no-such-command"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and "packets" in err
