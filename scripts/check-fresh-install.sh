@@ -57,6 +57,7 @@ security="${SECURITY_MIRROR:-$(grep security <<<"$urls" | head -n 1)}"
 [[ -n "$mirror" ]] || { echo "check-fresh-install.sh: no Debian mirror in this host's apt sources; set MIRROR" >&2; exit 2; }
 
 dir="${dir:-$(mktemp -d "${TMPDIR:-/var/tmp}/cga-fresh-$suite.XXXXXX")}"
+mkdir -p "$dir"
 root="$dir/rootfs"
 ns="cgafresh$$"
 host_if="cgafh$$"
