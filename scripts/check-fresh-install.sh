@@ -98,6 +98,14 @@ bootstrap() {
     [[ -n "$security" ]] && echo "deb $security $suite-security main"
   } >"$root/etc/apt/sources.list"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  # This host's local certificate authorities and pip settings (a network that inspects TLS
+  # puts its authority there): part of the machine, not of the project, so the new system
+  # gets them as a machine of this network would have them.
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+    chroot "$root" update-ca-certificates >/dev/null 2>&1
+  fi
+  [[ -f /etc/pip.conf ]] && cp /etc/pip.conf "$root/etc/pip.conf"
   # A clean clone of what is committed: what a researcher gets from the forge.
   git clone --quiet --no-local "$repo" "$root/root/cganalysis"
 }
@@ -119,6 +127,14 @@ table ip $ns {
 EOF
 }
 
+# The host's certificate-bundle variables (they name the system bundle, which the new system
+# has too); nothing else of this environment goes in.
+TRUST=""
+for var in SSL_CERT_FILE SSL_CERT_DIR CURL_CA_BUNDLE REQUESTS_CA_BUNDLE PIP_CERT GIT_SSL_CAINFO; do
+  [[ -n "${!var:-}" ]] && TRUST+=" $var=${!var}"
+done
+export TRUST
+
 # Runs a command as root inside the system: its own network namespace (ip netns exec also
 # remounts /sys for it) and mount namespace, so every mount goes away with it.
 inside() {
@@ -130,7 +146,7 @@ inside() {
     mount --rbind /dev "$r/dev"
     mount -t tmpfs tmpfs "$r/run"
     mount -t tmpfs tmpfs "$r/tmp"
-    exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI=true \
+    exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI=true $TRUST \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       bash -c "cd /root/cganalysis && $*"
   ' inside "$root" "$@"
