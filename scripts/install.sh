@@ -98,7 +98,7 @@ extras=""
   exit 1
 }
 
-if ((dev)) && [[ -f scripts/install-vm.sh ]]; then
+if ((dev)); then
   PYTHON="$venv/bin/python" bash scripts/install-vm.sh
 fi
 
