@@ -33,6 +33,11 @@ def read_capture(path: str | os.PathLike[str]) -> dict[str, Any]:
       last one wins): ``{"interface_id", "start_ns", "end_ns", "ifrecv", "ifdrop",
       "filteraccept", "osdrop", "usrdeliv"}``, each int or None.
     - ``"warnings"``: list[str] (e.g. a truncated last record).
+    - ``"quirks"``: dict of counts of records read with a decision: ``len_from_frame`` (IP
+      length field 0, TSO: the frame's length), ``jumbograms`` (IPv6 Jumbo Payload option),
+      ``bad_timestamps`` (pcap sub-second field out of range: ``t_ns`` is the no-timestamp
+      value) and ``first_bad_timestamp_at`` (byte offset or None), ``skipped_packets``
+      (pcapng interfaces with a link type the reader cannot decode: no row).
 
     Raises ``OSError`` (``FileNotFoundError``, ``IsADirectoryError``, ...) when the file
     cannot be read, and ``ValueError(message, byte_offset)`` when it is not a readable

@@ -150,6 +150,20 @@ pub fn linktype_name(link_type: u32) -> Option<&'static str> {
     })
 }
 
+/// Where [`Packet::ip_len`] comes from.
+pub mod len_source {
+    /// The IP header's length field (IPv4 total length, IPv6 payload length + 40).
+    pub const HEADER: u8 = 0;
+    /// The length field was 0 and the frame is longer than the IP header: a segment the
+    /// capture saw before TCP segmentation offload split it (IPv4 "TSO"; IPv6 BIG TCP
+    /// without a jumbo option). The length on the wire after the link header is used, as
+    /// tshark does (`ip.tso_support`).
+    pub const FRAME: u8 = 1;
+    /// IPv6 payload length 0 with a hop-by-hop Jumbo Payload option (RFC 2675, BIG TCP):
+    /// the option's 32-bit length + 40.
+    pub const JUMBO: u8 = 2;
+}
+
 /// The decoded fields of one frame. Fields a frame does not have are 0 / false.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Packet {
@@ -163,8 +177,11 @@ pub struct Packet {
     /// IPv4 identification, or the 32-bit identification of an IPv6 fragment header.
     pub ip_id: u32,
     pub has_ip_id: bool,
-    /// IPv4 total length; IPv6 payload length + 40 (as on the wire, not as captured).
+    /// IPv4 total length; IPv6 payload length + 40 (as on the wire, not as captured);
+    /// see [`len_source`] for length fields of 0.
     pub ip_len: u32,
+    /// One of the [`len_source`] values.
+    pub len_source: u8,
     pub dscp: u8,
     pub ecn: u8,
     /// TTL / hop limit.
@@ -279,10 +296,11 @@ fn is_vlan_tpid(ethertype: u16) -> bool {
     matches!(ethertype, 0x8100 | 0x88a8 | 0x9100)
 }
 
-/// Decodes one captured frame of the given link type.
-pub fn decode(link: Link, frame: &[u8]) -> Packet {
+/// Decodes one captured frame of the given link type (`wire_len`: the frame's length on
+/// the wire, which may exceed the captured bytes).
+pub fn decode(link: Link, frame: &[u8], wire_len: u32) -> Packet {
     let mut p = Packet::default();
-    decode_into(link, frame, &mut p);
+    decode_into(link, frame, wire_len, &mut p);
     p
 }
 
@@ -291,26 +309,28 @@ pub fn decode(link: Link, frame: &[u8]) -> Packet {
 /// In place rather than returned: a returned `Packet` is copied with wide loads right after
 /// its fields were written byte by byte, which stalls store-to-load forwarding.
 #[inline(always)]
-pub fn decode_into(link: Link, frame: &[u8], p: &mut Packet) {
+pub fn decode_into(link: Link, frame: &[u8], wire_len: u32, p: &mut Packet) {
+    // what the IP layer's length fields are checked against when they say 0
+    let wire = wire_len.max(frame.len() as u32);
     match link {
-        Link::Ethernet => ethertype_payload(frame, 12, 14, p),
-        Link::LinuxSll => ethertype_payload(frame, 14, 16, p),
-        Link::LinuxSll2 => ethertype_payload(frame, 0, 20, p),
+        Link::Ethernet => ethertype_payload(frame, wire, 12, 14, p),
+        Link::LinuxSll => ethertype_payload(frame, wire, 14, 16, p),
+        Link::LinuxSll2 => ethertype_payload(frame, wire, 0, 20, p),
         Link::RawIp => match frame.first() {
             None => p.truncated = true,
-            Some(b) if b >> 4 == 4 => ipv4(frame, p),
-            Some(b) if b >> 4 == 6 => ipv6(frame, p),
+            Some(b) if b >> 4 == 4 => ipv4(frame, wire, p),
+            Some(b) if b >> 4 == 6 => ipv6(frame, wire, p),
             Some(_) => {}
         },
-        Link::Ipv4 => ipv4(frame, p),
-        Link::Ipv6 => ipv6(frame, p),
+        Link::Ipv4 => ipv4(frame, wire, p),
+        Link::Ipv6 => ipv6(frame, wire, p),
     }
 }
 
 /// A link header of `header_len` bytes whose protocol (an EtherType) sits at `type_off`,
 /// followed by any number of VLAN tags (4 bytes each: TCI, inner EtherType).
 #[inline(always)]
-fn ethertype_payload(frame: &[u8], type_off: usize, header_len: usize, p: &mut Packet) {
+fn ethertype_payload(frame: &[u8], wire: u32, type_off: usize, header_len: usize, p: &mut Packet) {
     if frame.len() < header_len {
         p.truncated = true;
         return;
@@ -325,14 +345,16 @@ fn ethertype_payload(frame: &[u8], type_off: usize, header_len: usize, p: &mut P
         ethertype = be16(frame, off + 2);
         off += 4;
     }
+    let ip_wire = wire.saturating_sub(off as u32);
     match ethertype {
-        0x0800 => ipv4(&frame[off..], p),
-        0x86dd => ipv6(&frame[off..], p),
+        0x0800 => ipv4(&frame[off..], ip_wire, p),
+        0x86dd => ipv6(&frame[off..], ip_wire, p),
         _ => {}
     }
 }
 
-fn ipv4(b: &[u8], p: &mut Packet) {
+/// `b`: the captured bytes from the IP header on; `wire`: how many there were on the wire.
+fn ipv4(b: &[u8], wire: u32, p: &mut Packet) {
     if b.len() < 20 {
         p.truncated = true;
         return;
@@ -345,6 +367,10 @@ fn ipv4(b: &[u8], p: &mut Packet) {
     p.dscp = b[1] >> 2;
     p.ecn = b[1] & 3;
     p.ip_len = u32::from(be16(b, 2));
+    if p.ip_len == 0 && wire > ihl as u32 {
+        p.ip_len = wire;
+        p.len_source = len_source::FRAME;
+    }
     p.ip_id = u32::from(be16(b, 4));
     p.has_ip_id = true;
     let first_fragment = be16(b, 6) & 0x1fff == 0;
@@ -360,7 +386,22 @@ fn ipv4(b: &[u8], p: &mut Packet) {
     transport(&b[ihl..], wire, first_fragment, p);
 }
 
-fn ipv6(b: &[u8], p: &mut Packet) {
+/// The Jumbo Payload length (RFC 2675) in the hop-by-hop options `opts`, if any.
+fn jumbo_payload_len(opts: &[u8]) -> Option<u32> {
+    let mut o = 0usize;
+    while o < opts.len() {
+        match opts[o] {
+            0 => o += 1, // Pad1
+            0xc2 if o + 6 <= opts.len() && opts[o + 1] == 4 => return Some(be32(opts, o + 2)),
+            _ if o + 2 <= opts.len() => o += 2 + usize::from(opts[o + 1]),
+            _ => break,
+        }
+    }
+    None
+}
+
+/// `b`: the captured bytes from the IP header on; `wire`: how many there were on the wire.
+fn ipv6(b: &[u8], wire: u32, p: &mut Packet) {
     if b.len() < 40 {
         p.truncated = true;
         return;
@@ -377,6 +418,24 @@ fn ipv6(b: &[u8], p: &mut Packet) {
     p.src = [ne64(b, 8), ne64(b, 16)];
     p.dst = [ne64(b, 24), ne64(b, 32)];
     let mut next = b[6];
+    if p.ip_len == 40 {
+        // payload length 0: a jumbogram, or a BIG TCP segment without the jumbo option
+        let hbh_len = if next == 0 && b.len() >= 42 {
+            (usize::from(b[41]) + 1) * 8
+        } else {
+            0
+        };
+        if let Some(jumbo) = (hbh_len > 0)
+            .then(|| jumbo_payload_len(&b[42..(40 + hbh_len).min(b.len())]))
+            .flatten()
+        {
+            p.ip_len = jumbo.saturating_add(40);
+            p.len_source = len_source::JUMBO;
+        } else if wire > 40 {
+            p.ip_len = wire;
+            p.len_source = len_source::FRAME;
+        }
+    }
     let mut off = 40usize;
     let mut first_fragment = true;
     loop {
@@ -457,7 +516,10 @@ fn udp(b: &[u8], wire: u32, p: &mut Packet) {
         p.truncated = true;
         return;
     }
-    let udp_len = u32::from(be16(b, 4));
+    let udp_len = match u32::from(be16(b, 4)) {
+        0 => wire, // a UDP jumbogram's length field is 0 (RFC 2675)
+        n => n,
+    };
     let payload_wire = udp_len.saturating_sub(8).min(wire.saturating_sub(8)) as usize;
     let payload = &b[8..];
     let want = L4_HASH_PAYLOAD.min(payload_wire);

@@ -9,7 +9,7 @@
 //! index of the interface in the whole file. With a single pcapng section (the usual case)
 //! it equals the pcapng interface ID; every further section's interfaces follow on.
 
-use crate::decode::{decode_into, linktype_name, FlowTable, Link, Packet};
+use crate::decode::{decode_into, len_source, linktype_name, FlowTable, Link, Packet};
 use memmap2::MmapOptions;
 use std::fmt;
 use std::fs::File;
@@ -146,7 +146,8 @@ pub struct Interface {
     pub ts_resolution: TsResolution,
     /// `if_tsoffset`: seconds added to every timestamp of the interface.
     pub ts_offset_s: i64,
-    link: Link,
+    /// None: a link type the decoder does not know; its packets are skipped and counted.
+    link: Option<Link>,
 }
 
 impl Interface {
@@ -302,6 +303,24 @@ pub struct Capture {
     /// One entry per interface that had a statistics block, by interface id.
     pub stats: Vec<InterfaceStats>,
     pub warnings: Vec<String>,
+    /// Records that needed a decision the file does not make plain (counts).
+    pub quirks: Quirks,
+}
+
+/// Counts of records that needed a decision tcpdump and tshark also make.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// IP length field 0, length taken from the frame (TSO, BIG TCP without jumbo option).
+    pub len_from_frame: u64,
+    /// IPv6 jumbograms: length from the hop-by-hop Jumbo Payload option.
+    pub jumbograms: u64,
+    /// pcap records whose sub-second field is out of range (>= 10^6 µs or 10^9 ns): kept,
+    /// their time left unknown (`NO_TIMESTAMP`) rather than seconds off.
+    pub bad_timestamps: u64,
+    /// Byte offset of the first such record.
+    pub first_bad_timestamp_at: Option<u64>,
+    /// Packets of pcapng interfaces whose link type cannot be decoded: skipped, no row.
+    pub skipped_packets: u64,
 }
 
 /// How many decoded rows are buffered before they are spread over the columns.
@@ -329,6 +348,8 @@ struct Builder {
     flows: FlowTable,
     rows: Box<[Row]>,
     n_rows: usize,
+    /// Packets per `len_source` value.
+    len_sources: [u64; 3],
 }
 
 impl Builder {
@@ -338,6 +359,7 @@ impl Builder {
             flows: FlowTable::default(),
             rows: vec![Row::default(); BATCH].into_boxed_slice(),
             n_rows: 0,
+            len_sources: [0; 3],
         }
     }
 
@@ -349,7 +371,8 @@ impl Builder {
         let r = &mut self.rows[self.n_rows];
         self.n_rows += 1;
         r.p = Packet::default();
-        decode_into(link, frame, &mut r.p);
+        decode_into(link, frame, wire_len, &mut r.p);
+        self.len_sources[usize::from(r.p.len_source)] += 1;
         (r.flow_idx, r.flow_hash) = if r.p.ip_version != 0 {
             self.flows.intern(&r.p)
         } else {
@@ -401,8 +424,10 @@ impl Builder {
 
     /// The columns and flows; capacity beyond the packets read is given back (for big
     /// columns a remap, not a copy).
-    fn finish(mut self) -> (Columns, FlowTable) {
+    fn finish(mut self, quirks: &mut Quirks) -> (Columns, FlowTable) {
         self.flush();
+        quirks.len_from_frame = self.len_sources[usize::from(len_source::FRAME)];
+        quirks.jumbograms = self.len_sources[usize::from(len_source::JUMBO)];
         let mut c = self.cols;
         if c.t_ns.capacity() - c.t_ns.len() >= 1024 {
             c.t_ns.shrink_to_fit();
@@ -540,21 +565,30 @@ fn read_pcap(data: &[u8], big_endian: bool, nanosecond: bool) -> Result<Capture,
         ));
     }
     let be = big_endian;
+    let lengths = pcap_version(rd16(data, 4, be), rd16(data, 6, be))?;
     let snaplen = rd32(data, 16, be);
     let link_type = rd32(data, 20, be) & 0xffff;
     let link = Link::from_linktype(link_type).ok_or_else(|| unsupported_link(link_type, 20))?;
 
     let max_caplen = snaplen.max(PCAP_MAX_CAPLEN) as usize;
     let frac_ns = if nanosecond { 1 } else { 1000 };
+    let caplen_at = if lengths == Lengths::Swapped { 12 } else { 8 };
     let mut b = Builder::with_capacity(estimate_packets(data, 24, |off| {
-        (data.len() - off >= 16).then(|| (16 + rd32(data, off + 8, be) as usize, true))
+        (data.len() - off >= 16).then(|| (16 + rd32(data, off + caplen_at, be) as usize, true))
     }));
-    let truncated_at = if be {
-        pcap_records::<true>(data, link, frac_ns, max_caplen, &mut b)?
-    } else {
-        pcap_records::<false>(data, link, frac_ns, max_caplen, &mut b)?
+    let mut quirks = Quirks::default();
+    let records = Records {
+        link,
+        frac_ns,
+        max_caplen,
+        lengths,
     };
-    let (columns, flows) = b.finish();
+    let truncated_at = if be {
+        pcap_records::<true>(data, &records, &mut b, &mut quirks)?
+    } else {
+        pcap_records::<false>(data, &records, &mut b, &mut quirks)?
+    };
+    let (columns, flows) = b.finish(&mut quirks);
     let mut warnings = Vec::new();
     if let Some(at) = truncated_at {
         warnings.push(truncation_warning(at, columns.len()));
@@ -572,29 +606,67 @@ fn read_pcap(data: &[u8], big_endian: bool, nanosecond: bool) -> Result<Capture,
             snaplen,
             ts_resolution: TsResolution::Decimal(if nanosecond { 9 } else { 6 }),
             ts_offset_s: 0,
-            link,
+            link: Some(link),
         }],
         stats: Vec::new(),
         warnings,
+        quirks,
     })
+}
+
+/// Which of a pcap record's two length fields is the captured length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lengths {
+    /// Version 2.4: captured length, then length on the wire.
+    Normal,
+    /// Versions 2.0-2.2 wrote them the other way round.
+    Swapped,
+    /// Version 2.3 files come both ways: the smaller one is the captured length.
+    Either,
+}
+
+/// The record layout of a pcap file version; libpcap (and so tcpdump) reads 2.0 to 2.4.
+fn pcap_version(major: u16, minor: u16) -> Result<Lengths, ReadError> {
+    match (major, minor) {
+        (2, 4) => Ok(Lengths::Normal),
+        (2, 3) => Ok(Lengths::Either),
+        (2, 0..=2) => Ok(Lengths::Swapped),
+        _ => Err(invalid(
+            format!("unsupported pcap version {major}.{minor} (pcap files are version 2.0 to 2.4)"),
+            4,
+        )),
+    }
+}
+
+/// How the records of one pcap file are laid out.
+struct Records {
+    link: Link,
+    frac_ns: i64,
+    max_caplen: usize,
+    lengths: Lengths,
 }
 
 /// Decodes the records after the file header; returns where an incomplete last record
 /// starts, if any.
 fn pcap_records<const BE: bool>(
     data: &[u8],
-    link: Link,
-    frac_ns: i64,
-    max_caplen: usize,
+    r: &Records,
     b: &mut Builder,
+    quirks: &mut Quirks,
 ) -> Result<Option<usize>, ReadError> {
+    // a sub-second field at or above one second is out of range (tshark flags it)
+    let frac_limit = (1_000_000_000 / r.frac_ns) as u32;
     let mut off = 24usize;
     while off < data.len() {
         if data.len() - off < 16 {
             return Ok(Some(off));
         }
-        let caplen = rd32(data, off + 8, BE) as usize;
-        if caplen > max_caplen {
+        let (mut caplen, mut wire) = (rd32(data, off + 8, BE), rd32(data, off + 12, BE));
+        if r.lengths == Lengths::Swapped || (r.lengths == Lengths::Either && caplen > wire) {
+            (caplen, wire) = (wire, caplen);
+        }
+        let caplen = caplen as usize;
+        if caplen > r.max_caplen {
             return Err(invalid(format!("corrupt record length {caplen}"), off));
         }
         let start = off + 16;
@@ -603,9 +675,14 @@ fn pcap_records<const BE: bool>(
         }
         let sec = rd32(data, off, BE);
         let frac = rd32(data, off + 4, BE);
-        let wire = rd32(data, off + 12, BE);
-        let t_ns = i64::from(sec) * 1_000_000_000 + i64::from(frac) * frac_ns;
-        b.packet(t_ns, 0, wire, link, &data[start..start + caplen]);
+        let t_ns = if frac < frac_limit {
+            i64::from(sec) * 1_000_000_000 + i64::from(frac) * r.frac_ns
+        } else {
+            quirks.bad_timestamps += 1;
+            quirks.first_bad_timestamp_at.get_or_insert(off as u64);
+            NO_TIMESTAMP
+        };
+        b.packet(t_ns, 0, wire, r.link, &data[start..start + caplen]);
         off = start + caplen;
     }
     Ok(None)

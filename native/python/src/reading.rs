@@ -117,6 +117,14 @@ fn capture_dict<'py>(py: Python<'py>, mut cap: Capture) -> PyResult<Bound<'py, P
     }
     d.set_item("stats", stats)?;
     d.set_item("warnings", PyList::new(py, &cap.warnings)?)?;
+    let q = &cap.quirks;
+    let quirks = PyDict::new(py);
+    quirks.set_item("len_from_frame", q.len_from_frame)?;
+    quirks.set_item("jumbograms", q.jumbograms)?;
+    quirks.set_item("bad_timestamps", q.bad_timestamps)?;
+    quirks.set_item("first_bad_timestamp_at", q.first_bad_timestamp_at)?;
+    quirks.set_item("skipped_packets", q.skipped_packets)?;
+    d.set_item("quirks", quirks)?;
     Ok(d)
 }
 

@@ -59,6 +59,53 @@ class ToolLog:
 
 
 @dataclass(frozen=True)
+class CaptureQuirks:
+    """Records read with a decision that tcpdump and tshark also make (counts)."""
+
+    #: IP length field 0 (captured before TCP segmentation offload): the frame's length.
+    len_from_frame: int = 0
+    #: IPv6 jumbograms (BIG TCP): the hop-by-hop Jumbo Payload length.
+    jumbograms: int = 0
+    #: pcap sub-second fields out of range: kept, time unknown (null).
+    bad_timestamps: int = 0
+    first_bad_timestamp_at: int | None = None
+    #: Packets of pcapng interfaces whose link type cannot be decoded: no row.
+    skipped_packets: int = 0
+
+    def notes(self) -> list[str]:
+        """What is worth knowing but changes no figure."""
+        out = []
+        if self.len_from_frame:
+            out.append(
+                f"{self.len_from_frame} packets have an IP length field of 0 (captured before "
+                "TCP segmentation offload): their size is the frame's length after the link "
+                "header, as tshark reads them"
+            )
+        if self.jumbograms:
+            out.append(
+                f"{self.jumbograms} IPv6 jumbograms (BIG TCP): their size is the hop-by-hop "
+                "Jumbo Payload length"
+            )
+        return out
+
+    def warnings(self, skipped_link_types: list[str]) -> list[str]:
+        """What leaves packets out of the figures."""
+        out = []
+        if self.bad_timestamps:
+            out.append(
+                f"{self.bad_timestamps} packets have an out-of-range sub-second timestamp "
+                f"field (the first at byte offset {self.first_bad_timestamp_at}): kept with an "
+                "unknown time, so they are neither matched nor counted lost"
+            )
+        if self.skipped_packets:
+            out.append(
+                f"skipped {self.skipped_packets} packets of interfaces with a link type this "
+                f"reader cannot decode ({', '.join(skipped_link_types)})"
+            )
+        return out
+
+
+@dataclass(frozen=True)
 class CaptureInfo:
     path: Path
     format: str  # "pcap" or "pcapng"
@@ -69,6 +116,7 @@ class CaptureInfo:
     warnings: tuple[str, ...] = ()
     nanosecond: bool | None = None
     big_endian: bool = False
+    quirks: CaptureQuirks = field(default_factory=CaptureQuirks)
 
     @property
     def capture_drops(self) -> int | None:

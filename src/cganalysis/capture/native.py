@@ -10,7 +10,13 @@ import numpy as np
 import polars as pl
 
 from cganalysis import _native
-from cganalysis.capture.model import CaptureInfo, InterfaceInfo, InterfaceStats
+from cganalysis.capture.model import (
+    LINK_TYPE_NAMES,
+    CaptureInfo,
+    CaptureQuirks,
+    InterfaceInfo,
+    InterfaceStats,
+)
 from cganalysis.errors import CaptureError
 
 NO_TIMESTAMP = np.iinfo(np.int64).min
@@ -109,13 +115,29 @@ def info_from_raw(path: Path, raw: dict[str, Any]) -> CaptureInfo:
         )
         for s in raw["stats"]
     )
+    q = raw["quirks"]
+    quirks = CaptureQuirks(
+        len_from_frame=int(q["len_from_frame"]),
+        jumbograms=int(q["jumbograms"]),
+        bad_timestamps=int(q["bad_timestamps"]),
+        first_bad_timestamp_at=q["first_bad_timestamp_at"],
+        skipped_packets=int(q["skipped_packets"]),
+    )
+    skipped = sorted(
+        {
+            f"{i.interface_id}: {i.link_type_name}"
+            for i in interfaces
+            if i.link_type not in LINK_TYPE_NAMES
+        }
+    )
     return CaptureInfo(
         path=path,
         format=str(raw["format"]),
         engine="native",
         interfaces=interfaces,
         stats=stats,
-        warnings=tuple(str(w) for w in raw["warnings"]),
+        warnings=(*(str(w) for w in raw["warnings"]), *quirks.warnings(skipped)),
         nanosecond=raw.get("nanosecond"),
         big_endian=bool(raw.get("big_endian", False)),
+        quirks=quirks,
     )

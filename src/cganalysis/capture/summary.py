@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import polars as pl
@@ -37,6 +37,8 @@ def overview(capture: Capture) -> CaptureOverview:
         "duration_s": duration_s,
         "capture_drops": info.capture_drops,
         "warnings": list(info.warnings),
+        "notes": info.quirks.notes(),
+        "quirks": asdict(info.quirks),
     }
     ip = p.filter(pl.col("ip_version").is_not_null())
     flows = (

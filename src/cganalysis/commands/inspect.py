@@ -31,8 +31,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({**o.facts, "flows": flows.to_dicts()}, indent=2, default=str))
         return 0
     for key, value in o.facts.items():
-        if key != "warnings":
+        if key not in ("warnings", "notes", "quirks"):
             print(f"{key:>18}: {value}")
+    for n in o.facts["notes"]:
+        print(f"{'note':>18}: {n}")
     for w in o.facts["warnings"]:
         print(f"{'warning':>18}: {w}")
     print(f"\nflows ({o.flows.height} in all, busiest first):")

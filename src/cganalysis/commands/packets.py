@@ -79,6 +79,8 @@ def print_summary(s: MatchSummary, seconds: float) -> None:
     for name, d in (("ingress", s.capture_drops_ingress), ("egress", s.capture_drops_egress)):
         if d is None:
             print(f"note: capture drops of the {name} capture are unknown (no log)", file=out)
+    for n in s.notes:
+        print(f"note: {n}", file=out)
     for w in s.warnings:
         print(f"WARNING: {w}", file=out)
     if s.loss_suspect:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -180,6 +180,7 @@ def _summarise(
 ) -> MatchSummary:
     lost = packets["lost"]
     warnings: list[str] = []
+    notes = [f"{c.info.path}: {n}" for c in (ingress, egress) for n in c.info.quirks.notes()]
     drops = (ingress.info.capture_drops, egress.info.capture_drops)
     for name, cap, dropped in (("ingress", ingress, drops[0]), ("egress", egress, drops[1])):
         if dropped:
@@ -214,4 +215,7 @@ def _summarise(
         end_guard_ms=guard_ns / NS_PER_MS,
         max_delay_ms=options.max_delay_ms,
         warnings=warnings,
+        notes=notes,
+        quirks_ingress=asdict(ingress.info.quirks),
+        quirks_egress=asdict(egress.info.quirks),
     )

@@ -27,6 +27,11 @@ class MatchSummary:
     end_guard_ms: float
     max_delay_ms: float
     warnings: list[str] = field(default_factory=list)
+    #: What is worth knowing but changes no figure (e.g. TSO packets sized by their frame).
+    notes: list[str] = field(default_factory=list)
+    #: Each capture's CaptureQuirks as a dict (records read with a decision).
+    quirks_ingress: dict[str, int | None] = field(default_factory=dict)
+    quirks_egress: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def loss_suspect(self) -> bool:

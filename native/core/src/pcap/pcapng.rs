@@ -48,6 +48,8 @@ struct Pcapng {
     last_packet_ns: Option<i64>,
     /// Interfaces whose ISB timestamps were found to be in microseconds.
     isb_in_microseconds: Vec<u32>,
+    /// The first interface with a link type we cannot decode: (link type, IDB offset).
+    first_unsupported: Option<(u32, usize)>,
 }
 
 impl Pcapng {
@@ -75,8 +77,12 @@ impl Pcapng {
             ));
         }
         let link_type = u32::from(rd16(body, 0, be));
-        let link =
-            Link::from_linktype(link_type).ok_or_else(|| unsupported_link(link_type, off + 8))?;
+        // One interface we cannot decode (a Bluetooth or USB monitor next to the network
+        // interfaces, say) does not spoil the file: its packets are skipped and counted.
+        let link = Link::from_linktype(link_type);
+        if link.is_none() && self.first_unsupported.is_none() {
+            self.first_unsupported = Some((link_type, off + 8));
+        }
         let snaplen = rd32(body, 4, be);
         let mut name = None;
         let mut tsresol = 6u8;
@@ -209,7 +215,9 @@ pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
         warnings: Vec::new(),
         last_packet_ns: None,
         isb_in_microseconds: Vec::new(),
+        first_unsupported: None,
     };
+    let mut quirks = Quirks::default();
     let mut off = 0usize;
     let mut truncated_at = None;
     while off < data.len() {
@@ -262,13 +270,11 @@ pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
                 }
                 let iface = &st.interfaces[g];
                 let t_ns = iface.ts_ns(ts);
-                b.packet(
-                    t_ns,
-                    g as u32,
-                    wire,
-                    iface.link,
-                    &body[20..20 + caplen as usize],
-                );
+                if let Some(link) = iface.link {
+                    b.packet(t_ns, g as u32, wire, link, &body[20..20 + caplen as usize]);
+                } else {
+                    quirks.skipped_packets += 1;
+                }
                 st.last_packet_ns = Some(t_ns);
             }
             SPB => {
@@ -284,20 +290,21 @@ pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
                     iface.snaplen as usize
                 };
                 let caplen = (wire as usize).min(snap).min(body.len() - 4);
-                b.packet(
-                    NO_TIMESTAMP,
-                    g as u32,
-                    wire,
-                    iface.link,
-                    &body[4..4 + caplen],
-                );
+                if let Some(link) = iface.link {
+                    b.packet(NO_TIMESTAMP, g as u32, wire, link, &body[4..4 + caplen]);
+                } else {
+                    quirks.skipped_packets += 1;
+                }
             }
             SHB => {
-                let major = rd16(body, 4, be);
-                if major != 1 {
-                    let minor = rd16(body, 6, be);
+                // Versions 1.0 and 1.2 (written by some tools, read as 1.0) are what
+                // libpcap and Wireshark read; 1.1 and anything else are refused.
+                let (major, minor) = (rd16(body, 4, be), rd16(body, 6, be));
+                if major != 1 || !(minor == 0 || minor == 2) {
                     return Err(invalid(
-                        format!("unsupported pcapng version {major}.{minor}"),
+                        format!(
+                            "unsupported pcapng version {major}.{minor} (readers know 1.0 and 1.2)"
+                        ),
                         off + 12,
                     ));
                 }
@@ -327,7 +334,13 @@ pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
             st.malformed_options.len()
         ));
     }
-    let (columns, flows) = b.finish();
+    let (columns, flows) = b.finish(&mut quirks);
+    if let Some((link_type, at)) = st.first_unsupported {
+        if st.interfaces.iter().all(|i| i.link.is_none()) {
+            // nothing in the file can be decoded: as a pcap file with that link type
+            return Err(unsupported_link(link_type, at));
+        }
+    }
     if let Some(at) = truncated_at {
         warnings.push(truncation_warning(at, columns.len()));
     }
@@ -341,5 +354,6 @@ pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
         stats: st.stats.into_iter().flatten().collect(),
         interfaces: st.interfaces,
         warnings,
+        quirks,
     })
 }
