@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from cganalysis.commands import metrics as metrics_cmd
-from cganalysis.errors import ConfigError
+from cganalysis.errors import ConfigError, SchemaError
 from cganalysis.metrics.docschema import validate_metrics
 from cganalysis.schemas import RUN_TIMESERIES
 from tests.unit.synthetic import T0_NS, cbr, table
@@ -123,9 +123,9 @@ def test_missing_column_or_file(tmp_path: Path, packets: Path) -> None:
     bad = tmp_path / "bad.parquet"
     pl.read_parquet(packets).drop("lost").write_parquet(bad)
     argv = ["--capacity-mbps", "50", "--window", "0:", "--role", "cg=udp"]
-    with pytest.raises(ConfigError, match=r"lacks column.*lost"):
+    with pytest.raises(SchemaError, match=r"lacks column.*lost"):
         cli(["metrics", str(bad), "-o", str(tmp_path / "m.json"), *argv])
-    with pytest.raises(ConfigError, match="no such file"):
+    with pytest.raises(SchemaError, match="no such file"):
         cli(["metrics", str(tmp_path / "nope.parquet"), "-o", str(tmp_path / "m.json"), *argv])
 
 

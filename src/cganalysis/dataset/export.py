@@ -34,6 +34,8 @@ from cganalysis import __version__
 from cganalysis.dataset.datasheet import render_datasheet
 from cganalysis.errors import ConfigError
 from cganalysis.io import sha256_file
+from cganalysis.schemas import FLOWS, PACKETS
+from cganalysis.tablefile import check_table_file
 
 #: Files copied per run: (source relative to the workspace, destination in the dataset).
 RUN_FILES: tuple[tuple[str, str], ...] = (
@@ -44,6 +46,19 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
     ("data/raw/{c}/{r}/meta.json", "meta/{r}.json"),
 )
 CAPTURE_SUFFIXES = (".pcap", ".pcapng")
+
+#: The tables a dataset publishes, by file name, with their declared schemas.
+TABLE_SCHEMAS = {
+    "packets.parquet": ("packets table", PACKETS),
+    "flows.parquet": ("flows table", FLOWS),
+}
+
+
+def _check_table(path: Path) -> None:
+    """A table is published only if it has its declared columns and types."""
+    if path.name in TABLE_SCHEMAS:
+        table, schema = TABLE_SCHEMAS[path.name]
+        check_table_file(path, schema, table, make_with="remake it with `snakemake`")
 
 
 @dataclass(frozen=True)
@@ -169,7 +184,9 @@ def export_campaign(
             for src, dst in RUN_FILES:
                 target = tmp / dst.format(r=r)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(root / src.format(c=campaign, r=r), target)
+                source = root / src.format(c=campaign, r=r)
+                _check_table(source)
+                shutil.copyfile(source, target)
             meta = json.loads((tmp / "meta" / f"{r}.json").read_text(encoding="utf-8"))
             metrics = json.loads((tmp / "metrics" / f"{r}.json").read_text(encoding="utf-8"))
             metas.append(meta)

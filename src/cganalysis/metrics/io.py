@@ -18,19 +18,23 @@ from cganalysis.errors import ConfigError
 from cganalysis.io import write_json, write_parquet
 from cganalysis.metrics.compute import link_capacity, run_metrics
 from cganalysis.metrics.spec import RunSpec, spec_from_meta
-from cganalysis.metrics.timebase import check_columns, prepare
+from cganalysis.metrics.timebase import REQUIRED_COLUMNS, check_columns, prepare
 from cganalysis.metrics.timeseries import run_timeseries
-from cganalysis.schemas import RUN_TIMESERIES, check_schema
+from cganalysis.schemas import PACKETS, RUN_TIMESERIES, check_schema
+from cganalysis.tablefile import read_table
 
 
 def read_packets(path: Path) -> pl.DataFrame:
-    """A PACKETS parquet file; a missing file or column is a :class:`ConfigError`."""
-    if not path.is_file():
-        raise ConfigError(f"packets table {path}: no such file (make it with `cganalysis packets`)")
-    try:
-        df = pl.read_parquet(path)
-    except (OSError, pl.exceptions.ComputeError) as err:
-        raise ConfigError(f"packets table {path}: not a readable parquet file ({err})") from None
+    """A PACKETS parquet file, checked against the schema before it is read: a missing
+    file, column or a column of another type is a :class:`~cganalysis.errors.SchemaError`
+    naming it. The columns the metrics can do without may be absent."""
+    df = read_table(
+        path,
+        PACKETS,
+        "packets table",
+        required=REQUIRED_COLUMNS,
+        make_with="make it with `cganalysis packets`",
+    )
     check_columns(df, f"packets table {path}")
     return df
 

@@ -13,7 +13,8 @@ from cganalysis.metrics.docschema import validate_metrics
 from cganalysis.metrics.io import read_metrics
 from cganalysis.metrics.rows import role_rows, run_rows
 from cganalysis.metrics.spec import Step
-from cganalysis.schemas import RUN_TIMESERIES, check_schema
+from cganalysis.schemas import RUN_TIMESERIES
+from cganalysis.tablefile import read_table
 
 
 def load_metrics(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], pl.DataFrame, pl.DataFrame]:
@@ -36,6 +37,6 @@ def window_of(doc: dict[str, Any]) -> tuple[float, float]:
 
 
 def read_timeseries(path: Path) -> pl.DataFrame:
-    if not path.is_file():
-        raise ConfigError(f"time series {path}: no such file (cganalysis metrics --timeseries)")
-    return check_schema(pl.read_parquet(path), RUN_TIMESERIES, f"time series {path}")
+    return read_table(
+        path, RUN_TIMESERIES, "time series", make_with="cganalysis metrics --timeseries"
+    )
