@@ -15,7 +15,7 @@ from cganalysis.metrics.io import read_run_spec
 from tests.conftest import need_tool
 
 REPO = Path(__file__).resolve().parents[2]
-NOTEBOOK = REPO / "notebooks" / "explore_run.py"
+NOTEBOOKS = ("explore_run", "compare_runs")
 
 
 def _matched(dualpoint_dir: Path) -> MatchedPackets:
@@ -63,10 +63,12 @@ def test_metrics_agree_with_the_capture(dualpoint_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_exploration_notebook_runs(tmp_path: Path, dualpoint_dir: Path) -> None:
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_exploration_notebooks_run(tmp_path: Path, name: str) -> None:
     need_tool("jupytext")
-    ipynb = tmp_path / "explore_run.ipynb"
-    subprocess.run(["jupytext", "--to", "ipynb", str(NOTEBOOK), "-o", str(ipynb)], check=True)
+    ipynb = tmp_path / f"{name}.ipynb"
+    source = REPO / "notebooks" / f"{name}.py"
+    subprocess.run(["jupytext", "--to", "ipynb", str(source), "-o", str(ipynb)], check=True)
     env = {**os.environ, "CGANALYSIS_REPO": str(REPO), "MPLBACKEND": "Agg"}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbmake", str(ipynb), "-q", "-p", "no:cacheprovider"],

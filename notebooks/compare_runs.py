@@ -1,0 +1,118 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Comparing the runs of a campaign
+#
+# `cganalysis.open_campaign(DIR)` opens every run of `data/raw/<campaign>/` (what
+# `snakemake` made) and compares them: one row per run, one row per run and role, the TMA
+# 2024 Table II, and the figures of any single run. Metrics the workflow already wrote
+# (`results/metrics/<campaign>/`) are read; the others are computed here.
+#
+# By default it opens the `tma2024` campaign if it has been run here
+# (`sudo .venv/bin/snakemake --cores 4`), else the quick one, else the committed `example`
+# campaign (a single run: every table then has one row).
+
+# %%
+import os
+from pathlib import Path
+
+import polars as pl
+from IPython.display import Markdown, display
+
+import cganalysis
+from cganalysis.report.tablefmt import to_markdown
+
+
+# %%
+def repo_root() -> Path:
+    """The checkout this notebook belongs to (nbmake may run it from a copy elsewhere)."""
+    if "CGANALYSIS_REPO" in os.environ:
+        return Path(os.environ["CGANALYSIS_REPO"])
+    here = Path.cwd().resolve()
+    return next(p for p in (here, *here.parents) if (p / "pyproject.toml").is_file())
+
+
+REPO = repo_root()
+RAW = REPO / "data" / "raw"
+CAMPAIGN_DIR = next(
+    RAW / name
+    for name in ("tma2024", "tma2024-quick", "example")
+    if any((RAW / name).glob("*/meta.json"))
+)
+campaign = cganalysis.open_campaign(CAMPAIGN_DIR, style=REPO / "configs" / "plotting.yaml")
+print(f"{campaign.name}: {len(campaign)} runs")
+
+# %% [markdown]
+# ## One row per run
+#
+# The run's labels (queue discipline, congestion control, repetition, ...), utilisation,
+# fairness, and the competing flow's response and recovery times. A run whose metadata
+# carries flags (capture drops, a sender that fell behind its pacing schedule) says so in
+# `flags`: look at it before trusting its numbers.
+
+# %%
+runs = campaign.run_rows()
+runs.select(
+    [
+        c
+        for c in ("run_id", "qdisc", "cca", "utilisation_total", "fairness_ratio")
+        if c in runs.columns
+    ]
+)
+
+# %%
+pl.DataFrame(
+    {"run_id": [r.run_id for r in campaign], "flags": [", ".join(r.flags) for r in campaign]}
+)
+
+# %% [markdown]
+# ## One row per run and role
+#
+# Queuing delay, delivered bitrate and loss of the CG flow and of the competing TCP flow,
+# over each run's analysis window.
+
+# %%
+roles = campaign.role_rows()
+roles.select(
+    [
+        c
+        for c in (
+            "run_id",
+            "role",
+            "delay_mean_ms",
+            "delay_p95_ms",
+            "bitrate_mean_mbps",
+            "loss_rate",
+        )
+        if c in roles.columns
+    ]
+).sort("run_id", "role")
+
+# %% [markdown]
+# ## The TMA 2024 Table II over the campaign
+#
+# Runs of the same condition are averaged; runs of different conditions are never mixed
+# (one table per condition).
+
+# %%
+display(Markdown(to_markdown(campaign.tma_table2())))
+
+# %% [markdown]
+# ## Any run's figures
+#
+# Every run is a `cganalysis.Run`: its packets, time series and figures are one call away.
+
+# %%
+first = campaign.runs[0]
+first.timeseries_figure()
