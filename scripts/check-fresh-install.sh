@@ -141,6 +141,8 @@ inside() {
   ip netns exec "$ns" unshare --mount --propagation private bash -c '
     set -e
     r=$1; shift
+    # ip netns needs / to be a mount point (it makes it a slave mount); a chroot dir is not.
+    mount --bind "$r" "$r"
     mount -t proc proc "$r/proc"
     mount -t sysfs sysfs "$r/sys"
     mount --rbind /dev "$r/dev"
