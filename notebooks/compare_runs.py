@@ -24,26 +24,15 @@
 # campaign (a single run: every table then has one row).
 
 # %%
-import os
-from pathlib import Path
-
 import polars as pl
 from IPython.display import Markdown, display
 
 import cganalysis
+import cganalysis.run
 from cganalysis.report.tablefmt import to_markdown
 
-
 # %%
-def repo_root() -> Path:
-    """The checkout this notebook belongs to (nbmake may run it from a copy elsewhere)."""
-    if "CGANALYSIS_REPO" in os.environ:
-        return Path(os.environ["CGANALYSIS_REPO"])
-    here = Path.cwd().resolve()
-    return next(p for p in (here, *here.parents) if (p / "pyproject.toml").is_file())
-
-
-REPO = repo_root()
+REPO = cganalysis.run.find_project()
 RAW = REPO / "data" / "raw"
 CAMPAIGN_DIR = next(
     RAW / name

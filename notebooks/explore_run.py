@@ -25,26 +25,15 @@
 # iperf3 Cubic flow from t = 1 s to 4 s). Point `RUN_DIR` at another run to explore it.
 
 # %%
-import os
-from pathlib import Path
-
 import polars as pl
 from IPython.display import Markdown, display
 
 import cganalysis
+import cganalysis.run
 from cganalysis.report.tablefmt import to_markdown
 
-
 # %%
-def repo_root() -> Path:
-    """The checkout this notebook belongs to (nbmake may run it from a copy elsewhere)."""
-    if "CGANALYSIS_REPO" in os.environ:
-        return Path(os.environ["CGANALYSIS_REPO"])
-    here = Path.cwd().resolve()
-    return next(p for p in (here, *here.parents) if (p / "pyproject.toml").is_file())
-
-
-REPO = repo_root()
+REPO = cganalysis.run.find_project()
 RUN_DIR = REPO / "data" / "raw" / "example" / "htb-pfifo-cubic-r01"
 STYLE = REPO / "configs" / "plotting.yaml"
 run = cganalysis.open_run(RUN_DIR, style=STYLE)

@@ -16,6 +16,7 @@ tables that compare them (one row per run or per run and role, the TMA 2024 Tabl
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -57,6 +58,23 @@ def project_root(directory: Path) -> Path | None:
         if (folder / "data" / "raw").is_dir() and here.is_relative_to(folder / "data" / "raw"):
             return folder
     return None
+
+
+#: Names the project folder when the working folder is not inside it (nbmake runs a
+#: notebook from a copy elsewhere).
+PROJECT_ENV = "CGANALYSIS_REPO"
+
+
+def find_project(start: Path | None = None) -> Path:
+    """``$CGANALYSIS_REPO``, else the nearest folder at or above ``start`` (default: the
+    working folder) that holds ``data/raw``: where notebooks find the project's runs."""
+    if os.environ.get(PROJECT_ENV):
+        return Path(os.environ[PROJECT_ENV])
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "data" / "raw").is_dir():
+            return folder
+    raise ConfigError(f"no project (a folder with data/raw) at or above {here}: set {PROJECT_ENV}")
 
 
 @dataclasses.dataclass
