@@ -7,9 +7,12 @@ thousands per second), kept as an independent reference to check the fast one ag
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+import polars as pl
 
 from cganalysis import schemas
 from cganalysis.capture.model import (
@@ -36,6 +39,7 @@ __all__ = [
     "RtpStream",
     "ToolLog",
     "read_capture",
+    "read_capture_pair",
 ]
 
 
@@ -52,13 +56,50 @@ def read_capture(
     streams when reading the egress point, so both sides agree). ``tool_log`` is the
     capture tool's saved stderr; by default ``<path>.log`` is used when it exists.
     """
-    path = Path(path)
+    return _read(Path(path), engine, rtp_streams, tool_log, None)
+
+
+def read_capture_pair(
+    ingress: Path | str, egress: Path | str, *, engine: Engine = "native"
+) -> tuple[Capture, Capture]:
+    """Reads the two points of a dual-point capture; the egress point's RTP streams are
+    those found at ingress. The native reader parses the egress file on a second thread
+    (it runs without the GIL) while the ingress table is built."""
+    ingress, egress = Path(ingress), Path(egress)
+    if engine != "native":
+        ing = read_capture(ingress, engine=engine)
+        return ing, read_capture(egress, engine=engine, rtp_streams=rtp_streams_of(ing))
+    from cganalysis.capture.native import read_raw
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        eg_raw: Future[dict[str, Any]] | None = (
+            pool.submit(read_raw, egress) if egress.exists() else None
+        )
+        ing = read_capture(ingress, engine=engine)
+        streams = rtp_streams_of(ing)
+        eg = _read(egress, engine, streams, None, None if eg_raw is None else eg_raw.result())
+    return ing, eg
+
+
+def rtp_streams_of(capture: Capture) -> set[RtpStream]:
+    """The RTP streams marked in a capture (``is_rtp``)."""
+    rtp = capture.packets.filter(pl.col("is_rtp")).select("flow_hash", "rtp_ssrc").unique()
+    return {(int(f), int(s)) for f, s in rtp.iter_rows()}
+
+
+def _read(
+    path: Path,
+    engine: Engine,
+    rtp_streams: set[RtpStream] | None,
+    tool_log: Path | None,
+    raw: dict[str, Any] | None,
+) -> Capture:
     if not path.exists():
         raise CaptureError(path, "no such file")
     if engine == "native":
         from cganalysis.capture.native import info_from_raw, packets_from_raw, read_raw
 
-        raw = read_raw(path)
+        raw = read_raw(path) if raw is None else raw
         packets = packets_from_raw(raw)
         info = info_from_raw(path, raw)
     elif engine == "pyshark":

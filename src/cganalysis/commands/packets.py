@@ -95,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
     options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
     result = match_files(args.ingress, args.egress, engine=args.engine, options=options)
     provenance = {"summary": result.summary.to_dict()}
-    write_parquet(result.packets, args.output, provenance)
-    write_parquet(result.egress_only, args.egress_only or egress_only_path(args.output), provenance)
+    write_parquet(result.packets, args.output, provenance, fast=True)
+    eg_only = args.egress_only or egress_only_path(args.output)
+    write_parquet(result.egress_only, eg_only, provenance, fast=True)
     if args.flows:
         write_parquet(result.flows, args.flows, provenance)
     if args.summary:

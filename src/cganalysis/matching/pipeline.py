@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cganalysis.capture import Capture, Engine, read_capture
+from cganalysis.capture import Capture, Engine, read_capture_pair
 from cganalysis.capture.rtp import mark_rtp
 from cganalysis.errors import MatchError
 from cganalysis.matching.flows import flow_table
@@ -54,9 +54,7 @@ def match_files(
     options: MatchOptions | None = None,
 ) -> MatchedPackets:
     """Reads both captures (RTP streams decided at ingress, applied to both) and matches."""
-    ing = read_capture(ingress, engine=engine)
-    streams = _rtp_streams(ing.packets)
-    eg = read_capture(egress, engine=engine, rtp_streams=streams)
+    ing, eg = read_capture_pair(ingress, egress, engine=engine)
     return match_captures(ing, eg, options=options)
 
 
