@@ -59,8 +59,8 @@ class CompetitorConfig:
 
 @dataclass(frozen=True)
 class TestbedRef:
-    kind: str  # "netns" or "ssh"
-    path: Path | None = None  # the testbed file (ssh)
+    kind: str  # "netns", "ssh" or "vm"
+    path: Path | None = None  # the testbed file (ssh; vm with options)
 
 
 @dataclass(frozen=True)
@@ -170,8 +170,8 @@ def parse_competitor(sec: Section) -> CompetitorConfig:
 
 def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     value = sec.raw("testbed", "netns")
-    if value == "netns":
-        return TestbedRef("netns")
+    if value in ("netns", "vm"):
+        return TestbedRef(str(value))
     text = sec.string("testbed", pattern=SAFE_PATH)
     path = Path(text)
     if not path.is_absolute() and not path.exists():
@@ -179,13 +179,18 @@ def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     if not path.exists():
         raise sec.error(
             "testbed",
-            f"{text}: no such testbed file (give netns or a path to configs/testbeds/NAME.yaml)",
+            f"{text}: no such testbed file (give netns, vm or a path to "
+            "configs/testbeds/NAME.yaml)",
         )
     doc = read_yaml(path)
     kind = doc.get("backend") if isinstance(doc, Mapping) else None
-    if kind not in ("netns", "ssh"):
-        raise sec.error("testbed", f"{path}: its key backend must be netns or ssh")
-    return TestbedRef(str(kind), path if kind == "ssh" else None)
+    if kind not in ("netns", "ssh", "vm"):
+        raise sec.error("testbed", f"{path}: its key backend must be netns, ssh or vm")
+    if kind == "vm":
+        from cganalysis.testbed.vmconf import parse_options
+
+        parse_options(doc, str(path))  # its vm section, checked before anything runs
+    return TestbedRef(str(kind), path if kind in ("ssh", "vm") else None)
 
 
 def parse_run(data: Any, where: str, base_dir: Path) -> RunConfig:

@@ -94,7 +94,8 @@ def plan(cfg: RunConfig, opts: RunOptions, probe_host: Host) -> Plan:
     """Everything decided and checked before the testbed exists (nothing is touched)."""
     schedule = cfg.schedule.scaled(opts.time_scale).fit(opts.max_duration_s)
     # ssh testbeds check each host's own tools when they are read (sshbed._check_host).
-    tools = (*NEEDED_TOOLS, cfg.capture.tool) if cfg.testbed.kind == "netns" else ("tc",)
+    local = _local_kind(cfg) == "netns"
+    tools = (*NEEDED_TOOLS, cfg.capture.tool) if local else ("tc",)
     missing = missing_tools(probe_host, tools)
     if missing:
         raise TestbedError(
@@ -139,6 +140,10 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
         cca=cfg.competitor.cca,
         ecn=1 if cfg.competitor.ecn else 0,
     )
+    if cfg.testbed.kind == "vm" and _local_kind(cfg) == "netns":
+        from cganalysis.testbed.vmguest import VmNetnsTestbed
+
+        return VmNetnsTestbed(layout, workdir)
     if cfg.testbed.kind == "netns":
         from cganalysis.testbed.netns import NetnsTestbed
 
@@ -152,8 +157,15 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
 @contextmanager
 def probing(cfg: RunConfig) -> Iterator[Host]:
     """The host whose kernel and tools decide what the run can use (read-only checks):
-    this machine for netns, the router for an ssh testbed (after every host was checked)."""
-    if cfg.testbed.kind == "netns":
+    this machine for netns, the router for an ssh testbed (after every host was checked),
+    a booted guest for vm (inside it: the guest itself, as netns)."""
+    if cfg.testbed.kind == "vm" and _local_kind(cfg) != "netns":
+        from cganalysis.testbed.vmrun import probing_vm
+
+        with probing_vm(cfg.testbed.path) as guest:
+            yield guest
+        return
+    if _local_kind(cfg) == "netns":
         import os
 
         if os.geteuid() != 0:
@@ -167,6 +179,18 @@ def probing(cfg: RunConfig) -> Iterator[Host]:
     assert cfg.testbed.path is not None
     with probing_ssh(cfg.testbed.path) as host:
         yield host
+
+
+def _local_kind(cfg: RunConfig) -> str:
+    """The testbed this process builds: a vm run is a netns run inside its guest."""
+    from cganalysis.testbed.vmconf import in_guest
+
+    return "netns" if cfg.testbed.kind == "vm" and in_guest() else cfg.testbed.kind
+
+
+def _vm_host_side(cfg: RunConfig) -> bool:
+    """True on the host of a vm run: the guest runs it (testbed/vmrun.py)."""
+    return cfg.testbed.kind == "vm" and _local_kind(cfg) == "vm"
 
 
 def check(cfg: RunConfig, opts: RunOptions) -> Plan:
@@ -400,6 +424,10 @@ def _hold_testbed(cfg: RunConfig, what: str, opts: RunOptions) -> AbstractContex
 
 def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     """Runs one experiment into ``out`` (created; never overwritten). Returns meta.json."""
+    if _vm_host_side(cfg):
+        from cganalysis.testbed.vmrun import run_in_guest
+
+        return run_in_guest("experiment", cfg, out, opts)
     rundir.check_new(out)
     p = check(cfg, opts)
     opts.progress(
@@ -444,6 +472,10 @@ def run_calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, An
             f"{cfg.source}: bottleneck.trace: a trace-driven link has no constant capacity to "
             "calibrate; its runs skip calibration and the metrics use the trace"
         )
+    if _vm_host_side(cfg):
+        from cganalysis.testbed.vmrun import run_in_guest
+
+        return run_in_guest("calibration", cfg, out, opts)
     rundir.check_new(out)
     p = check(cfg, opts)
     tmp: Path | None = None

@@ -21,6 +21,10 @@ def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
             from cganalysis.testbed.sshbed import clean_remote
 
             yield from clean_remote(st, dry_run)
+        if st.get("backend") == "vm":
+            from cganalysis.testbed.vm import clean_vm
+
+            yield from clean_vm(st, dry_run)
         if not dry_run:
             Path(st["_path"]).unlink(missing_ok=True)
     for ns in state.leftover_namespaces(include_live):

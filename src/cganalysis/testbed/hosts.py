@@ -208,8 +208,14 @@ class _Output:
             os.close(self.fh)
 
 
+#: Multiplies readiness timeouts: 10 in a vm guest under QEMU's TCG, where starting a
+#: Python helper takes seconds instead of a fraction of one (vmguest.py sets it).
+TIMEOUT_SCALE_ENV = "CGA_TIMEOUT_SCALE"
+
+
 def wait_for_text(host: Host, path: str, text: str, proc: Proc, timeout_s: float) -> None:
     """Waits until ``text`` appears in a host file that ``proc`` writes (e.g. "listening")."""
+    timeout_s *= float(os.environ.get(TIMEOUT_SCALE_ENV) or 1.0)
     deadline = time.monotonic() + timeout_s
     while text not in host.read_text(path):
         if proc.returncode() is not None:
