@@ -36,9 +36,11 @@ def classify_rtp_streams(packets: pl.DataFrame, rule: RtpRule | None = None) -> 
         (pl.col("proto") == 17) & pl.col("rtp_ssrc").is_not_null() & ~rtcp_like()
     )
     step = (pl.col("rtp_seq").cast(pl.Int32).diff() % 65536).over("flow_hash", "rtp_ssrc")
+    # Captures are nearly always in time order already: sort only when they are not.
+    if not packets["t_ns"].is_sorted(nulls_last=True):
+        candidates = candidates.sort("t_ns", nulls_last=True)
     streams = (
-        candidates.sort("t_ns", nulls_last=True)
-        .with_columns(step=step)
+        candidates.with_columns(step=step)
         .group_by("flow_hash", "rtp_ssrc")
         .agg(
             n=pl.len(),
