@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from cganalysis.binaries import put_interpreter_bin_first
 from cganalysis.experiment.workflow import WorkflowPlan
+from cganalysis.report import artefacts
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -81,45 +82,47 @@ def campaign_metrics(campaign):
     return [f"results/metrics/{c}/{r}.json" for c, r in raw_runs() if c == campaign]
 
 
-# The files each artefact of a campaign makes (see workflow/rules/figures.smk).
-ARTEFACT_FILES = {
-    "tma_table1": ["results/tables/{c}/tma_table1.md"],
-    "tma_table2": ["results/tables/{c}/tma_table2.md"],
-    "xu_tables": ["results/tables/{c}/xu_table2.md"],
-    "xu_figures": ["results/figures/{c}/xu_fig3_fairness.pdf"],
-}
+def names_regex(names):
+    return "|".join(re.escape(n) for n in names)
+
+
+# The papers' tables and figures: the registry's names, for the rules' wildcards.
+TABLE_NAMES = names_regex(a.name for a in artefacts.of_kind("table"))
+FIGURE_NAMES = names_regex(a.name for a in artefacts.of_kind("figure"))
+# The report's categories (rules/report.smk): one rule, caption and category per paper and
+# kind of artefact.
+TMA_TABLES_REPORT = names_regex(
+    a.name for a in artefacts.of_kind("table") if a.paper == "TMA 2024"
+)
+XU_TABLES_REPORT = names_regex(
+    a.name for a in artefacts.of_kind("table") if a.paper == "Xu & Claypool 2022"
+)
+XU_FIGURES_REPORT = names_regex(
+    a.name for a in artefacts.of_kind("figure") if a.paper == "Xu & Claypool 2022"
+)
+unknown = {g for gs in config.get("artefacts", {}).values() for g in gs} - set(
+    artefacts.GROUPS
+)
+if unknown:
+    raise ValueError(
+        f"configs/config.yaml: artefacts: unknown {', '.join(sorted(unknown))}; "
+        f"known: {', '.join(artefacts.GROUPS)}"
+    )
 
 
 def result_outputs():
-    """Per run: metrics and the time-series figure; per campaign: its artefacts."""
+    """Per run: metrics and the time-series figure; per campaign: its artefacts, and
+    their copies for the report (rules/report.smk)."""
     runs = raw_runs()
     out = [f"results/metrics/{c}/{r}.json" for c, r in runs]
     out += [f"results/figures/{c}/{r}.timeseries.pdf" for c, r in runs]
-    artefacts = config.get("artefacts", {})
+    out += [f"results/report/{c}/{r}.timeseries.png" for c, r in runs]
+    wanted = config.get("artefacts", {})
     suffix = config.get("experiments", {}).get("campaign_suffix", "")
     for campaign in {c for c, _ in runs}:
         # A quick profile's campaign (<name>-quick) renders what <name> renders.
-        wanted = artefacts.get(
-            campaign, artefacts.get(campaign.removesuffix(suffix), [])
-        )
-        for artefact in wanted:
-            out += [f.format(c=campaign) for f in ARTEFACT_FILES[artefact]]
-    return sorted(out + report_outputs(out))  # copies for the report (rules/report.smk)
-
-
-def report_outputs(results):
-    """The report copies (results/report/<campaign>/...) of the artefacts in `results`."""
-    out = []
-    for path in results:
-        if m := re.fullmatch(r"results/tables/([^/]+)/(tma_table[12])\.md", path):
-            out.append(f"results/report/{m[1]}/{m[2]}.csv")
-        elif m := re.fullmatch(r"results/tables/([^/]+)/xu_table2\.md", path):
-            out += [f"results/report/{m[1]}/xu_table{n}.csv" for n in (2, 3, 4, 5)]
-        elif m := re.fullmatch(r"results/figures/([^/]+)/xu_fig3_fairness\.pdf", path):
-            names = ("xu_fig3_fairness", "xu_fig4_adaptation", "xu_fig5_adaptiveness")
-            out += [f"results/report/{m[1]}/{name}.png" for name in names]
-        elif m := re.fullmatch(
-            r"results/figures/([^/]+)/([^/]+)\.timeseries\.pdf", path
-        ):
-            out.append(f"results/report/{m[1]}/{m[2]}.timeseries.png")
-    return out
+        groups = wanted.get(campaign, wanted.get(campaign.removesuffix(suffix), []))
+        for artefact in (a for g in groups for a in artefacts.in_group(g)):
+            out += artefacts.output_files(artefact, campaign)
+            out.append(artefacts.report_file(artefact, campaign))
+    return sorted(out)

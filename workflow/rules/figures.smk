@@ -21,67 +21,39 @@ rule timeseries_figure:
         "../scripts/timeseries_figure.py"
 
 
-rule tma_table2:
+# One rule per kind of artefact; which tables and figures exist, and how each is made, is
+# the registry's (cganalysis.report.artefacts; TABLE_NAMES and FIGURE_NAMES in common.smk).
+rule table:
     input:
         metrics=lambda wc: campaign_metrics(wc.campaign),
         style="configs/plotting.yaml",
     output:
-        multiext("results/tables/{campaign}/tma_table2", ".csv", ".md", ".tex"),
+        multiext("results/tables/{campaign}/{table}", ".csv", ".md", ".tex"),
     log:
-        "logs/tma_table2/{campaign}.log",
+        "logs/table/{campaign}/{table}.log",
+    wildcard_constraints:
+        table=TABLE_NAMES,
     conda:
         "../envs/cganalysis.yaml"
+    params:
+        artefact=lambda wc: wc.table,
     script:
-        "../scripts/tma_table2.py"
+        "../scripts/artefact.py"
 
 
-rule tma_table1:
+rule figure:
     input:
         metrics=lambda wc: campaign_metrics(wc.campaign),
         style="configs/plotting.yaml",
     output:
-        multiext("results/tables/{campaign}/tma_table1", ".csv", ".md", ".tex"),
+        multiext("results/figures/{campaign}/{figure}", ".pdf", ".png"),
     log:
-        "logs/tma_table1/{campaign}.log",
+        "logs/figure/{campaign}/{figure}.log",
+    wildcard_constraints:
+        figure=FIGURE_NAMES,
     conda:
         "../envs/cganalysis.yaml"
+    params:
+        artefact=lambda wc: wc.figure,
     script:
-        "../scripts/tma_table1.py"
-
-
-rule xu_tables:
-    input:
-        metrics=lambda wc: campaign_metrics(wc.campaign),
-        style="configs/plotting.yaml",
-    output:
-        expand(
-            "results/tables/{{campaign}}/xu_table{n}.{ext}",
-            n=(2, 3, 4, 5),
-            ext=("csv", "md", "tex"),
-        ),
-    log:
-        "logs/xu_tables/{campaign}.log",
-    conda:
-        "../envs/cganalysis.yaml"
-    script:
-        "../scripts/xu_tables.py"
-
-
-rule xu_figures:
-    input:
-        metrics=lambda wc: campaign_metrics(wc.campaign),
-        style="configs/plotting.yaml",
-    output:
-        fairness=multiext("results/figures/{campaign}/xu_fig3_fairness", ".pdf", ".png"),
-        adaptation=multiext(
-            "results/figures/{campaign}/xu_fig4_adaptation", ".pdf", ".png"
-        ),
-        adaptiveness=multiext(
-            "results/figures/{campaign}/xu_fig5_adaptiveness", ".pdf", ".png"
-        ),
-    log:
-        "logs/xu_figures/{campaign}.log",
-    conda:
-        "../envs/cganalysis.yaml"
-    script:
-        "../scripts/xu_figures.py"
+        "../scripts/artefact.py"

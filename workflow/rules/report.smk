@@ -1,7 +1,8 @@
 # The Snakemake report (`snakemake --report report.html`): every table and figure with its
 # caption (workflow/report/*.rst). Snakemake only shows outputs flagged with report(), so
 # these rules copy the rendered artefacts into results/report/<campaign>/ with the flag;
-# result_outputs() asks for them through report_outputs() (both in rules/common.smk).
+# result_outputs() (rules/common.smk) asks for them. Which artefact is in which category is
+# the registry's (cganalysis.report.artefacts): the *_REPORT names below.
 
 
 rule report_tma_table:
@@ -17,7 +18,7 @@ rule report_tma_table:
     log:
         "logs/report/{campaign}/{table}.log",
     wildcard_constraints:
-        table="tma_table[12]",
+        table=TMA_TABLES_REPORT,
     conda:
         "../envs/cganalysis.yaml"
     shell:
@@ -37,7 +38,7 @@ rule report_xu_table:
     log:
         "logs/report/{campaign}/{table}.log",
     wildcard_constraints:
-        table="xu_table[2-5]",
+        table=XU_TABLES_REPORT,
     conda:
         "../envs/cganalysis.yaml"
     shell:
@@ -57,7 +58,7 @@ rule report_xu_figure:
     log:
         "logs/report/{campaign}/{figure}.log",
     wildcard_constraints:
-        figure="xu_fig[345]_[a-z]+",
+        figure=XU_FIGURES_REPORT,
     conda:
         "../envs/cganalysis.yaml"
     shell:

@@ -9,18 +9,15 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from cganalysis.commands.tables import options
 from cganalysis.errors import ConfigError
-from cganalysis.report.figures import (
-    adaptation_heatmaps,
-    adaptiveness_scatter,
-    fairness_heatmaps,
-    save_figure,
-    timeseries_figure,
-)
+from cganalysis.report import artefacts
+from cganalysis.report.figures import save_figure, timeseries_figure
 from cganalysis.report.inputs import load_metrics, read_timeseries, schedule_of, window_of
 from cganalysis.report.style import load_style
 
-KINDS = ("timeseries", "fairness", "adaptation", "adaptiveness")
+#: One run's time series, and the figures of the registry (cganalysis.report.artefacts).
+KINDS = ("timeseries", *(a.cli for a in artefacts.of_kind("figure")))
 DELAY_COLUMNS = {"mean": "delay_mean_ms", "p95": "delay_p95_ms", "max": "delay_max_ms"}
 
 
@@ -54,29 +51,27 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def build(args: argparse.Namespace) -> Figure:
-    style = load_style(args.style)
-    if args.kind == "timeseries":
-        if args.metrics is None or len(args.inputs) != 1:
-            raise ConfigError("figures timeseries: give one TIMESERIES.parquet and --metrics")
-        docs, _, _ = load_metrics([args.metrics])
-        return timeseries_figure(
-            read_timeseries(args.inputs[0]),
-            style=style,
-            schedule=schedule_of(docs[0]),
-            window=window_of(docs[0]),
-            delay_column=DELAY_COLUMNS[args.delay],
-        )
-    _, runs, _ = load_metrics(args.inputs)
-    maker = {
-        "fairness": fairness_heatmaps,
-        "adaptation": adaptation_heatmaps,
-        "adaptiveness": adaptiveness_scatter,
-    }[args.kind]
-    return maker(runs, style=style, panel_key=args.panel_key)
+def timeseries(args: argparse.Namespace) -> Figure:
+    if args.metrics is None or len(args.inputs) != 1:
+        raise ConfigError("figures timeseries: give one TIMESERIES.parquet and --metrics")
+    docs, _, _ = load_metrics([args.metrics])
+    return timeseries_figure(
+        read_timeseries(args.inputs[0]),
+        style=load_style(args.style),
+        schedule=schedule_of(docs[0]),
+        window=window_of(docs[0]),
+        delay_column=DELAY_COLUMNS[args.delay],
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    for path in save_figure(build(args), args.output, dpi=load_style(args.style).figure.dpi):
+    style = load_style(args.style)
+    if args.kind == "timeseries":
+        written = save_figure(timeseries(args), args.output, dpi=style.figure.dpi)
+    else:
+        docs, _, _ = load_metrics(args.inputs)
+        artefact = artefacts.by_name(args.kind)
+        written = artefacts.write(artefact, docs, style, args.output, options(args))
+    for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -12,26 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cganalysis.metrics.rows import role_rows
-from cganalysis.report.conditions import parse_where, require_one_condition, select_runs
+from cganalysis.report import artefacts
+from cganalysis.report.conditions import parse_where, select_runs
 from cganalysis.report.inputs import load_metrics
 from cganalysis.report.style import load_style
-from cganalysis.report.tablefmt import Table, write_tables
-from cganalysis.report.tables import (
-    tma_table1,
-    tma_table2_tables,
-    xu_cell_keys,
-    xu_table,
-)
 
-KINDS = (
-    "tma-table2",
-    "tma-table1",
-    "xu-delay-without",
-    "xu-delay-with",
-    "xu-loss-without",
-    "xu-loss-with",
-)
+#: The tables of the registry (cganalysis.report.artefacts), by command-line kind.
+KINDS = tuple(a.cli for a in artefacts.of_kind("table"))
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -66,7 +53,7 @@ def add_parser(sub: Any) -> None:
         "--qdiscs",
         help="tma-table2 columns, default the runs' own in the order pfifo,htb,dualpi2,sqf,drr",
     )
-    p.add_argument("--ccas", help="competing CCAs, default cubic,bbr")
+    p.add_argument("--ccas", help="competing CCAs, default the runs' own (style order)")
     p.add_argument("--variants", help="tma-table1 columns, e.g. ecgp-none,ecgp-scream,gfn")
     p.add_argument(
         "--by",
@@ -89,46 +76,22 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def build(args: argparse.Namespace) -> list[Table]:
-    style = load_style(args.style)
-    loaded, _, _ = load_metrics(args.metrics)
-    docs = select_runs(loaded, parse_where(args.where)) if args.where else loaded
-    ccas = _names(args.ccas)
-    if args.kind == "tma-table2":
-        return tma_table2_tables(
-            docs,
-            style=style,
-            qdiscs=_names(args.qdiscs),
-            ccas=ccas or ("cubic", "bbr"),
-            paper_labels=args.paper_labels,
-            ci=args.ci,
-        )
-    roles = role_rows(docs)
-    if args.kind == "tma-table1":
-        require_one_condition(docs, (args.by,), table=args.kind)
-        variants = _names(args.variants) or style.order(args.by, roles.get_column(args.by))
-        return [tma_table1(roles, style=style, variants=variants, by=args.by, ci=args.ci)]
-    _, metric, when = args.kind.split("-")
-    by_cca = when == "with"
-    require_one_condition(
-        docs,
-        xu_cell_keys(args.panel_key, by_cca=by_cca),
-        table=args.kind,
-        pooled=() if by_cca else ("cca",),
+def options(args: argparse.Namespace) -> artefacts.Options:
+    return artefacts.Options(
+        qdiscs=_names(getattr(args, "qdiscs", None)),
+        ccas=_names(getattr(args, "ccas", None)),
+        variants=_names(getattr(args, "variants", None)),
+        by=getattr(args, "by", "system"),
+        panel_key=args.panel_key,
+        paper_labels=getattr(args, "paper_labels", False),
+        ci=getattr(args, "ci", False),
     )
-    return [
-        xu_table(
-            roles,
-            style=style,
-            metric="delay" if metric == "delay" else "loss",
-            phase="before_competitor" if when == "without" else "with_competitor",
-            panel_key=args.panel_key,
-            ccas=(ccas or ("cubic", "bbr")) if by_cca else None,
-        )
-    ]
 
 
 def run(args: argparse.Namespace) -> int:
-    for path in write_tables(build(args), args.output):
+    loaded, _, _ = load_metrics(args.metrics)
+    docs = select_runs(loaded, parse_where(args.where)) if args.where else loaded
+    artefact = artefacts.by_name(args.kind)
+    for path in artefacts.write(artefact, docs, load_style(args.style), args.output, options(args)):
         print(f"wrote {path}", file=sys.stderr)
     return 0

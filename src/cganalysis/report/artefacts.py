@@ -1,0 +1,205 @@
+"""The papers' tables and figures, each named once: the registry everything else derives from.
+
+An :class:`Artefact` is one table or figure over a campaign's metrics documents: its file
+stem (``results/tables/<campaign>/<name>.*``, ``results/figures/<campaign>/<name>.*``), its
+command-line kind (``cganalysis tables|figures KIND``), the paper it reproduces, the
+``artefacts:`` group a campaign asks for in ``configs/config.yaml``, and its one recipe.
+The command line, the workflow's rules and scripts, the configuration check and the
+report's inputs all read :data:`ARTEFACTS`; adding an artefact is adding an entry here.
+
+Defaults are the same wherever an artefact is made: the columns and CCAs are the runs' own,
+in the plotting style's order, unless :class:`Options` names them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from matplotlib.figure import Figure
+
+from cganalysis.metrics.rows import role_rows, run_rows
+from cganalysis.report.conditions import require_one_condition
+from cganalysis.report.figures import (
+    adaptation_heatmaps,
+    adaptiveness_scatter,
+    fairness_heatmaps,
+    save_figure,
+)
+from cganalysis.report.style import Style
+from cganalysis.report.tablefmt import Table, write_tables
+from cganalysis.report.tables import tma_table1, tma_table2_tables, xu_cell_keys, xu_table
+
+Docs = Sequence[Mapping[str, Any]]
+Paper = Literal["TMA 2024", "Xu & Claypool 2022"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """What a user may choose when making an artefact; None means "the runs' own"."""
+
+    qdiscs: Sequence[str] | None = None
+    ccas: Sequence[str] | None = None
+    variants: Sequence[str] | None = None
+    by: Literal["system", "cca", "qdisc"] = "system"
+    panel_key: Literal["qdisc", "system"] = "qdisc"
+    paper_labels: bool = False
+    ci: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Artefact:
+    name: str  # file stem
+    cli: str  # `cganalysis tables|figures` kind
+    kind: Literal["table", "figure"]
+    paper: Paper
+    title: str  # what the paper calls it
+    group: str  # entry of a campaign's `artefacts:` list (configs/config.yaml)
+    make: Callable[[Docs, Style, Options], list[Table] | Figure]
+
+
+def _ccas(docs: Docs, style: Style, options: Options) -> Sequence[str]:
+    return options.ccas or style.order("cca", run_rows(docs).get_column("cca"))
+
+
+def _tma_table2(docs: Docs, style: Style, options: Options) -> list[Table]:
+    return tma_table2_tables(
+        docs,
+        style=style,
+        qdiscs=options.qdiscs,
+        ccas=_ccas(docs, style, options),
+        paper_labels=options.paper_labels,
+        ci=options.ci,
+    )
+
+
+def _tma_table1(docs: Docs, style: Style, options: Options) -> list[Table]:
+    # Its columns are the runs' `by` label: runs differing in another label must not mix.
+    require_one_condition(docs, (options.by,), table="tma_table1")
+    roles = role_rows(docs)
+    variants = options.variants or style.order(options.by, roles.get_column(options.by))
+    return [tma_table1(roles, style=style, variants=variants, by=options.by, ci=options.ci)]
+
+
+def _xu_table(
+    metric: Literal["delay", "loss"], with_competitor: bool, name: str
+) -> Callable[[Docs, Style, Options], list[Table]]:
+    def make(docs: Docs, style: Style, options: Options) -> list[Table]:
+        # Runs differing in a label other than the cells' keys must not be averaged.
+        require_one_condition(
+            docs,
+            xu_cell_keys(options.panel_key, by_cca=with_competitor),
+            table=name,
+            pooled=() if with_competitor else ("cca",),
+        )
+        table = xu_table(
+            role_rows(docs),
+            style=style,
+            metric=metric,
+            phase="with_competitor" if with_competitor else "before_competitor",
+            panel_key=options.panel_key,
+            ccas=_ccas(docs, style, options) if with_competitor else None,
+        )
+        return [table]
+
+    return make
+
+
+def _xu_figure(
+    maker: Callable[..., Figure],
+) -> Callable[[Docs, Style, Options], Figure]:
+    def make(docs: Docs, style: Style, options: Options) -> Figure:
+        return maker(run_rows(docs), style=style, panel_key=options.panel_key)
+
+    return make
+
+
+_TMA: Paper = "TMA 2024"
+_XU: Paper = "Xu & Claypool 2022"
+#: Xu Tables 2-5: (number, metric, with the competing flow).
+_XU_TABLES: tuple[tuple[int, Literal["delay", "loss"], bool], ...] = (
+    (2, "delay", False),
+    (3, "delay", True),
+    (4, "loss", False),
+    (5, "loss", True),
+)
+_XU_FIGURES = (
+    (3, "fairness", fairness_heatmaps),
+    (4, "adaptation", adaptation_heatmaps),
+    (5, "adaptiveness", adaptiveness_scatter),
+)
+
+ARTEFACTS: tuple[Artefact, ...] = (
+    Artefact("tma_table1", "tma-table1", "table", _TMA, "Table I", "tma_table1", _tma_table1),
+    Artefact("tma_table2", "tma-table2", "table", _TMA, "Table II", "tma_table2", _tma_table2),
+    *(
+        Artefact(
+            f"xu_table{n}",
+            f"xu-{metric}-{'with' if with_tcp else 'without'}",
+            "table",
+            _XU,
+            f"Table {n}",
+            "xu_tables",
+            _xu_table(metric, with_tcp, f"xu_table{n}"),
+        )
+        for n, metric, with_tcp in _XU_TABLES
+    ),
+    *(
+        Artefact(f"xu_fig{n}_{what}", what, "figure", _XU, f"Fig. {n}", "xu_figures", _xu_figure(f))
+        for n, what, f in _XU_FIGURES
+    ),
+)
+
+#: The groups a campaign's `artefacts:` list may name, in registry order.
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(a.group for a in ARTEFACTS))
+
+
+def of_kind(kind: Literal["table", "figure"]) -> tuple[Artefact, ...]:
+    return tuple(a for a in ARTEFACTS if a.kind == kind)
+
+
+def by_name(name: str) -> Artefact:
+    """The artefact whose file stem or command-line kind is ``name``."""
+    for a in ARTEFACTS:
+        if name in (a.name, a.cli):
+            return a
+    raise KeyError(name)
+
+
+def in_group(group: str) -> tuple[Artefact, ...]:
+    return tuple(a for a in ARTEFACTS if a.group == group)
+
+
+def output_files(artefact: Artefact, campaign: str) -> list[str]:
+    """The files the workflow writes for ``artefact`` of ``campaign``."""
+    if artefact.kind == "table":
+        return [f"results/tables/{campaign}/{artefact.name}.{ext}" for ext in ("csv", "md", "tex")]
+    return [f"results/figures/{campaign}/{artefact.name}.{ext}" for ext in ("pdf", "png")]
+
+
+def report_file(artefact: Artefact, campaign: str) -> str:
+    """Its copy in the Snakemake report (a table's CSV, a figure's PNG)."""
+    ext = "csv" if artefact.kind == "table" else "png"
+    return f"results/report/{campaign}/{artefact.name}.{ext}"
+
+
+def write(artefact: Artefact, docs: Docs, style: Style, stem: Path, options: Options) -> list[Path]:
+    """Makes ``artefact`` over ``docs`` and writes it next to ``stem`` (tables: CSV,
+    Markdown, LaTeX; figures: PDF, PNG); the files written. The one path from metrics to
+    an artefact's files, for the command line and the workflow alike."""
+    made = artefact.make(docs, style, options)
+    if isinstance(made, Figure):
+        return save_figure(made, stem, dpi=style.figure.dpi)
+    return write_tables(made, stem)
+
+
+def write_from_files(name: str, metrics: Sequence[Path], style: Path, stem: Path) -> list[Path]:
+    """:func:`write` from metrics files and a style file, with the default options: what
+    the workflow's ``table`` and ``figure`` rules run."""
+    from cganalysis.report.inputs import load_metrics
+    from cganalysis.report.style import load_style
+
+    docs, _, _ = load_metrics(metrics)
+    return write(by_name(name), docs, load_style(style), stem, Options())

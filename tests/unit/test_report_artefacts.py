@@ -1,0 +1,64 @@
+"""The registry of tables and figures is the one place they are named and made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cganalysis.commands import figures as figures_command
+from cganalysis.commands import tables as tables_command
+from cganalysis.report import artefacts
+from tests.conftest import REPO
+
+STYLE = REPO / "configs" / "plotting.yaml"
+
+
+def test_names_are_unique_and_every_artefact_has_a_command_line_kind() -> None:
+    names = [a.name for a in artefacts.ARTEFACTS]
+    clis = [a.cli for a in artefacts.ARTEFACTS]
+    assert len(set(names)) == len(names) and len(set(clis)) == len(clis)
+    assert set(tables_command.KINDS) == {a.cli for a in artefacts.of_kind("table")}
+    assert set(figures_command.KINDS) == {"timeseries"} | {
+        a.cli for a in artefacts.of_kind("figure")
+    }
+    for a in artefacts.ARTEFACTS:
+        assert artefacts.by_name(a.name) is a is artefacts.by_name(a.cli)
+    with pytest.raises(KeyError):
+        artefacts.by_name("tma-table3")
+
+
+def test_the_workflow_config_names_only_registry_groups() -> None:
+    config = yaml.safe_load((REPO / "configs" / "config.yaml").read_text())
+    used = {g for groups in config["artefacts"].values() for g in groups}
+    assert used <= set(artefacts.GROUPS)
+    for group in artefacts.GROUPS:
+        assert artefacts.in_group(group), group
+
+
+def test_every_artefact_has_a_report_caption_category() -> None:
+    # rules/report.smk has one caption per paper and kind: an artefact outside them would
+    # be rendered but never reach the report.
+    covered = {("TMA 2024", "table"), ("Xu & Claypool 2022", "table")}
+    covered |= {("Xu & Claypool 2022", "figure")}
+    assert {(a.paper, a.kind) for a in artefacts.ARTEFACTS} <= covered
+
+
+def test_the_command_line_and_the_workflow_make_the_same_files(
+    tmp_path: Path, dualpoint_dir: Path
+) -> None:
+    import cganalysis
+    from cganalysis.cli import main
+
+    doc = cganalysis.open_run(dualpoint_dir, style=STYLE).metrics
+    metrics = tmp_path / "run.json"
+    metrics.write_text(json.dumps(doc))
+    cli_stem, workflow_stem = tmp_path / "cli" / "t2", tmp_path / "wf" / "t2"
+    args = ["tables", "tma-table2", str(metrics), "-o", str(cli_stem), "--style", str(STYLE)]
+    assert main(args) == 0
+    written = artefacts.write_from_files("tma_table2", [metrics], STYLE, workflow_stem)
+    assert [p.name for p in written] == ["t2.csv", "t2.md", "t2.tex"]
+    for path in written:
+        assert path.read_text() == (cli_stem.parent / path.name).read_text(), path.name
