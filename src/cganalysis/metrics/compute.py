@@ -1,7 +1,7 @@
 """One run's metrics, as the JSON document ``cganalysis metrics`` writes.
 
 The document's layout is described in docs/metrics.md and checked by
-:data:`cganalysis.metrics.jsonschema.METRICS_JSON_SCHEMA`. Percentages are in [0, 100],
+:data:`cganalysis.metrics.docschema.METRICS_JSON_SCHEMA`. Percentages are in [0, 100],
 rates and utilisations are ratios in [0, 1] (the fairness ratio in [-1, 1]); ``null`` marks a
 value that does not apply (no competing flow, no delivered packet, ...).
 """
