@@ -81,3 +81,20 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def read_yaml(path: Path) -> Any:
+    """A configuration file (run, campaign, testbed); unreadable or invalid YAML is a
+    :class:`~cganalysis.errors.ConfigError` naming the file."""
+    import yaml
+
+    from cganalysis.errors import ConfigError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None

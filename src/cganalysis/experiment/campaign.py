@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.errors import ConfigError
-from cganalysis.experiment.config import RunConfig, parse_run, read_yaml
+from cganalysis.experiment.config import RunConfig, parse_run
+from cganalysis.io import read_yaml
 from cganalysis.testbed.validate import TOKEN, Section, check_name
 
 

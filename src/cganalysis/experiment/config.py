@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.schedule import Schedule, parse_schedule
+from cganalysis.io import read_yaml
 from cganalysis.testbed import config as tbc
 from cganalysis.testbed.qdisc import Htb
 from cganalysis.testbed.validate import SAFE_PATH, TOKEN, Section
@@ -228,17 +227,6 @@ def _labels(sec: Section) -> dict[str, str | int | float]:
             raise sec.error(key, f"{value!r}: use letters, digits and . _ - (it may name files)")
         out[str(key)] = value
     return out
-
-
-def read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
 
 
 def load_run(path: Path) -> RunConfig:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cganalysis.experiment.config import read_yaml
+from cganalysis.io import read_yaml
 from cganalysis.testbed import state
 from cganalysis.testbed.hosts import TestbedError, stop_all
 from cganalysis.testbed.netns import OFFLOADS
