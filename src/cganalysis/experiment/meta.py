@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cganalysis.experiment import rundir
+from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import RunConfig
+from cganalysis.metrics.spec import validate_meta
 from cganalysis.testbed import provenance
 
 if TYPE_CHECKING:
@@ -132,7 +134,8 @@ def build_meta(
     checks = {"drops": drop_check(session, workdir)}
     stats = workdir / "qdisc-stats.jsonl"
     busy = busy_rate_mbps(stats) if stats.exists() else None
-    flags = list(calib.get("flags", [])) + session.flags
+    cg_source = dict(data.get("cg_source") or {"name": cfg.cg.source})
+    flags = list(calib.get("flags", [])) + session.flags + cg_flags(cfg, cg_source, workdir)
     labels = cfg.all_labels()
     meta: dict[str, Any] = {
         "meta_version": META_VERSION,
@@ -167,6 +170,7 @@ def build_meta(
             **({} if trace else {"capacity_source": "measured" if measured else "configured"}),
         },
         "flags": flags,
+        "cg_source": cg_source,
         "checks": checks,
         "calibration": calib,
         "delivered_busy_mbps": busy,
@@ -199,4 +203,7 @@ def build_meta(
         "controller": {**provenance.controller(), "argv": sys.argv},
     }
     meta["files"] = rundir.inventory(workdir)
+    # The metrics read it with this schema: a run whose metadata they would refuse is a bug
+    # to see now, not a surprise at analysis time.
+    validate_meta(meta, "meta.json (as written by the runner)")
     return meta

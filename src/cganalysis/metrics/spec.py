@@ -278,7 +278,8 @@ META_SCHEMA: dict[str, Any] = {
 }
 
 
-def _validate(meta: Mapping[str, Any], where: str) -> None:
+def validate_meta(meta: Mapping[str, Any], where: str) -> None:
+    """Checks a run's metadata against META_SCHEMA: where it is written, and where it is read."""
     import jsonschema  # imported here: it takes seconds, and most commands never validate
 
     validator = jsonschema.Draft202012Validator(META_SCHEMA)
@@ -306,7 +307,7 @@ def labels_from_meta(meta: Mapping[str, Any]) -> dict[str, str | int | float]:
 
 def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.json") -> RunSpec:
     """A spec from a run's metadata; relative trace paths are relative to ``base_dir``."""
-    _validate(meta, where)
+    validate_meta(meta, where)
     analysis: Mapping[str, Any] = meta["analysis"]
     trace = meta.get("capacity_trace")
     try:
