@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from cganalysis.cg.alternatives import Generator, generator_from_config
 from cganalysis.cg.binary import BINARY_ENV, GeneratorNotFoundError, find_binary
 from cganalysis.cg.options import ReceiveOptions, SendOptions, parse_endpoint
 from cganalysis.cli import main
@@ -94,27 +93,3 @@ def test_command_line_errors_are_one_line(capsys: pytest.CaptureFixture[str]) ->
     err = capsys.readouterr().err
     assert "cganalysis cg: error: destination '10.0.2.1'" in err
     assert len(err.strip().splitlines()) == 1
-
-
-def test_alternative_generators_from_config(tmp_path: Path) -> None:
-    assert generator_from_config({}) == Generator("cga-cg")
-    with pytest.raises(ConfigError, match=r"generator\.generator 'x'"):
-        generator_from_config({"generator": "x"})
-    with pytest.raises(ConfigError, match=r"generator\.tx_path"):
-        generator_from_config({"generator": "scream-bw-test"})
-    tx, rx = tmp_path / "scream_bw_test_tx", tmp_path / "scream_bw_test_rx"
-    tx.write_text("")
-    rx.write_text("")
-    g = generator_from_config(
-        {"generator": "scream-bw-test", "tx_path": str(tx), "rx_path": str(rx)}
-    )
-    argv = g.sender_argv(SendOptions(dest="10.0.2.1:30002", duration_s=10.0, ecn="ect1"))
-    assert argv[0] == str(tx)
-    assert argv[-2:] == ["10.0.2.1", "30002"]
-    assert argv[argv.index("-ect") + 1] == "1"
-    assert argv[argv.index("-maxrate") + 1] == "30000"  # kbit/s
-    assert argv[argv.index("-time") + 1] == "10"
-    rx_argv = g.receiver_argv(ReceiveOptions(listen="0.0.0.0:30002"), sender="10.0.1.1:30002")
-    assert rx_argv == [str(rx), "10.0.1.1", "30002"]
-    with pytest.raises(ConfigError, match="eCGP"):
-        Generator("ecgp").sender_argv(SendOptions(dest="10.0.2.1:1"))

@@ -36,7 +36,8 @@ class CgConfig:
     min_mbit: float | None = None
     max_mbit: float | None = None
     ssrc: int = 0x1234ABCD
-    #: Further `cga-cg send` options (cga-cg source only), e.g. ["--l4s-alpha-gain", "0.0625"].
+    #: Further sender options (cga-cg: `cga-cg send`'s, e.g. ["--l4s-alpha-gain", "0.0625"];
+    #: scream-reference: scream_bw_test_tx's, e.g. ["-key", "2", "4"]).
     sender_args: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,8 +142,12 @@ def parse_cg(sec: Section) -> CgConfig:
 
     if cg.source not in SOURCES:
         raise sec.error("source", f"unknown CG source {cg.source!r} (known: {', '.join(SOURCES)})")
-    if cg.sender_args and cg.source != "cga-cg":
-        raise sec.error("sender_args", "options of `cga-cg send`: only with source: cga-cg")
+    if cg.sender_args and cg.source not in ("cga-cg", "scream-reference"):
+        raise sec.error(
+            "sender_args", "options of the CG sender: only with source: cga-cg or scream-reference"
+        )
+    if cg.source == "scream-reference" and cg.cc != "scream":
+        raise sec.error("cc", f"{cg.cc!r}: source scream-reference runs SCReAM only; drop cg.cc")
     sec.finish()
     return cg
 

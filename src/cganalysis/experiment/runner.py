@@ -375,6 +375,8 @@ class Session:
     def _keep(self, started: Started) -> None:
         self.procs += started.procs
         self.fetch += started.files
+        if started.info:
+            self.data.setdefault("cg_source", {}).update(started.info)
 
     def _drain(self, bn: AnyBottleneck) -> None:
         """Waits until the queue is empty, so the egress capture sees every packet leave."""

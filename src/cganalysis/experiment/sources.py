@@ -6,6 +6,8 @@
 - ``cga-cg``: the project's CG generator (``cganalysis cg send|receive``: SCReAM v2, none,
   TFRC, gTFRC). ``cg.rate_mbit`` is the start bitrate, or the constant rate of ``cc: none``;
   gTFRC's guaranteed rate g is the encoder minimum ``cg.min_mbit`` (cga-cg's default).
+- ``scream-reference``: Ericsson's SCReAM test programs (``cganalysis.cg.reference``),
+  built by the user; SCReAM only, with the run's ECN, rates and duration.
 
 A source starts its receiver before the traffic and its sender at the schedule's CG
 start, for the CG duration; its files land in the run directory (``cg-*``).
@@ -16,11 +18,11 @@ from __future__ import annotations
 import importlib.util
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from cganalysis.cg import rtp_cbr
+from cganalysis.cg import reference, rtp_cbr
 from cganalysis.experiment.config import ECN_CODEPOINTS, CgConfig
 from cganalysis.testbed.hosts import Host, Proc, TestbedError, wait_for_text
 from cganalysis.testbed.probe import which
@@ -49,6 +51,7 @@ while True:
 class Started:
     procs: list[Proc]
     files: list[tuple[Host, str]]  # (host, path) to fetch into the run directory
+    info: dict[str, Any] = field(default_factory=dict)  # for meta.json's cg_source
 
 
 class CgSource(Protocol):
@@ -192,4 +195,68 @@ class CgaCg:
         return Started([proc], [(s, log_dir), (s, log_dir + ".log")])
 
 
-SOURCES: dict[str, CgSource] = {"rtp-cbr": RtpCbr(), "cga-cg": CgaCg()}
+class ScreamReference:
+    """Ericsson's ``scream_bw_test_rx`` on the client, ``scream_bw_test_tx`` on the server
+    (docs/cg.md). ``cg.sender_args`` are further options of their sender (e.g.
+    ``[-key, "2", "4"]`` for periodic I-frames); ``cg.sport`` is unused (their sender sends
+    from the receiver's port)."""
+
+    name = "scream-reference"
+
+    def _programs(self, host: Host) -> tuple[str, str, dict[str, Any]]:
+        if host.remote:
+            # A remote host runs what its PATH holds (no checksum from here).
+            return reference.TX_NAME, reference.RX_NAME, {"remote": host.name}
+        ref = reference.find_reference()
+        return str(ref.tx), str(ref.rx), ref.describe()
+
+    def check(self, host: Host) -> None:
+        if host.remote:
+            for name in (reference.TX_NAME, reference.RX_NAME):
+                if which(host, name) is None:
+                    raise TestbedError(
+                        f"cg.source scream-reference: {name} not found on {host.name}'s PATH "
+                        "(build Ericsson's SCReAM there, docs/cg.md)"
+                    )
+            return
+        reference.find_reference()
+
+    def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started:
+        c = topo.client
+        _, rx, info = self._programs(c)
+        out = c.path("cg-reference-rx.log")
+        argv = reference.receiver_argv(rx, sender_ip=topo.server_ip, port=cfg.port)
+        proc = c.spawn("CG receiver (scream-reference)", argv, stdout=out, stderr=out)
+        wait_for_text(c, out, "Listen on port", proc, timeout_s=10.0)
+        return Started([proc], [(c, out)], {"name": self.name, **info})
+
+    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started:
+        s = topo.server
+        tx, _, info = self._programs(s)
+        log, out = s.path(reference.LOG_NAME), s.path("cg-reference-tx.out")
+        argv = reference.sender_argv(
+            tx,
+            dest_ip=topo.client_ip,
+            port=cfg.port,
+            ecn=cfg.ecn,
+            start_mbps=cfg.rate_mbit,
+            min_mbps=cfg.min_mbit,
+            max_mbps=cfg.max_mbit,
+            fps=cfg.fps,
+            duration_s=duration_s,
+            log_path=log,
+            extra=cfg.sender_args,
+        )
+        proc = s.spawn("CG sender (scream-reference)", argv, stdout=out, stderr=out)
+        return Started(
+            [proc],
+            [(s, log), (s, out)],
+            {"name": self.name, **info, "sender_argv": argv, "duration_s": duration_s},
+        )
+
+
+SOURCES: dict[str, CgSource] = {
+    "rtp-cbr": RtpCbr(),
+    "cga-cg": CgaCg(),
+    "scream-reference": ScreamReference(),
+}

@@ -1,0 +1,136 @@
+"""Ericsson's SCReAM as a CG source (cganalysis.cg.reference): command lines, finding the
+programs, reading their sender log (real lines, tests/fixtures/scream_reference), the run
+file keys and the flags of meta.json."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from cganalysis.cg import reference
+from cganalysis.errors import ConfigError
+from cganalysis.experiment.cgcheck import cg_flags
+from cganalysis.experiment.config import parse_run
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "scream_reference" / "tx-fixed.log"
+
+
+def test_sender_argv_carries_the_runs_settings_in_their_units() -> None:
+    argv = reference.sender_argv(
+        "/x/scream_bw_test_tx",
+        dest_ip="10.0.2.1",
+        port=30002,
+        ecn="none",
+        start_mbps=10,
+        min_mbps=None,
+        max_mbps=45,
+        fps=60,
+        duration_s=12.5,
+        log_path="cg-reference-tx.log",
+        extra=["-key", "2", "4"],
+    )
+    assert argv[0] == "/x/scream_bw_test_tx"
+    assert argv[argv.index("-ect") + 1] == "-1"  # their not-ECT
+    assert argv[argv.index("-initrate") + 1] == "10000"  # kbit/s
+    assert argv[argv.index("-minrate") + 1] == "500"  # cga-cg's default minimum
+    assert argv[argv.index("-maxrate") + 1] == "45000"
+    assert argv[argv.index("-time") + 1] == "12.500"
+    assert "-ntp" in argv  # epoch times, as the captures
+    assert argv[-5:] == ["-key", "2", "4", "10.0.2.1", "30002"]
+    assert reference.ect_option("ect1") == "1" and reference.ect_option("ect0") == "0"
+    assert reference.receiver_argv("rx", sender_ip="10.0.1.1", port=30002) == [
+        "rx",
+        "10.0.1.1",
+        "30002",
+    ]
+
+
+def test_the_log_reads_as_controller_columns() -> None:
+    df = reference.read_log(FIXTURE)
+    assert df.height == 7
+    first, last = df.row(0, named=True), df.row(-1, named=True)
+    assert first["t_ns"] == 1795468745384820000
+    assert first["ref_wnd_bytes"] == 125000
+    assert first["target_bps"] == 17535940
+    assert last["rtt_sample_ms"] == pytest.approx(31.2)
+    assert last["qdelay_ms"] == pytest.approx(5.8)
+    assert last["srtt_ms"] == pytest.approx(36.99)
+    assert last["qdelay_avg_ms"] == pytest.approx(3.56)
+    assert last["latency_diff_cwnd_scale"] == 0.0
+    assert last["pace_bps"] == 27989356
+    assert df["t_ns"].is_sorted()
+    assert reference.log_is_extended(FIXTURE) is True
+
+
+def test_a_stock_log_has_twenty_columns(tmp_path: Path) -> None:
+    stock = tmp_path / "stock.log"
+    lines = FIXTURE.read_text().splitlines()
+    stock.write_text("".join(",".join(ln.split(",")[:20]) + "\n" for ln in lines))
+    df = reference.read_log(stock)
+    assert "l4s_alpha" not in df.columns and df["target_bps"][-1] == 18812262
+    assert reference.log_is_extended(stock) is False
+
+
+def test_a_foreign_log_is_refused_with_its_line(tmp_path: Path) -> None:
+    bad = tmp_path / "x.log"
+    bad.write_text("1,2,3\n4,5,6\n")
+    with pytest.raises(reference.ReferenceLogError, match=r"x\.log:1: 3 columns"):
+        reference.read_log(bad)
+
+
+def test_programs_come_from_the_environment_or_say_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (reference.TX_NAME, reference.RX_NAME):
+        p = tmp_path / name
+        p.write_bytes(b"#!/bin/sh\n")
+        p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv(reference.TX_ENV, raising=False)
+    monkeypatch.delenv(reference.RX_ENV, raising=False)
+    ref = reference.find_reference()
+    assert ref.tx == tmp_path / reference.TX_NAME
+    assert ref.describe()["tx_sha256"] == reference.sha256(ref.tx)
+    monkeypatch.setenv(reference.RX_ENV, str(tmp_path / "missing"))
+    with pytest.raises(reference.ReferenceNotFoundError, match=r"CGA_SCREAM_RX_BIN.*docs/cg\.md"):
+        reference.find_reference()
+    monkeypatch.delenv(reference.RX_ENV)
+    monkeypatch.setenv("PATH", os.devnull)
+    with pytest.raises(reference.ReferenceNotFoundError, match="not on the PATH"):
+        reference.find_reference()
+
+
+def _run(**cg: object) -> dict[str, object]:
+    return {
+        "name": "r",
+        "schedule": {"preset": "custom", "duration_s": 120, "competitor": []},
+        "bottleneck": {"rate_mbit": 20, "qdisc": {"kind": "pfifo", "limit": 250}},
+        "cg": {"source": "scream-reference", **cg},
+    }
+
+
+def test_run_files_select_it(tmp_path: Path) -> None:
+    cfg = parse_run(_run(sender_args=["-key", 2, 4]), "r.yaml", tmp_path)
+    assert cfg.cg.source == "scream-reference"
+    assert cfg.cg.sender_args == ("-key", "2", "4")
+    assert cfg.default_labels()["system"] == "scream-reference"
+    with pytest.raises(ConfigError, match=r"r\.yaml: key cg\.cc: 'tfrc'.*SCReAM only"):
+        parse_run(_run(cc="tfrc"), "r.yaml", tmp_path)
+
+
+def test_long_runs_of_a_build_not_known_to_be_fixed_are_flagged(tmp_path: Path) -> None:
+    cfg = parse_run(_run(), "r.yaml", tmp_path)
+    log = tmp_path / reference.LOG_NAME
+    log.write_text("".join(",".join(ln.split(",")[:20]) + "\n" for ln in FIXTURE.open()))
+    info: dict[str, object] = {"duration_s": 120.0}
+    (flag,) = cg_flags(cfg, info, tmp_path)
+    assert "maxPolicedCwnd" in flag and info["overflow_fix"] == "unknown"
+    log.write_text(FIXTURE.read_text())
+    info = {"duration_s": 120.0}
+    assert cg_flags(cfg, info, tmp_path) == []
+    assert str(info["overflow_fix"]).startswith("yes")
+    log.write_text("".join(",".join(ln.split(",")[:20]) + "\n" for ln in FIXTURE.open()))
+    assert cg_flags(cfg, {"duration_s": 60.0}, tmp_path) == []  # shorter than the overflow
