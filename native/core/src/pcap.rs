@@ -509,12 +509,9 @@ pub fn read_file(path: &Path) -> Result<Capture, ReadError> {
         if meta.len() == 0 {
             return Err(invalid("empty file", 0));
         }
-        // Pre-faulting the whole map saves a little per page when the file is cached; a
-        // file much bigger than memory would be read twice, so only smaller ones.
-        let mut options = MmapOptions::new();
-        if meta.len() <= 1 << 30 {
-            options.populate();
-        }
+        // Not pre-faulted: the pages read are given back as the reader moves on (below),
+        // so that the mapped file never adds its whole size to the process's memory.
+        let options = MmapOptions::new();
         // SAFETY: the map is only read, and only while this function runs. Another process
         // truncating the file meanwhile could fault the reads; captures are not rewritten in
         // place, and that risk is the price of a zero-copy read.
@@ -523,7 +520,24 @@ pub fn read_file(path: &Path) -> Result<Capture, ReadError> {
             {
                 let _ = map.advise(memmap2::Advice::Sequential);
             }
-            return read_bytes(&map);
+            let mut released = 0usize;
+            let mut release = |upto: usize| {
+                let end = upto & !(RELEASE_CHUNK - 1);
+                if end > released {
+                    // SAFETY: a read-only file mapping: dropped pages are read back from
+                    // the file if touched again (the reader only moves forward).
+                    #[cfg(unix)]
+                    unsafe {
+                        let _ = map.unchecked_advise_range(
+                            memmap2::UncheckedAdvice::DontNeed,
+                            released,
+                            end - released,
+                        );
+                    }
+                    released = end;
+                }
+            };
+            return read_bytes_releasing(&map, &mut release);
         }
         // a file system without mmap: read it instead
     }
@@ -532,8 +546,18 @@ pub fn read_file(path: &Path) -> Result<Capture, ReadError> {
     read_bytes(&data)
 }
 
+/// The reader gives back mapped pages in steps of this many bytes (a power of two; small
+/// in tests, so that small files take the same path).
+const RELEASE_CHUNK: usize = if cfg!(test) { 64 << 10 } else { 32 << 20 };
+
 /// Reads a capture held in memory.
 pub fn read_bytes(data: &[u8]) -> Result<Capture, ReadError> {
+    read_bytes_releasing(data, &mut |_| {})
+}
+
+/// Reads a capture, calling `release(offset)` now and then: the bytes before `offset`
+/// will not be read again.
+fn read_bytes_releasing(data: &[u8], release: &mut dyn FnMut(usize)) -> Result<Capture, ReadError> {
     if data.is_empty() {
         return Err(invalid("empty file", 0));
     }
@@ -545,11 +569,11 @@ pub fn read_bytes(data: &[u8]) -> Result<Capture, ReadError> {
     }
     let magic = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
     match magic {
-        0xd4c3_b2a1 => read_pcap(data, false, false),
-        0xa1b2_c3d4 => read_pcap(data, true, false),
-        0x4d3c_b2a1 => read_pcap(data, false, true),
-        0xa1b2_3c4d => read_pcap(data, true, true),
-        SHB => pcapng::read_pcapng(data),
+        0xd4c3_b2a1 => read_pcap(data, false, false, release),
+        0xa1b2_c3d4 => read_pcap(data, true, false, release),
+        0x4d3c_b2a1 => read_pcap(data, false, true, release),
+        0xa1b2_3c4d => read_pcap(data, true, true, release),
+        SHB => pcapng::read_pcapng(data, release),
         _ => Err(invalid(
             format!("not a pcap or pcapng file (magic 0x{magic:08x})"),
             0,
@@ -557,7 +581,12 @@ pub fn read_bytes(data: &[u8]) -> Result<Capture, ReadError> {
     }
 }
 
-fn read_pcap(data: &[u8], big_endian: bool, nanosecond: bool) -> Result<Capture, ReadError> {
+fn read_pcap(
+    data: &[u8],
+    big_endian: bool,
+    nanosecond: bool,
+    release: &mut dyn FnMut(usize),
+) -> Result<Capture, ReadError> {
     if data.len() < 24 {
         return Err(invalid(
             format!("truncated pcap file header ({} of 24 bytes)", data.len()),
@@ -584,9 +613,9 @@ fn read_pcap(data: &[u8], big_endian: bool, nanosecond: bool) -> Result<Capture,
         lengths,
     };
     let truncated_at = if be {
-        pcap_records::<true>(data, &records, &mut b, &mut quirks)?
+        pcap_records::<true>(data, &records, &mut b, &mut quirks, release)?
     } else {
-        pcap_records::<false>(data, &records, &mut b, &mut quirks)?
+        pcap_records::<false>(data, &records, &mut b, &mut quirks, release)?
     };
     let (columns, flows) = b.finish(&mut quirks);
     let mut warnings = Vec::new();
@@ -653,11 +682,17 @@ fn pcap_records<const BE: bool>(
     r: &Records,
     b: &mut Builder,
     quirks: &mut Quirks,
+    release: &mut dyn FnMut(usize),
 ) -> Result<Option<usize>, ReadError> {
     // a sub-second field at or above one second is out of range (tshark flags it)
     let frac_limit = (1_000_000_000 / r.frac_ns) as u32;
     let mut off = 24usize;
+    let mut next_release = RELEASE_CHUNK;
     while off < data.len() {
+        if off >= next_release {
+            release(off);
+            next_release = off + RELEASE_CHUNK;
+        }
         if data.len() - off < 16 {
             return Ok(Some(off));
         }

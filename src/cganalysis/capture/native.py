@@ -45,12 +45,103 @@ def _nullable(name: str, valid: str) -> pl.Expr:
     return pl.when(pl.col(valid)).then(pl.col(name)).otherwise(None)
 
 
+_IS_IP = pl.col("ip_version") != 0
+
+#: The CAPTURE columns (without ``is_rtp``) made from the reader's columns, in groups:
+#: each group's reader columns (the second item) are released once the group is made, so
+#: that a capture is never held twice over (the numeric numpy columns are shared with
+#: polars without a copy; a masked column is a copy).
+_GROUPS: tuple[tuple[dict[str, pl.Expr], tuple[str, ...]], ...] = (
+    (
+        {
+            "sport": _nullable("sport", "has_ports"),
+            "dport": _nullable("dport", "has_ports"),
+            "ip_id": _nullable("ip_id", "has_ip_id"),
+        },
+        ("sport", "dport", "has_ports", "ip_id", "has_ip_id"),
+    ),
+    (
+        {
+            "tcp_seq": _nullable("tcp_seq", "has_tcp"),
+            "tcp_ack": _nullable("tcp_ack", "has_tcp"),
+            "tcp_flags": _nullable("tcp_flags", "has_tcp"),
+            "tcp_payload_bytes": _nullable("tcp_payload_len", "has_tcp"),
+        },
+        ("tcp_seq", "tcp_ack", "tcp_flags", "tcp_payload_len", "has_tcp"),
+    ),
+    (
+        {
+            "rtp_ssrc": _nullable("rtp_ssrc", "has_rtp"),
+            "rtp_seq": _nullable("rtp_seq", "has_rtp"),
+            "rtp_ts": _nullable("rtp_ts", "has_rtp"),
+            "rtp_marker": _nullable("rtp_marker", "has_rtp"),
+            "rtp_pt": _nullable("rtp_pt", "has_rtp"),
+        },
+        ("rtp_ssrc", "rtp_seq", "rtp_ts", "rtp_marker", "rtp_pt", "has_rtp"),
+    ),
+    (
+        {
+            "src": pl.when(_IS_IP).then(pl.col("src")),
+            "dst": pl.when(_IS_IP).then(pl.col("dst")),
+            "proto": pl.when(_IS_IP).then(pl.col("proto")),
+            "size_bytes": pl.when(_IS_IP).then(pl.col("ip_len")),
+            "dscp": pl.when(_IS_IP).then(pl.col("dscp")),
+            "ecn": pl.when(_IS_IP).then(pl.col("ecn")),
+            "ttl": pl.when(_IS_IP).then(pl.col("ttl")),
+            "flow_hash": pl.when(_IS_IP).then(pl.col("flow_hash")),
+            "ip_version": pl.when(_IS_IP).then(pl.col("ip_version")),
+        },
+        ("src", "dst", "proto", "ip_len", "dscp", "ecn", "ttl", "flow_hash", "ip_version"),
+    ),
+    (
+        {
+            "t_ns": pl.when(pl.col("t_ns") == NO_TIMESTAMP).then(None).otherwise(pl.col("t_ns")),
+            "interface_id": pl.col("interface_id"),
+            "wire_len_bytes": pl.col("wire_len"),
+            "l4_hash": pl.col("l4_hash"),
+            "truncated": pl.col("truncated"),
+        },
+        ("t_ns", "interface_id", "wire_len", "l4_hash", "truncated"),
+    ),
+)
+
+_ORDER = [
+    "t_ns",
+    "interface_id",
+    "wire_len_bytes",
+    "ip_version",
+    "src",
+    "dst",
+    "proto",
+    "sport",
+    "dport",
+    "ip_id",
+    "size_bytes",
+    "dscp",
+    "ecn",
+    "ttl",
+    "tcp_seq",
+    "tcp_ack",
+    "tcp_flags",
+    "tcp_payload_bytes",
+    "rtp_ssrc",
+    "rtp_seq",
+    "rtp_ts",
+    "rtp_marker",
+    "rtp_pt",
+    "flow_hash",
+    "l4_hash",
+    "truncated",
+]
+
+
 def packets_from_raw(raw: dict[str, Any]) -> pl.DataFrame:
-    """The CAPTURE table (without ``is_rtp``) from the native reader's columns."""
+    """The CAPTURE table (without ``is_rtp``) from the native reader's columns, which are
+    taken out of ``raw`` (so that they can be freed as soon as they are converted)."""
     cols: dict[str, np.ndarray[Any, Any]] = raw["columns"]
     flows = raw["flows"]
-    frame = pl.DataFrame({name: pl.Series(name, values) for name, values in cols.items()})
-    is_ip = pl.col("ip_version") != 0
+    del cols["cap_len"]  # not part of the table
+    frame = pl.DataFrame([pl.Series(name, cols.pop(name)) for name in list(cols)])
     # Addresses are interned per flow by the reader; expand them with one gather each.
     n_flows = len(flows["src"])
     if n_flows:
@@ -60,35 +151,12 @@ def packets_from_raw(raw: dict[str, Any]) -> pl.DataFrame:
     else:
         src = pl.Series("src", [None] * frame.height, dtype=pl.String)
         dst = pl.Series("dst", [None] * frame.height, dtype=pl.String)
-    frame = frame.with_columns(src, dst)
-    return frame.select(
-        t_ns=pl.when(pl.col("t_ns") == NO_TIMESTAMP).then(None).otherwise(pl.col("t_ns")),
-        interface_id=pl.col("interface_id"),
-        wire_len_bytes=pl.col("wire_len"),
-        ip_version=pl.when(is_ip).then(pl.col("ip_version")),
-        src=pl.when(is_ip).then(pl.col("src")),
-        dst=pl.when(is_ip).then(pl.col("dst")),
-        proto=pl.when(is_ip).then(pl.col("proto")),
-        sport=_nullable("sport", "has_ports"),
-        dport=_nullable("dport", "has_ports"),
-        ip_id=_nullable("ip_id", "has_ip_id"),
-        size_bytes=pl.when(is_ip).then(pl.col("ip_len")),
-        dscp=pl.when(is_ip).then(pl.col("dscp")),
-        ecn=pl.when(is_ip).then(pl.col("ecn")),
-        ttl=pl.when(is_ip).then(pl.col("ttl")),
-        tcp_seq=_nullable("tcp_seq", "has_tcp"),
-        tcp_ack=_nullable("tcp_ack", "has_tcp"),
-        tcp_flags=_nullable("tcp_flags", "has_tcp"),
-        tcp_payload_bytes=_nullable("tcp_payload_len", "has_tcp"),
-        rtp_ssrc=_nullable("rtp_ssrc", "has_rtp"),
-        rtp_seq=_nullable("rtp_seq", "has_rtp"),
-        rtp_ts=_nullable("rtp_ts", "has_rtp"),
-        rtp_marker=_nullable("rtp_marker", "has_rtp"),
-        rtp_pt=_nullable("rtp_pt", "has_rtp"),
-        flow_hash=pl.when(is_ip).then(pl.col("flow_hash")),
-        l4_hash=pl.col("l4_hash"),
-        truncated=pl.col("truncated"),
-    )
+    frame = frame.drop("flow_idx").with_columns(src, dst)
+    out: dict[str, pl.Series] = {}
+    for exprs, used in _GROUPS:
+        out.update((s.name, s) for s in frame.select(**exprs).iter_columns())
+        frame = frame.drop(used)
+    return pl.DataFrame([out[name] for name in _ORDER])
 
 
 def info_from_raw(path: Path, raw: dict[str, Any]) -> CaptureInfo:

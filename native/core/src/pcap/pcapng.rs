@@ -186,7 +186,10 @@ impl Pcapng {
     }
 }
 
-pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
+pub(super) fn read_pcapng(
+    data: &[u8],
+    release: &mut dyn FnMut(usize),
+) -> Result<Capture, ReadError> {
     if data.len() < 28 {
         return Err(invalid(
             format!(
@@ -220,7 +223,12 @@ pub(super) fn read_pcapng(data: &[u8]) -> Result<Capture, ReadError> {
     let mut quirks = Quirks::default();
     let mut off = 0usize;
     let mut truncated_at = None;
+    let mut next_release = RELEASE_CHUNK;
     while off < data.len() {
+        if off >= next_release {
+            release(off);
+            next_release = off + RELEASE_CHUNK;
+        }
         if data.len() - off < 12 {
             truncated_at = Some(off);
             break;

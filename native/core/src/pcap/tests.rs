@@ -1172,6 +1172,33 @@ fn read_file_errors() {
 }
 
 #[test]
+fn read_file_gives_back_pages_and_reads_everything() {
+    // bigger than two release steps, in both formats: the same as reading from memory
+    let frame = udp_frame();
+    let n = 2 * RELEASE_CHUNK / (16 + frame.len()) + 1000;
+    let recs: Vec<Rec<'_>> = (0..n as u32).map(|i| rec(i, 7, &frame)).collect();
+    let mut ng = Ng::new(false);
+    ng.idb(1, 0, &[]);
+    for i in 0..n as u64 {
+        ng.epb(0, i * 1000, &frame, frame.len() as u32);
+    }
+    let dir = std::env::temp_dir().join(format!("cga-core-release-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, data) in [
+        ("big.pcap", pcap(false, false, 65535, 1, &recs)),
+        ("big.pcapng", ng.out),
+    ] {
+        assert!(data.len() > 2 * RELEASE_CHUNK);
+        let path = dir.join(name);
+        std::fs::write(&path, &data).unwrap();
+        let from_file = read_file(&path).unwrap();
+        assert_eq!(from_file.columns.len(), n);
+        assert!(from_file.columns == read(&data).columns, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn many_records_beyond_the_capacity_estimate() {
     // the first 4096 records are big, the rest tiny: the estimate is far too low
     let big = udp_frame();
