@@ -65,7 +65,11 @@ def _rtp_streams(packets: pl.DataFrame) -> set[tuple[int, int]]:
 
 def _ip_rows(capture: Capture) -> pl.DataFrame:
     """The IP packets, numbered (``_row``) in the order the pairing arrays refer to."""
-    return capture.packets.filter(pl.col("ip_version").is_not_null()).with_row_index("_row")
+    packets = capture.packets
+    if packets["ip_version"].null_count():
+        # a filter copies every column: only when there is something to leave out
+        packets = packets.filter(pl.col("ip_version").is_not_null())
+    return packets.with_row_index("_row")
 
 
 def _in_flows(flow_hashes: set[int]) -> pl.Expr:

@@ -42,7 +42,11 @@ def assign_flow_ids(ingress: pl.DataFrame) -> pl.DataFrame:
         .with_row_index("flow_id")
         .select(pl.col("flow_id").cast(pl.UInt32), "_fkey")
     )
-    return with_key.join(order, on="_fkey", how="left", maintain_order="left")
+    # A lookup adds one column; a join would copy every column of the table.
+    flow_id = pl.col("_fkey").replace_strict(
+        order["_fkey"], order["flow_id"], return_dtype=pl.UInt32
+    )
+    return with_key.with_columns(flow_id=flow_id)
 
 
 def loss_verdict(
