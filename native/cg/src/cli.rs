@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::cc::scream::Profile;
 use crate::cc::RateLimits;
 use crate::net::Ecn;
 use crate::receiver_app::ReceiveConfig;
@@ -35,10 +36,12 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
   --encoder-lag-ms M            encoder rate-control time constant (default 100)
   --seed N                      random seed (frame sizes, first sequence number)
   --qdelay-target-ms M          SCReAM queue delay target (default 60)
-  --reduce-jitter               SCReAM: optional jitter filtering (REDUCE_JITTER)
+  --profile P                   SCReAM: ericsson (default: Ericsson's SCReAM V2 code, as
+                                the papers ran it) or draft (the IETF draft's constants)
+  --reduce-jitter               SCReAM: jitter filtering (REDUCE_JITTER; on in ericsson)
   --adapt-qdelay-target         SCReAM: optional qdelay target adaptation against
                                 loss-based competing flows
-  --conditional-loss-backoff    SCReAM: optional conditional loss backoff
+  --conditional-loss-backoff    SCReAM: conditional loss backoff (on in ericsson)
   --relaxed-pacing              SCReAM: pace up to 4x faster near the maximum bitrate
                                 (earlier drafts; off: it bursts past an L4S step
                                 threshold, docs/cg.md)
@@ -196,6 +199,7 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         "spin-us",
         "burst-us",
         "l4s-alpha-gain",
+        "profile",
         "feedback-timeout-ms",
         "reorder-window-ms",
         "num-reports",
@@ -271,6 +275,11 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         qdelay_target_s: get("qdelay-target-ms")
             .map_or(Ok(60.0), |v| positive("qdelay-target-ms", v))?
             * 1e-3,
+        scream_profile: match get("profile").unwrap_or("ericsson") {
+            "ericsson" => Profile::Ericsson,
+            "draft" => Profile::Draft,
+            other => return Err(format!("--profile {other:?}: expected ericsson or draft")),
+        },
         reduce_jitter: get("reduce-jitter").is_some(),
         adapt_qdelay_target: get("adapt-qdelay-target").is_some(),
         conditional_loss_backoff: get("conditional-loss-backoff").is_some(),
@@ -359,6 +368,10 @@ mod tests {
         assert_eq!(c.ecn, Ecn::Ect1);
         assert_eq!(c.limits.max_bps, 30e6);
         assert_eq!(c.rate_bps, 30e6);
+        // SCReAM follows Ericsson's code unless the draft is asked for.
+        assert_eq!(c.scream_profile, Profile::Ericsson);
+        let d = parse_send(&s(&["10.0.0.1:5000", "--profile", "draft"])).unwrap();
+        assert_eq!(d.scream_profile, Profile::Draft);
         let c = parse_send(&s(&[
             "10.0.0.1:5000",
             "--cc",
@@ -386,6 +399,8 @@ mod tests {
         assert!(e.contains("--max-mbps"), "{e}");
         let e = parse_send(&s(&["10.0.0.1:1", "--bogus", "1"])).unwrap_err();
         assert!(e.contains("--bogus"), "{e}");
+        let e = parse_send(&s(&["10.0.0.1:1", "--profile", "rfc"])).unwrap_err();
+        assert!(e.contains("--profile \"rfc\""), "{e}");
         let e = parse_send(&s(&["10.0.0.1:1", "--fps"])).unwrap_err();
         assert!(e.contains("--fps needs a value"), "{e}");
     }

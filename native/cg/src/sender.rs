@@ -8,7 +8,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 
 use crate::cc::none::NoControl;
-use crate::cc::scream::{Scream, ScreamConfig};
+use crate::cc::scream::{Profile, Scream, ScreamConfig};
 use crate::cc::tfrc::Tfrc;
 use crate::cc::{Controller, RateLimits};
 use crate::clock::{mono_ns, process_cpu_ns, reduce_timer_slack, Clock};
@@ -63,6 +63,8 @@ pub struct SenderConfig {
     pub encoder_lag_s: f64,
     pub seed: u64,
     pub qdelay_target_s: f64,
+    /// SCReAM: whose constants where the draft and Ericsson's code differ.
+    pub scream_profile: Profile,
     pub reduce_jitter: bool,
     pub adapt_qdelay_target: bool,
     pub conditional_loss_backoff: bool,
@@ -134,11 +136,17 @@ impl Logs {
 fn build_controller(cfg: &SenderConfig, frame_period_s: f64) -> Box<dyn Controller> {
     match cfg.cc {
         CcKind::Scream => {
-            let mut sc = ScreamConfig::new(cfg.ecn == Ecn::Ect1, cfg.limits, frame_period_s);
+            let mut sc = ScreamConfig::with_profile(
+                cfg.ecn == Ecn::Ect1,
+                cfg.limits,
+                frame_period_s,
+                cfg.scream_profile,
+            );
             sc.qdelay_target_s = cfg.qdelay_target_s;
-            sc.reduce_jitter = cfg.reduce_jitter;
+            // The options turn on what the profile leaves off (Ericsson's has both on).
+            sc.reduce_jitter |= cfg.reduce_jitter;
             sc.adapt_qdelay_target = cfg.adapt_qdelay_target;
-            sc.conditional_loss_backoff = cfg.conditional_loss_backoff;
+            sc.conditional_loss_backoff |= cfg.conditional_loss_backoff;
             sc.relaxed_pacing = cfg.relaxed_pacing;
             sc.l4s_alpha_gain = cfg.l4s_alpha_gain;
             // The draft's MSS is the largest RTP packet: the window grows by about one

@@ -13,90 +13,21 @@
 //! - the RTT used in `8 * ref_wnd / s_rtt` is at least 1 ms, so that the sub-millisecond
 //!   RTTs of a namespace testbed do not turn a 3 kB window into hundreds of Mbit/s;
 //! - the optional parts (REDUCE_JITTER, the competing-flows qdelay target adaptation, the
-//!   conditional loss backoff) are settings, off by default.
+//!   conditional loss backoff) are settings.
+//!
+//! Where the draft and Ericsson's SCReAM V2 code differ, `Profile` (params.rs) chooses; the
+//! default follows Ericsson's code (what the papers ran).
 
 use std::collections::VecDeque;
 
-use super::{smooth_rtt, Controller, ControllerState, RateLimits};
+use super::{smooth_rtt, Controller, ControllerState};
 use crate::history::FeedbackSummary;
 
-// Constants of the draft (RECOMMENDED values).
-pub const QDELAY_TARGET_LO: f64 = 0.06;
-pub const QDELAY_TARGET_HI: f64 = 0.4;
-pub const MIN_REF_WND: f64 = 3000.0;
-pub const BYTES_IN_FLIGHT_HEAD_ROOM: f64 = 1.5;
-pub const BETA_LOSS: f64 = 0.7;
-pub const BETA_ECN: f64 = 0.8;
-/// The draft's default MSS; the sender sets the largest RTP packet it makes (1212 bytes).
-pub const MSS: f64 = 1000.0;
-pub const POST_CONGESTION_DELAY_RTTS: f64 = 100.0;
-pub const MUL_INCREASE_FACTOR: f64 = 0.02;
-pub const VIRTUAL_RTT: f64 = 0.025;
-pub const ACKED_BITRATE_MARGIN: f64 = 0.8;
-pub const BACKOFF_SCALE_LOW_TARGET_RATE: f64 = 0.25;
-pub const L4S_AVG_G_UP: f64 = 1.0 / 8.0;
-pub const L4S_AVG_G_DOWN: f64 = 1.0 / 128.0;
-pub const QDELAY_AVG_G: f64 = 1.0 / 4.0;
-pub const QDELAY_MIN_MAX_AVG_G: f64 = 1.0 / 16.0;
-pub const QDELAY_DEV_AVG_G: f64 = 1.0 / 32.0;
-pub const QDELAY_DEV_THRESHOLD: f64 = 0.01;
-pub const LOSS_RATE_THRESHOLD: f64 = 0.01;
-pub const REF_WND_OVERHEAD_MIN: f64 = 1.5;
-pub const REF_WND_OVERHEAD_MAX: f64 = 3.0;
-pub const RATE_PACE_MIN: f64 = 50_000.0;
-pub const PACKET_PACING_HEADROOM: f64 = 1.5;
-pub const MAX_RELAXED_PACING_FACTOR: f64 = 4.0;
-pub const RELAXED_PACING_LIMIT_LOW: f64 = 0.8;
-pub const PACKET_OVERHEAD: f64 = 20.0;
-pub const RATE_ADJUST_GAIN: f64 = 1.0 / 16.0;
-pub const FRAME_SIZE_DEV_ALPHA: f64 = 1.0 / 64.0;
-/// This implementation's floor on the RTT in the target bitrate (see the module doc).
-pub const MIN_RTT_FOR_RATE: f64 = 0.001;
+mod params;
+pub use params::*;
+
 /// LEDBAT base-delay history: this many one-minute minima.
 const BASE_HISTORY: usize = 10;
-
-/// SCReAM settings.
-#[derive(Clone, Debug)]
-pub struct ScreamConfig {
-    /// L4S mode (ECT(1)): CE marks scale the window by the marked fraction; otherwise CE
-    /// is classic ECN (x BETA_ECN).
-    pub l4s: bool,
-    pub limits: RateLimits,
-    pub qdelay_target_s: f64,
-    pub mss: f64,
-    pub frame_period_s: f64,
-    /// Optional jitter filtering (draft REDUCE_JITTER).
-    pub reduce_jitter: bool,
-    /// Optional qdelay target adaptation against loss-based competitors (draft 4.4.3).
-    pub adapt_qdelay_target: bool,
-    /// Optional conditional loss backoff (draft 4.4.2).
-    pub conditional_loss_backoff: bool,
-    /// Relaxed pacing near the maximum bitrate (earlier drafts and Ericsson's code: up to
-    /// MAX_RELAXED_PACING_FACTOR x faster). Off by default, as in the current draft: it lets
-    /// a frame leave faster than a 50 Mbit/s link drains it, and DualPI2's 1 ms step
-    /// threshold then marks the flow's own burst (docs/cg.md).
-    pub relaxed_pacing: bool,
-    /// One EWMA gain for `l4s_alpha` both ways (the draft's older L4S_AVG_G, 1/16) instead
-    /// of fast attack / slow decay (L4S_AVG_G_UP / _DOWN). None: the current draft.
-    pub l4s_alpha_gain: Option<f64>,
-}
-
-impl ScreamConfig {
-    pub fn new(l4s: bool, limits: RateLimits, frame_period_s: f64) -> Self {
-        ScreamConfig {
-            l4s,
-            limits,
-            qdelay_target_s: QDELAY_TARGET_LO,
-            mss: MSS,
-            frame_period_s,
-            reduce_jitter: false,
-            adapt_qdelay_target: false,
-            conditional_loss_backoff: false,
-            relaxed_pacing: false,
-            l4s_alpha_gain: None,
-        }
-    }
-}
 
 /// LEDBAT's base delay: the minimum one-way delay over the last ten minutes, kept as
 /// per-minute minima so that a route change is forgotten in ten minutes.
@@ -131,6 +62,7 @@ pub struct Reactions {
 
 pub struct Scream {
     cfg: ScreamConfig,
+    p: Params,
     started_ns: Option<i64>,
     // Network congestion control.
     pub ref_wnd: f64,
@@ -180,20 +112,24 @@ impl Scream {
     pub fn new(cfg: ScreamConfig) -> Self {
         let target = cfg.limits.clamp(cfg.limits.start_bps);
         let qt = cfg.qdelay_target_s;
+        let p = cfg.profile.params();
+        let ericsson = cfg.profile == Profile::Ericsson;
         Scream {
+            p,
             started_ns: None,
             ref_wnd: MIN_REF_WND,
             ref_wnd_i: 1.0,
             s_rtt: None,
             qdelay: 0.0,
             qdelay_avg: 0.0,
-            qdelay_max_avg: qt,
-            qdelay_min_avg: 0.0,
+            // E:164-165 start the max average at 0 and the min average high.
+            qdelay_max_avg: if ericsson { 0.0 } else { qt },
+            qdelay_min_avg: if ericsson { 1000.0 } else { 0.0 },
             qdelay_dev_avg: 0.0,
             ref_wnd_delay_scale: 1.0,
             qdelay_target: qt,
             base: BaseDelay::default(),
-            l4s_alpha: 0.0,
+            l4s_alpha: p.l4s_alpha_init,
             l4s_alpha_v: 0.0,
             last_update_l4s_alpha: 0.0,
             units_delivered_this_rtt: 0,
@@ -256,7 +192,7 @@ impl Scream {
         self.qdelay = qdelay;
         self.qdelay_max_avg = self.qdelay_target.min(qdelay.max(self.qdelay_max_avg));
         self.qdelay_min_avg = qdelay.min(self.qdelay_min_avg);
-        if now - self.last_update_qdelay_avg >= VIRTUAL_RTT.min(s_rtt) {
+        if now - self.last_update_qdelay_avg >= self.p.reaction_interval_s.min(s_rtt) {
             // Slow attack, fast decay: delay spikes alone do not cause a backoff.
             if qdelay < self.qdelay_avg {
                 self.qdelay_avg = qdelay;
@@ -264,13 +200,17 @@ impl Scream {
                 self.qdelay_avg = QDELAY_AVG_G * qdelay + (1.0 - QDELAY_AVG_G) * self.qdelay_avg;
             }
             if self.cfg.reduce_jitter {
+                // E:829-846: the spread of max and min averages, capped at twice the
+                // threshold, is taken before both averages decay toward each other.
+                let spread = (self.qdelay_max_avg - self.qdelay_min_avg)
+                    .clamp(0.0, 2.0 * QDELAY_DEV_THRESHOLD);
+                self.qdelay_dev_avg =
+                    (1.0 - QDELAY_DEV_AVG_G) * self.qdelay_dev_avg + QDELAY_DEV_AVG_G * spread;
+                self.ref_wnd_delay_scale =
+                    (1.0 - self.qdelay_dev_avg / QDELAY_DEV_THRESHOLD).clamp(0.0, 1.0);
                 self.qdelay_max_avg *= 1.0 - QDELAY_MIN_MAX_AVG_G;
                 self.qdelay_min_avg = self.qdelay_min_avg * (1.0 - QDELAY_MIN_MAX_AVG_G)
                     + self.qdelay_max_avg * QDELAY_MIN_MAX_AVG_G;
-                self.qdelay_dev_avg = (1.0 - QDELAY_DEV_AVG_G) * self.qdelay_dev_avg
-                    + QDELAY_DEV_AVG_G * (self.qdelay_max_avg - self.qdelay_min_avg);
-                self.ref_wnd_delay_scale =
-                    (1.0 - self.qdelay_dev_avg / QDELAY_DEV_THRESHOLD).clamp(0.0, 1.0);
             }
             self.last_update_qdelay_avg = now;
         }
@@ -332,7 +272,8 @@ impl Scream {
         }
         let (mut is_loss, mut is_ce, mut is_virtual_ce) = (false, false, false);
         let mut alpha_v = 0.0;
-        if now - self.last_reaction_to_congestion >= VIRTUAL_RTT.min(s_rtt) {
+        let interval = self.p.reaction_interval_s;
+        if now - self.last_reaction_to_congestion >= interval.min(s_rtt) {
             if self.loss_detected {
                 is_loss = true;
             } else if self.data_units_marked {
@@ -343,6 +284,9 @@ impl Scream {
                 alpha_v = ((self.qdelay_avg - self.qdelay_target / 2.0)
                     / (self.qdelay_target / 2.0))
                     .clamp(0.0, 1.0);
+                if self.p.virtual_backoff_scaled_twice {
+                    alpha_v /= (s_rtt / interval).max(1.0); // E:880
+                }
                 is_virtual_ce = true;
             }
             self.l4s_alpha_v = alpha_v;
@@ -362,7 +306,7 @@ impl Scream {
                 if self.target_bitrate < self.acked_bitrate * ACKED_BITRATE_MARGIN {
                     backoff *= BACKOFF_SCALE_LOW_TARGET_RATE;
                 }
-                backoff /= (s_rtt / VIRTUAL_RTT).max(1.0);
+                backoff /= (s_rtt / interval).max(1.0);
                 if self.qdelay < self.qdelay_target * 0.25 {
                     backoff *= scl.max(0.25);
                     backoff *= self.ref_wnd_delay_scale.max(0.25);
@@ -376,7 +320,7 @@ impl Scream {
                 }
                 self.ref_wnd *= 1.0 - backoff;
             } else {
-                self.ref_wnd *= BETA_ECN;
+                self.ref_wnd *= self.p.beta_ecn;
             }
         }
         if is_virtual_ce {
@@ -385,7 +329,7 @@ impl Scream {
             if self.target_bitrate < self.acked_bitrate * ACKED_BITRATE_MARGIN {
                 backoff *= BACKOFF_SCALE_LOW_TARGET_RATE;
             }
-            backoff /= (s_rtt / VIRTUAL_RTT).max(1.0);
+            backoff /= (s_rtt / interval).max(1.0);
             self.ref_wnd *= 1.0 - backoff;
         }
         self.ref_wnd = self.ref_wnd.max(MIN_REF_WND);
@@ -401,9 +345,9 @@ impl Scream {
         let mut scl = (self.ref_wnd - self.ref_wnd_i) / self.ref_wnd_i * 8.0;
         scl = (scl * scl).clamp(0.1, 1.0);
         let post_congestion_scale = ((now - self.last_congestion_detected)
-            / (POST_CONGESTION_DELAY_RTTS * VIRTUAL_RTT.max(s_rtt)))
+            / (self.p.post_congestion_delay_rtts * VIRTUAL_RTT.max(s_rtt)))
         .clamp(0.0, 1.0);
-        let scale_factor = 1.0 + (MUL_INCREASE_FACTOR * self.ref_wnd) / self.mss();
+        let scale_factor = 1.0 + (self.p.mul_increase_factor * self.ref_wnd) / self.mss();
         let mut increment =
             (self.bytes_newly_acked - self.bytes_newly_acked_ce) * self.ref_wnd_ratio();
         increment *= (s_rtt / VIRTUAL_RTT).min(1.0);
@@ -416,7 +360,7 @@ impl Scream {
         increment *= tmp;
         let max_allowed = self.mss()
             + self.max_bytes_in_flight.max(self.max_bytes_in_flight_prev)
-                * BYTES_IN_FLIGHT_HEAD_ROOM;
+                * self.p.bytes_in_flight_headroom;
         let candidate = self.ref_wnd + increment.max(0.0);
         if candidate <= max_allowed && self.target_bitrate < self.cfg.limits.max_bps {
             self.ref_wnd = candidate;
@@ -431,20 +375,31 @@ impl Scream {
         let mut tmp = 1.0;
         tmp *= 1.0 - (self.ref_wnd_ratio() - 0.1).clamp(0.0, 0.2);
         tmp *= self.mss() / (self.mss() + PACKET_OVERHEAD);
-        tmp /= 1.2 + self.rate_adjust_factor + self.frame_size_dev;
-        let rate = tmp * 8.0 * self.ref_wnd / s_rtt.max(MIN_RTT_FOR_RATE);
+        tmp /= self.target_divisor();
+        let rtt = (s_rtt + self.p.srtt_add_s).max(MIN_RTT_FOR_RATE);
+        let rate = tmp * 8.0 * self.ref_wnd / rtt;
         self.target_bitrate = self.cfg.limits.clamp(rate);
+    }
+
+    /// Draft: 1.2 + rate_adjust + frame_size_dev; Ericsson: 1.1 x (1 + rate_adjust).
+    fn target_divisor(&self) -> f64 {
+        if self.p.target_uses_frame_size_dev {
+            self.p.target_divisor + self.rate_adjust_factor + self.frame_size_dev
+        } else {
+            self.p.target_divisor * (1.0 + self.rate_adjust_factor)
+        }
     }
 
     fn ref_wnd_overhead(&self) -> f64 {
         REF_WND_OVERHEAD_MIN
-            + (REF_WND_OVERHEAD_MAX - REF_WND_OVERHEAD_MIN) * self.ref_wnd_delay_scale
+            + (self.p.ref_wnd_overhead_max - REF_WND_OVERHEAD_MIN) * self.ref_wnd_delay_scale
     }
 
     /// The window that gives the start bitrate at this RTT (inverse of the target formula).
     fn initial_ref_wnd(&self, s_rtt: f64) -> f64 {
-        let factor = self.mss() / (self.mss() + PACKET_OVERHEAD) / 1.2;
-        let wnd = self.cfg.limits.start_bps * s_rtt.max(MIN_RTT_FOR_RATE) / 8.0 / factor;
+        let factor = self.mss() / (self.mss() + PACKET_OVERHEAD) / self.p.target_divisor;
+        let rtt = (s_rtt + self.p.srtt_add_s).max(MIN_RTT_FOR_RATE);
+        let wnd = self.cfg.limits.start_bps * rtt / 8.0 / factor;
         wnd.max(MIN_REF_WND)
     }
 }
@@ -551,9 +506,9 @@ impl Controller for Scream {
         // Draft 4.4: integrate the RTP queue delay beyond a quarter frame period, and track
         // how much frames exceed their nominal size.
         let fp = self.cfg.frame_period_s;
-        let error = (media_qdelay_s - fp / 4.0) / fp;
+        let error = (media_qdelay_s - fp * self.p.rate_adjust_ref_fp) / fp;
         self.rate_adjust_factor =
-            (self.rate_adjust_factor + error * RATE_ADJUST_GAIN).clamp(0.0, 0.5);
+            (self.rate_adjust_factor + error * self.p.rate_adjust_gain).clamp(0.0, 0.5);
         let nominal = self.target_bitrate * fp / 8.0;
         if nominal > 0.0 {
             let deviation = ((frame_bytes as f64 - nominal) / nominal).max(0.0);

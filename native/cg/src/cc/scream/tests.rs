@@ -5,6 +5,7 @@
 //! bottleneck model, real RFC 8888 reports and the sender's transmission history.
 
 use super::*;
+use crate::cc::RateLimits;
 use crate::clock::{ntp32_ceil, ntp32_to_wall_ns, Clock};
 use crate::history::TxHistory;
 use crate::rfc8888::{ato_from_ns, Feedback, MetricBlock, StreamReport};
@@ -22,6 +23,12 @@ fn limits(max_mbps: f64) -> RateLimits {
 
 fn scream(l4s: bool, max_mbps: f64) -> Scream {
     Scream::new(ScreamConfig::new(l4s, limits(max_mbps), 1.0 / 60.0))
+}
+
+/// The draft's constants and rules (Profile::Draft), for tests of the draft's arithmetic.
+fn draft(l4s: bool, max_mbps: f64) -> Scream {
+    let cfg = ScreamConfig::with_profile(l4s, limits(max_mbps), 1.0 / 60.0, Profile::Draft);
+    Scream::new(cfg)
 }
 
 /// A feedback summary: `acked` bytes newly acknowledged, RTT and one-way delay in ms.
@@ -50,7 +57,8 @@ fn warm(s: &mut Scream, rtt_ms: f64) -> f64 {
 
 #[test]
 fn one_loss_cuts_ref_wnd_by_beta_loss_once() {
-    let mut s = scream(false, 1000.0);
+    // The draft's unconditional loss backoff; Ericsson's code ignores a lone loss (next test).
+    let mut s = draft(false, 1000.0);
     let mut t = warm(&mut s, 20.0);
     let before = s.ref_wnd;
     // A loss, with nothing newly acknowledged (so no increase blurs the factor).
@@ -70,6 +78,37 @@ fn one_loss_cuts_ref_wnd_by_beta_loss_once() {
     }
     assert!((s.ref_wnd - before * BETA_LOSS).abs() < 1e-6);
     assert_eq!(s.reactions.loss, 1);
+}
+
+#[test]
+fn a_lone_loss_without_queue_delay_is_ignored_as_ericssons_code_does() {
+    // ScreamV2Tx.cpp reacts to loss only with a loss rate over 1 % or a queue delay over a
+    // quarter of the target (conditional loss backoff): one loss in a calm queue is noise.
+    let mut s = scream(false, 1000.0);
+    let t = warm(&mut s, 20.0);
+    let before = s.ref_wnd;
+    let mut lossy = fb(t, 0, 20.0, 10.0);
+    lossy.packets_newly_lost = 1;
+    s.on_feedback(&lossy);
+    assert_eq!(s.reactions.loss, 0);
+    assert!(s.ref_wnd >= before);
+    // With the queue delay past a quarter of the target the same loss cuts by BETA_LOSS.
+    let mut q = scream(false, 1000.0);
+    let mut t = warm(&mut q, 20.0);
+    for _ in 0..40 {
+        t += 5.0;
+        q.on_feedback(&fb(t, 0, 40.0, 30.0)); // qdelay 20 ms > 60 ms / 4
+    }
+    let before = q.ref_wnd;
+    let mut lossy = fb(t + 5.0, 0, 40.0, 30.0);
+    lossy.packets_newly_lost = 1;
+    q.on_feedback(&lossy);
+    assert_eq!(q.reactions.loss, 1);
+    assert!(
+        q.ref_wnd <= before * BETA_LOSS + 1e-6,
+        "{before} -> {}",
+        q.ref_wnd
+    );
 }
 
 #[test]
@@ -111,9 +150,15 @@ fn classic_ecn_cuts_by_beta_ecn_and_l4s_by_alpha() {
     marked.packets_newly_acked = 10;
     marked.packets_newly_ce = 1;
     classic.on_feedback(&marked);
-    assert!((classic.ref_wnd - before * BETA_ECN).abs() < 1e-6);
+    // The default profile's classic-ECN beta: Ericsson's 0.7 (scream_sender.cpp), the
+    // draft's 0.8 with Profile::Draft.
+    let beta_ecn = Profile::Ericsson.params().beta_ecn;
+    assert!((classic.ref_wnd - before * beta_ecn).abs() < 1e-6);
 
-    let mut l4s = scream(true, 1000.0);
+    // The draft's L4S arithmetic: with Ericsson's larger bytes-in-flight headroom, warm()
+    // grows ref_wnd past what is in flight, and the first CE after a calm spell clamps it
+    // there first (a cut larger than l4s_alpha / 2, in both codes).
+    let mut l4s = draft(true, 1000.0);
     warm(&mut l4s, 20.0);
     let before = l4s.ref_wnd;
     l4s.on_feedback(&marked);
@@ -161,9 +206,18 @@ fn queue_delay_beyond_half_the_target_reduces_the_window() {
 
 #[test]
 fn target_bitrate_follows_ref_wnd_over_rtt() {
+    // Ericsson's target (ScreamV2Tx.cpp, ScreamV2TxStream.cpp): 1 ms added to the RTT,
+    // divided by 1.1 x (1 + rate_adjust); the draft divides by 1.2 + rate_adjust + dev.
     let mut s = scream(false, 1000.0);
     warm(&mut s, 20.0);
-    let expected = 8.0 * s.ref_wnd / s.s_rtt().unwrap() * (MSS / (MSS + PACKET_OVERHEAD)) / 1.2;
+    let expected =
+        8.0 * s.ref_wnd / (s.s_rtt().unwrap() + 0.001) * (MSS / (MSS + PACKET_OVERHEAD)) / 1.1;
+    let mut d = draft(false, 1000.0);
+    warm(&mut d, 20.0);
+    let expected_draft =
+        8.0 * d.ref_wnd / d.s_rtt().unwrap() * (MSS / (MSS + PACKET_OVERHEAD)) / 1.2;
+    let got_draft = d.target_bitrate();
+    assert!((got_draft - expected_draft).abs() / expected_draft < 0.01);
     let got = s.target_bitrate();
     assert!(
         (got - expected).abs() / expected < 0.01,

@@ -1,0 +1,179 @@
+//! SCReAM's settings and the two sets of constants it can run with.
+//!
+//! `Profile::Ericsson` (default) follows Ericsson's SCReAM V2 code (github.com/
+//! EricssonResearch/scream at c8f84c3, the code eCGP embeds and TMA 2024 ran) where it and
+//! the IETF draft disagree; `Profile::Draft` keeps the draft's values. Each Ericsson value
+//! names its place: E = code/ScreamV2Tx.cpp, St = code/ScreamV2TxStream.cpp,
+//! S = code/scream_sender.cpp. docs/cg.md lists them all, with what is not followed.
+
+use super::super::RateLimits;
+
+// Constants of the draft (RECOMMENDED values) that both profiles share.
+pub const QDELAY_TARGET_LO: f64 = 0.06;
+pub const QDELAY_TARGET_HI: f64 = 0.4;
+pub const MIN_REF_WND: f64 = 3000.0;
+pub const BETA_LOSS: f64 = 0.7;
+/// The draft's default MSS; the sender sets the largest RTP packet it makes (1212 bytes).
+pub const MSS: f64 = 1000.0;
+pub const VIRTUAL_RTT: f64 = 0.025;
+pub const ACKED_BITRATE_MARGIN: f64 = 0.8;
+pub const BACKOFF_SCALE_LOW_TARGET_RATE: f64 = 0.25;
+pub const L4S_AVG_G_UP: f64 = 1.0 / 8.0;
+pub const L4S_AVG_G_DOWN: f64 = 1.0 / 128.0;
+pub const QDELAY_AVG_G: f64 = 1.0 / 4.0;
+pub const QDELAY_MIN_MAX_AVG_G: f64 = 1.0 / 16.0;
+pub const QDELAY_DEV_AVG_G: f64 = 1.0 / 32.0;
+pub const QDELAY_DEV_THRESHOLD: f64 = 0.01;
+pub const LOSS_RATE_THRESHOLD: f64 = 0.01;
+pub const REF_WND_OVERHEAD_MIN: f64 = 1.5;
+pub const RATE_PACE_MIN: f64 = 50_000.0;
+pub const PACKET_PACING_HEADROOM: f64 = 1.5;
+pub const MAX_RELAXED_PACING_FACTOR: f64 = 4.0;
+pub const RELAXED_PACING_LIMIT_LOW: f64 = 0.8;
+pub const PACKET_OVERHEAD: f64 = 20.0;
+pub const FRAME_SIZE_DEV_ALPHA: f64 = 1.0 / 64.0;
+/// This implementation's floor on the RTT in the target bitrate (see the module doc).
+pub const MIN_RTT_FOR_RATE: f64 = 0.001;
+
+/// Whose constants and rules SCReAM follows where the draft and Ericsson's code differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    Draft,
+    Ericsson,
+}
+
+/// The values that differ between the profiles.
+#[derive(Clone, Copy, Debug)]
+pub struct Params {
+    /// Jitter damping (the draft's optional REDUCE_JITTER; Ericsson's
+    /// `latencyDiffCwndScale`, always on, E:826-840).
+    pub reduce_jitter: bool,
+    /// Loss backoff only when the loss rate or the queue delay says congestion (E:1134,
+    /// 1206; the draft's optional conditional loss backoff).
+    pub conditional_loss_backoff: bool,
+    /// Largest send-window headroom over ref_wnd (draft 3.0; E:1632 with S:62's 5.0).
+    pub ref_wnd_overhead_max: f64,
+    /// ref_wnd may grow to this times the bytes in flight (draft 1.5; S:67 2.0).
+    pub bytes_in_flight_headroom: f64,
+    /// Multiplicative increase factor (draft 0.02; S:68 0.05).
+    pub mul_increase_factor: f64,
+    /// Congestion-free RTTs before the multiplicative increase is whole (draft 100; E:87 200).
+    pub post_congestion_delay_rtts: f64,
+    /// Shortest interval between reactions, and the RTT over which a backoff is scaled down
+    /// (draft VIRTUAL_RTT 25 ms; E:63 30 ms).
+    pub reaction_interval_s: f64,
+    /// Ericsson divides the virtual (delay-based) alpha by sRTT/30 ms where it computes it
+    /// and the backoff again (E:880, 1761): twice.
+    pub virtual_backoff_scaled_twice: bool,
+    /// Target bitrate `8 ref_wnd / (s_rtt + srtt_add_s) * .. / divisor / (1 + rate_adjust)`:
+    /// the draft divides by 1.2 + rate_adjust + frame_size_dev; Ericsson by 1.1 and by
+    /// (1 + rate_adjust) (E:1862-1878, St:324), adding 1 ms to sRTT.
+    pub target_divisor: f64,
+    pub target_uses_frame_size_dev: bool,
+    pub srtt_add_s: f64,
+    /// Rate adjustment: gain and the RTP queue delay it aims at, in frame periods (draft
+    /// 1/16 against fp/4; St:201 0.2/8 against fp/2).
+    pub rate_adjust_gain: f64,
+    pub rate_adjust_ref_fp: f64,
+    /// Classic ECN backoff (draft 0.8; S:590 0.7).
+    pub beta_ecn: f64,
+    /// l4s_alpha's initial value (draft 0; E:213 0.1).
+    pub l4s_alpha_init: f64,
+}
+
+impl Profile {
+    pub fn params(self) -> Params {
+        match self {
+            Profile::Draft => Params {
+                reduce_jitter: false,
+                conditional_loss_backoff: false,
+                ref_wnd_overhead_max: 3.0,
+                bytes_in_flight_headroom: 1.5,
+                mul_increase_factor: 0.02,
+                post_congestion_delay_rtts: 100.0,
+                reaction_interval_s: VIRTUAL_RTT,
+                virtual_backoff_scaled_twice: false,
+                target_divisor: 1.2,
+                target_uses_frame_size_dev: true,
+                srtt_add_s: 0.0,
+                rate_adjust_gain: 1.0 / 16.0,
+                rate_adjust_ref_fp: 0.25,
+                beta_ecn: 0.8,
+                l4s_alpha_init: 0.0,
+            },
+            Profile::Ericsson => Params {
+                reduce_jitter: true,
+                conditional_loss_backoff: true,
+                ref_wnd_overhead_max: 5.0,
+                bytes_in_flight_headroom: 2.0,
+                mul_increase_factor: 0.05,
+                post_congestion_delay_rtts: 200.0,
+                reaction_interval_s: 0.03,
+                virtual_backoff_scaled_twice: true,
+                target_divisor: 1.1,
+                target_uses_frame_size_dev: false,
+                srtt_add_s: 0.001,
+                rate_adjust_gain: 0.2 / 8.0,
+                rate_adjust_ref_fp: 0.5,
+                beta_ecn: 0.7,
+                l4s_alpha_init: 0.1,
+            },
+        }
+    }
+}
+
+/// SCReAM settings.
+#[derive(Clone, Debug)]
+pub struct ScreamConfig {
+    /// L4S mode (ECT(1)): CE marks scale the window by the marked fraction; otherwise CE
+    /// is classic ECN (x beta_ecn).
+    pub l4s: bool,
+    pub limits: RateLimits,
+    pub qdelay_target_s: f64,
+    pub mss: f64,
+    pub frame_period_s: f64,
+    pub profile: Profile,
+    /// Jitter damping; on in the Ericsson profile, optional in the draft's.
+    pub reduce_jitter: bool,
+    /// Optional qdelay target adaptation against loss-based competitors (draft 4.4.3).
+    pub adapt_qdelay_target: bool,
+    /// Conditional loss backoff (draft 4.4.2); on in the Ericsson profile.
+    pub conditional_loss_backoff: bool,
+    /// Relaxed pacing near the maximum bitrate (earlier drafts and Ericsson's code: up to
+    /// MAX_RELAXED_PACING_FACTOR x faster). Off by default in both profiles (Ericsson's
+    /// test program too, S: `-relaxedpacing`): it lets a frame leave faster than a 50 Mbit/s
+    /// link drains it, and DualPI2's 1 ms step threshold then marks the flow's own burst.
+    pub relaxed_pacing: bool,
+    /// One EWMA gain for `l4s_alpha` both ways (the draft's older L4S_AVG_G, 1/16) instead
+    /// of fast attack / slow decay (L4S_AVG_G_UP / _DOWN). None: the current draft.
+    pub l4s_alpha_gain: Option<f64>,
+}
+
+impl ScreamConfig {
+    /// The Ericsson profile (the default).
+    pub fn new(l4s: bool, limits: RateLimits, frame_period_s: f64) -> Self {
+        Self::with_profile(l4s, limits, frame_period_s, Profile::Ericsson)
+    }
+
+    pub fn with_profile(
+        l4s: bool,
+        limits: RateLimits,
+        frame_period_s: f64,
+        profile: Profile,
+    ) -> Self {
+        let p = profile.params();
+        ScreamConfig {
+            l4s,
+            limits,
+            qdelay_target_s: QDELAY_TARGET_LO,
+            mss: MSS,
+            frame_period_s,
+            profile,
+            reduce_jitter: p.reduce_jitter,
+            adapt_qdelay_target: false,
+            conditional_loss_backoff: p.conditional_loss_backoff,
+            relaxed_pacing: false,
+            l4s_alpha_gain: None,
+        }
+    }
+}
