@@ -438,5 +438,6 @@ def run_metrics(
             prepared, spec=spec, point=point, capacity=capacity, spans=spans, warnings=warnings
         ),
         "warnings": warnings,
+        "flags": list(spec.run_flags),
     }
     return doc

@@ -123,6 +123,7 @@ METRICS_JSON_SCHEMA: dict[str, Any] = {
             },
         },
         "warnings": {"type": "array", "items": {"type": "string"}},
+        "flags": {"type": "array", "items": {"type": "string"}},
     },
 }
 

@@ -53,6 +53,7 @@ def run_rows(docs: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
             "response_status": doc["response_status"],
             "recovery_time_s": doc["recovery_time_s"],
             "recovery_status": doc["recovery_status"],
+            "flags": "; ".join(doc.get("flags") or ()),
         }
         for doc in docs
     ]

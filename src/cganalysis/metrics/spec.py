@@ -144,6 +144,9 @@ class RunSpec:
     delay_thresholds_ms: tuple[float, ...] = DEFAULT_DELAY_THRESHOLDS_MS
     labels: Mapping[str, str | int | float] = field(default_factory=dict)
     source: str = "flags"
+    #: meta.json's ``flags`` (what went wrong in the run), carried into the metrics so
+    #: that the tables can say which runs they hold are suspect.
+    run_flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.bin_s > 0:
@@ -339,6 +342,7 @@ def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.j
             ),
             labels=labels_from_meta(meta),
             source=where,
+            run_flags=tuple(str(f) for f in meta.get("flags") or ()),
         )
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}") from None

@@ -156,8 +156,24 @@ def tma_table2(
         else (
             "Std. dev.: the row the paper calls 'Variance' (its values are standard deviations).",
         )
-    )
+    ) + flagged_note(runs_of_all(runs, qdiscs, ccas))
     return Table(header, ("", ""), tuple(rows), caption, notes, tuple(condition))
+
+
+def runs_of_all(runs: pl.DataFrame, qdiscs: Sequence[str], ccas: Sequence[str]) -> pl.DataFrame:
+    return runs.filter(pl.col("qdisc").is_in(list(qdiscs)) & pl.col("cca").is_in(list(ccas)))
+
+
+def flagged_note(runs: pl.DataFrame) -> tuple[str, ...]:
+    """A note naming the runs in a table whose meta.json has flags (e.g. a CG sender that
+    fell behind its pacing schedule), so that their figures are read with care."""
+    if "flags" not in runs.columns:
+        return ()
+    bad = runs.filter(pl.col("flags").fill_null("") != "")
+    if bad.height == 0:
+        return ()
+    items = "; ".join(f"{r['run_id']}: {r['flags']}" for r in bad.iter_rows(named=True))
+    return (f"Flagged runs ({bad.height} of {runs.height}, included): {items}",)
 
 
 #: Table II's cells: a run is filed by its queue discipline and its competitor's CCA.
