@@ -27,6 +27,18 @@ configfile: "configs/config.yaml"
 report: "workflow/report/workflow.rst"
 
 
+# On a cluster executor (profiles/slurm) these stay on the submitting machine: experiments
+# and calibrations need the testbed, the report copies and `all` are trivial.
+localrules:
+    all,
+    experiment,
+    calibrate,
+    report_tma_table,
+    report_xu_table,
+    report_xu_figure,
+    report_timeseries,
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/experiments.smk"
 include: "workflow/rules/packets.smk"

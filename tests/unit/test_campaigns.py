@@ -200,3 +200,33 @@ def test_snakemake_applies_the_default_profile(tmp_path: Path) -> None:
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-3000:]
     assert "Using workflow specific profile profiles/default" in out
+
+
+def test_the_cluster_profile_submits_the_analysis_and_keeps_experiments_local(
+    tmp_path: Path,
+) -> None:
+    """profiles/slurm: packets, metrics, tables and figures become SLURM jobs; experiments
+    (planned here by adding the default campaigns back) stay local rules."""
+    if shutil.which("snakemake") is None:
+        pytest.skip("snakemake not installed")
+    for name in ("Snakefile", "workflow", "configs", "profiles", "data"):
+        (tmp_path / name).symlink_to(REPO / name)
+    dry = ["snakemake", "--profile", "profiles/slurm", "-n"]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run(dry, cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout + done.stderr
+    counts = _job_counts(out)
+    assert "experiment" not in counts  # analysis only: the raw runs come from the testbed
+    assert counts["packets"] == counts["metrics"] == counts["table"] >= 1
+    assert re.search(r"^rule packets:", out, re.M)
+    # Experiments planned too (the default campaigns added back): still a valid plan, and
+    # the rules that need the testbed are local ones (a dry run does not say which are).
+    with_runs = [*dry, "--configfiles", "configs/config.yaml"]
+    done = subprocess.run(
+        with_runs, cwd=tmp_path, capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _job_counts(done.stdout + done.stderr)["experiment"] >= 1
+    block = (REPO / "Snakefile").read_text().split("localrules:")[1].split("\n\n")[0]
+    assert {"experiment", "calibrate", "all"} <= {w.strip(" ,") for w in block.split()}
