@@ -8,8 +8,8 @@
 //! - the one-way-delay base is LEDBAT's (RFC 6817): the minimum over ten one-minute
 //!   buckets;
 //! - `ref_wnd` is initialised at the first RTT sample so that the first target bitrate
-//!   equals the configured start bitrate (the draft starts at MIN_REF_WND; Ericsson's code
-//!   and eCGP start from a start bitrate);
+//!   is the configured start bitrate (draft profile; the draft starts at MIN_REF_WND) or
+//!   1.75 x it, as Ericsson's code's first target (Ericsson profile, params.rs);
 //! - the RTT used in `8 * ref_wnd / s_rtt` is at least 1 ms, so that the sub-millisecond
 //!   RTTs of a namespace testbed do not turn a 3 kB window into hundreds of Mbit/s;
 //! - the optional parts (REDUCE_JITTER, the competing-flows qdelay target adaptation, the
@@ -399,7 +399,8 @@ impl Scream {
     fn initial_ref_wnd(&self, s_rtt: f64) -> f64 {
         let factor = self.mss() / (self.mss() + PACKET_OVERHEAD) / self.p.target_divisor;
         let rtt = (s_rtt + self.p.srtt_add_s).max(MIN_RTT_FOR_RATE);
-        let wnd = self.cfg.limits.start_bps * rtt / 8.0 / factor;
+        let start = self.cfg.limits.start_bps * self.p.initial_target_over_start;
+        let wnd = start * rtt / 8.0 / factor;
         wnd.max(MIN_REF_WND)
     }
 }

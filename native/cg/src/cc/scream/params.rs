@@ -79,6 +79,11 @@ pub struct Params {
     pub beta_ecn: f64,
     /// l4s_alpha's initial value (draft 0; E:213 0.1).
     pub l4s_alpha_init: f64,
+    /// The first target bitrate over the start bitrate. Draft: 1 (this implementation's
+    /// choice). Ericsson: the window starts at the start rate x 100 ms (S:592) and sRTT at
+    /// 50 ms (E:1068), so the first target is 0.1 / 0.051 / 1.1 x the overhead factor =
+    /// 1.75 x the start rate (17.5 Mbit/s for a 10 Mbit/s start).
+    pub initial_target_over_start: f64,
 }
 
 impl Profile {
@@ -100,6 +105,7 @@ impl Profile {
                 rate_adjust_ref_fp: 0.25,
                 beta_ecn: 0.8,
                 l4s_alpha_init: 0.0,
+                initial_target_over_start: 1.0,
             },
             Profile::Ericsson => Params {
                 reduce_jitter: true,
@@ -117,6 +123,7 @@ impl Profile {
                 rate_adjust_ref_fp: 0.5,
                 beta_ecn: 0.7,
                 l4s_alpha_init: 0.1,
+                initial_target_over_start: 1.75,
             },
         }
     }
