@@ -29,8 +29,9 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
   --fps N                       frame rate of the encoder model (default 60)
   --frames TRACE.csv            replay frame sizes (CSV t_s,size_bytes), scaled to the
                                 controller's target, instead of the encoder model
-  --keyframe-interval S         periodic I-frames every S seconds, 0 = only on request
-                                (default 2)
+  --keyframe-interval S         periodic I-frames every S seconds (e.g. 2, the older
+                                model); default 0: I-frames only on request, as a
+                                cloud-gaming encoder (infinite GOP, docs/cg.md)
   --keyframe-factor K           I-frame size / P-frame size (default 4)
   --frame-size-cv C             coefficient of variation of frame sizes (default 0.1)
   --encoder-lag-ms M            encoder rate-control time constant (default 100)
@@ -266,7 +267,9 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
             .transpose()?,
         fps,
         frames_trace: get("frames").map(PathBuf::from),
-        keyframe_interval_s: ms("keyframe-interval", 2.0)?,
+        // Cloud-gaming encoders run an infinite GOP (I-frames on request, intra refresh):
+        // no periodic I-frames by default (docs/cg.md, encoder model).
+        keyframe_interval_s: ms("keyframe-interval", 0.0)?,
         keyframe_factor: get("keyframe-factor")
             .map_or(Ok(4.0), |v| positive("keyframe-factor", v))?,
         frame_size_cv: ms("frame-size-cv", 0.1)?,
@@ -372,6 +375,10 @@ mod tests {
         assert_eq!(c.scream_profile, Profile::Ericsson);
         let d = parse_send(&s(&["10.0.0.1:5000", "--profile", "draft"])).unwrap();
         assert_eq!(d.scream_profile, Profile::Draft);
+        // A cloud-gaming encoder: I-frames on request only, unless periodic ones are asked.
+        assert_eq!(c.keyframe_interval_s, 0.0);
+        let k = parse_send(&s(&["10.0.0.1:5000", "--keyframe-interval", "2"])).unwrap();
+        assert_eq!(k.keyframe_interval_s, 2.0);
         let c = parse_send(&s(&[
             "10.0.0.1:5000",
             "--cc",

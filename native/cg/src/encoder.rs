@@ -3,9 +3,10 @@
 //! Both follow the controller's target bitrate through the same first-order lag (an
 //! encoder's rate control needs a few frames to reach a new target), stay within the
 //! configured minimum and maximum, and make an I-frame when asked (after a loss or an RTP
-//! queue discard). The model adds periodic I-frames and log-normal frame-size variability
-//! around the nominal size; the trace keeps the recorded frame times and sizes, scaled by
-//! the ratio of the encoder's rate to the trace's mean rate.
+//! queue discard). The model adds log-normal frame-size variability around the nominal
+//! size and, if asked, periodic I-frames (a cloud-gaming encoder runs an infinite GOP, so
+//! the command line's default is none: docs/cg.md); the trace keeps the recorded frame
+//! times and sizes, scaled by the ratio of the encoder's rate to the trace's mean rate.
 
 use std::path::Path;
 
