@@ -49,7 +49,7 @@ mapfile -t bin_opts < <(apt_opts "$cache/apt")
 
 say "build tools from the host's sources"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  build-essential bc bison flex libelf-dev libssl-dev pkg-config xz-utils >/dev/null
+  build-essential bc bison flex libelf-dev libssl-dev pkg-config xz-utils dwarves >/dev/null
 
 # --- sch_dualpi2.ko -----------------------------------------------------------------------
 ko="$modroot/$version/extra/sch_dualpi2.ko"
@@ -79,8 +79,15 @@ if [[ ! -f "$ko" ]]; then
   (
     cd "$tree"
     scripts/config --module NET_SCH_DUALPI2 --set-str SYSTEM_TRUSTED_KEYS "" \
-      --set-str SYSTEM_REVOCATION_KEYS "" --disable MODULE_SIG_ALL --disable DEBUG_INFO_BTF_MODULES
+      --set-str SYSTEM_REVOCATION_KEYS "" --disable MODULE_SIG_ALL
     make -s olddefconfig
+    # A module must see the kernel's structures as the kernel does (struct module holds
+    # BTF fields under CONFIG_DEBUG_INFO_BTF_MODULES, which needs pahole here): any
+    # symbol the host's toolchain turned off, other than compiler/Rust probes, is fatal.
+    lost="$(diff <(grep '^CONFIG_' "$modroot/$version/config" | sort) <(grep '^CONFIG_' .config | sort) |
+      sed -n 's/^< \(CONFIG_[A-Z0-9_]*\)=.*/\1/p' |
+      grep -Ev '^CONFIG_(CC_|GCC_|AS_|LD_|RUST|BINDGEN|PAHOLE|TOOLS_SUPPORT|HAVE_RUST|.*_RUST_|.*RUST$|DRM_PANIC_SCREEN_QR|AMCC_QT2025_PHY|AX88796B_RUST_PHY|NOVA|ANDROID_BINDER_IPC_RUST|BLK_DEV_RUST_NULL|OPENSSL_SUPPORTS)' || true)"
+    [[ -z "$lost" ]] || say "warning: this toolchain turns off: $(echo $lost)"
     make -s -j"$jobs" KERNELRELEASE="$version" modules_prepare
   )
   ext="$cache/kbuild/dualpi2"
@@ -100,7 +107,7 @@ modinfo -k "$version" sch_dualpi2 | grep -E '^(filename|vermagic)'
 # iproute2 binary needs a newer C library than Debian 12's: the binary and its libraries
 # (sid's libc6 included) are unpacked into a private root and tc runs through that root's
 # own dynamic loader (a two-line wrapper), touching nothing of the host's.
-if ! "$bindir/tc" qdisc add dualpi2 help 2>&1 | grep -q step_thresh; then
+if ! "$bindir/tc" qdisc add dev lo root dualpi2 help 2>&1 | grep -q step_thresh; then
   sid_apt="$cache/sid-apt"
   mkdir -p "$sid_apt/etc/parts" "$sid_apt/state/lists/partial" "$sid_apt/cache/archives/partial"
   : >"$sid_apt/state/status"

@@ -263,3 +263,47 @@ def test_cake_as_the_kernel_accepts_it(pair: Topology) -> None:
     rec = tcparse.record(0, "a_to_b", "p0", qd, [])
     assert rec["qdisc"] == "cake" and rec["sent_packets"] >= 40
     assert qd[0]["options"]["bandwidth"] == 1250000  # bytes/s
+
+
+def _dualpi2_built() -> bool:
+    from cganalysis.testbed.vm import GUEST_BIN
+    from cganalysis.testbed.vmconf import MODULES
+
+    return bool(list(MODULES.glob("*/extra/sch_dualpi2.ko"))) and (GUEST_BIN / "tc").is_file()
+
+
+def test_dualpi2_in_the_guest_kernel_or_a_clear_refusal(guest: Any, pair: Topology) -> None:
+    """With scripts/build-dualpi2.sh run: the kernel's own DualPI2, rendered, read back and
+    its statistics (prob, delays, per-queue counts, marks) parsed; without: the testbed
+    refuses backend kernel naming what is missing."""
+    from cganalysis.testbed.backend import resolve
+    from cganalysis.testbed.hosts import TestbedError
+    from cganalysis.testbed.vmrun import GuestHost
+
+    whole = GuestHost(guest)  # the probe makes its own namespaces
+
+    spec = {"rate_mbit": 10, "qdisc": {"kind": "dualpi2", "limit": 1000, "target_ms": 15,
+                                       "step_thresh_ms": 1, "classic_protection": 10}}  # fmt: skip
+    d = _direction(spec)
+    if not _dualpi2_built():
+        with pytest.raises(TestbedError) as e:
+            resolve(Bottleneck("kernel", d), Propagation(), whole)
+        assert "lacks qdisc dualpi2" in str(e.value) and "\n" not in str(e.value)
+        return
+    assert resolve(Bottleneck("kernel", d), Propagation(), whole).bottleneck == "kernel"
+    bn, _ = _install(pair, spec)
+    leaf = _by_handle(_qdiscs(pair, "p0"), "10:")
+    assert leaf["kind"] == "dualpi2"
+    opts = leaf["options"]
+    assert opts["limit"] == 1000, opts
+    # ECT(1) echo requests go to the L queue, which counts them.
+    pair.router.run(["ip", "addr", "replace", "10.9.0.1/24", "dev", "p0"])
+    pair.router.run(
+        ["ip", "neigh", "replace", "10.9.0.2", "lladdr", "02:00:00:00:00:02", "dev", "p0"]
+    )
+    pair.router.run(["ping", "-c", "40", "-i", "0.002", "-Q", "1", "-q", "10.9.0.2"],
+                    check=False, timeout_s=60)  # fmt: skip
+    rec = bn.counters()
+    for key in ("prob", "delay_c_us", "delay_l_us", "pkts_in_c", "pkts_in_l", "maxq"):
+        assert key in rec, (key, rec)
+    assert rec["pkts_in_l"] >= 40 and rec["sent_packets"] >= 40, rec

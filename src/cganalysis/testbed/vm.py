@@ -67,6 +67,8 @@ def _first_line(text: str) -> str:
     return lines[0].strip() if lines else ""
 
 
+#: Programs for the guest only (scripts/build-dualpi2.sh: a tc that knows dualpi2).
+GUEST_BIN = Path("/usr/local/lib/cganalysis-vm/bin")
 #: Environment the guest's job inherits (the rest of the host's is not wanted there).
 _PASS_ENV = ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV")
 
@@ -76,6 +78,9 @@ def _guest_env() -> dict[str, str]:
     # The host's state and lock folders are not the guest's concern (its /run is its own).
     for k in ("CGA_STATE_DIR", "CGA_LOCK_DIR", GUEST_ENV):
         env.pop(k, None)
+    if GUEST_BIN.is_dir():
+        # scripts/build-dualpi2.sh's tc (iproute2 >= 6.18): the guest's only, first.
+        env["PATH"] = f"{GUEST_BIN}:{env.get('PATH', os.defpath)}"
     return env
 
 

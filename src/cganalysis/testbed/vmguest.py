@@ -19,9 +19,11 @@ import json
 import os
 import pickle
 import platform
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -98,17 +100,26 @@ def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
     with (ctl / job["pickle"]).open("rb") as fh:
         cfg, out, fields = pickle.load(fh)
     opts = runner.RunOptions(**fields, progress=lambda m: print(m, flush=True))
+    # The run is built on the guest's own /tmp (memory) and copied to the shared folder
+    # once complete: captures written straight to the 9p share cost the guest's one vCPU
+    # and 9p reads of a file being written can fail (ENODATA).
+    local = Path(tempfile.mkdtemp(prefix="cga-vm-run-", dir="/tmp")) / out.name
     try:
         if job["mode"] == "experiment":
-            runner.run_experiment(cfg, out, opts)
+            runner.run_experiment(cfg, local, opts)
         else:
-            runner.run_calibration(cfg, out, opts)
+            runner.run_calibration(cfg, local, opts)
+        staging = out.with_name(f".{out.name}.vmcopy-{os.getpid()}")
+        shutil.copytree(local, staging)
+        staging.rename(out)
     except ConfigError as e:
         return {"ok": False, "kind": "config", "error": str(e)}
     except CganalysisError as e:
         return {"ok": False, "kind": "testbed", "error": str(e)}
     except KeyboardInterrupt as e:
         return {"ok": False, "kind": "interrupted", "error": f"interrupted ({e})"}
+    finally:
+        shutil.rmtree(local.parent, ignore_errors=True)
     return {"ok": True}
 
 
