@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cganalysis.cg import reference
 from cganalysis.errors import ConfigError
@@ -134,3 +135,25 @@ def test_long_runs_of_a_build_not_known_to_be_fixed_are_flagged(tmp_path: Path) 
     assert str(info["overflow_fix"]).startswith("yes")
     log.write_text("".join(",".join(ln.split(",")[:20]) + "\n" for ln in FIXTURE.open()))
     assert cg_flags(cfg, {"duration_s": 60.0}, tmp_path) == []  # shorter than the overflow
+
+
+def test_a_campaign_factor_selects_it(tmp_path: Path) -> None:
+    from cganalysis.experiment.campaign import load_campaign
+
+    repo = Path(__file__).resolve().parents[2]
+    doc = {
+        "campaign": "refcmp",
+        "base": str(repo / "configs" / "runs" / "quick-pfifo.yaml"),
+        "factors": {
+            "cg": {
+                "ours": {"cg": {"source": "cga-cg"}},
+                "reference": {"cg": {"source": "scream-reference"}},
+            }
+        },
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    runs = {r.levels["cg"]: r.config for r in load_campaign(path).runs}
+    assert runs["reference"].cg.source == "scream-reference"
+    assert runs["reference"].all_labels()["cg"] == "reference"
+    assert runs["ours"].cg.source == "cga-cg"
