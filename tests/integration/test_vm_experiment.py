@@ -61,7 +61,15 @@ def test_experiment_runs_in_the_guest_kernel(tmp_path: Path) -> None:
     assert floor["packets"] > 50 and floor["median_ms"] < 1.0, floor
     m = match_files(out / "ingress.pcap", out / "egress.pcap")
     assert m.summary.egress_only_packets == 0  # every egress packet has its ingress twin
-    assert m.summary.packets_unknown == 0
+    # Undecided packets only at the very end: a sender the guest ran late, still sending
+    # when the egress tap stopped.
+    p = m.packets
+    unknown = p.filter(p["lost"].is_null())
+    if unknown.height:
+        last = int(p["t_ingress_ns"].max())  # type: ignore[arg-type]
+        assert int(unknown["t_ingress_ns"].min()) > last - 1_000_000_000, unknown  # type: ignore[arg-type]
+    # Calibration measured something (not HTB accuracy: TCG timers are late).
+    assert meta["calibration"]["capacity_measured_mbps"] > 0.5 * 8, meta["calibration"]
     c0, c1 = (meta["counters"][k] for k in ("at_capture_start", "at_capture_end"))
     qdisc_drops = c1["dropped"] - c0["dropped"]
     assert abs(m.summary.packets_lost - qdisc_drops) <= max(2, 0.02 * qdisc_drops), (

@@ -19,6 +19,7 @@ go into every run's metadata; the metrics use the measured capacity.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 from cganalysis.testbed.bottleneck import AnyBottleneck, KernelBottleneck
 from cganalysis.testbed.capture import Tap, start_tap, stop_taps
 from cganalysis.testbed.config import Calibration, Capture
-from cganalysis.testbed.hosts import Host, TestbedError, stop
+from cganalysis.testbed.hosts import TIMEOUT_SCALE_ENV, Host, TestbedError, stop
 from cganalysis.testbed.qdisc import Htb
 from cganalysis.testbed.topology import Topology
 
@@ -113,6 +114,7 @@ def saturate(
         wait_listening(topo.client, CALIBRATION_PORT)
         offered = rate_mbit * cal.offered_factor
         seconds = max(2, round(cal.saturation_s))
+        base = int(bn.counters().get("sent_bytes") or 0)
         client = topo.server.spawn(
             "iperf3 calibration client",
             [
@@ -132,6 +134,7 @@ def saturate(
             stdout=None,
             stderr=None,
         )
+        _wait_flowing(bn, base, float(os.environ.get(TIMEOUT_SCALE_ENV) or 1.0) * 10.0)
         time.sleep(1.0)  # fill the queue before measuring
         c1, t1 = bn.counters(), time.time_ns()
         time.sleep(seconds - 1.2)
@@ -157,6 +160,17 @@ def saturate(
         "capture_packets": int(window.height),
         "qdisc_drops": int(c2.get("dropped") or 0) - int(c1.get("dropped") or 0),
     }
+
+
+def _wait_flowing(bn: AnyBottleneck, base: int, timeout_s: float) -> None:
+    """Until the qdisc has sent ~10 packets more than ``base``: iperf3 may take seconds to
+    start sending (in the vm testbed's guest under TCG), and the window must not start
+    before it does."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if int(bn.counters().get("sent_bytes") or 0) - base > 15000:
+            return
+        time.sleep(0.05)
 
 
 def calibrate(
