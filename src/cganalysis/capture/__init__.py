@@ -66,18 +66,18 @@ def read_capture_pair(
     those found at ingress. The native reader parses the egress file on a second thread
     (it runs without the GIL) while the ingress table is built."""
     ingress, egress = Path(ingress), Path(egress)
+    for path in (ingress, egress):  # before reading the other one
+        if not path.exists():
+            raise CaptureError(path, "no such file")
     if engine != "native":
         ing = read_capture(ingress, engine=engine)
         return ing, read_capture(egress, engine=engine, rtp_streams=rtp_streams_of(ing))
     from cganalysis.capture.native import read_raw
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        eg_raw: Future[dict[str, Any]] | None = (
-            pool.submit(read_raw, egress) if egress.exists() else None
-        )
+        eg_raw: Future[dict[str, Any]] = pool.submit(read_raw, egress)
         ing = read_capture(ingress, engine=engine)
-        streams = rtp_streams_of(ing)
-        eg = _read(egress, engine, streams, None, None if eg_raw is None else eg_raw.result())
+        eg = _read(egress, engine, rtp_streams_of(ing), None, eg_raw.result())
     return ing, eg
 
 
