@@ -199,6 +199,9 @@ def internals(
         "target_mbps": mean("target_bps", 1e-6),
         "wnd_kB": mean("ref_wnd_bytes", 1e-3),
         "qdelay_avg_ms": mean(qd),
+        # The raw estimate, next to the captured delay: how far each controller's view of
+        # the queue is from the network's (Ericsson's receiver stamps arrivals in user space).
+        "qdelay_est_ms": mean("qdelay_ms"),
         "l4s_alpha": mean("l4s_alpha"),
     }
 
