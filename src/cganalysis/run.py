@@ -45,6 +45,8 @@ from cganalysis.report.figures import delay_cdf_figure, packet_delay_figure, tim
 from cganalysis.report.style import Style, load_style
 from cganalysis.report.tablefmt import Table
 from cganalysis.report.tables import tma_table2
+from cganalysis.schemas import FLOWS
+from cganalysis.tablefile import read_table
 
 #: The captures a run folder holds (the testbed's names; the workflow's path grammar).
 CAPTURES = ("ingress.pcap", "egress.pcap")
@@ -125,7 +127,11 @@ class Run:
         made = self._made("data", "processed", "{campaign}", "{run_id}", "packets.parquet")
         if made is not None:
             flows = self._made("data", "processed", "{campaign}", "{run_id}", "flows.parquet")
-            return read_packets(made), pl.read_parquet(flows) if flows else None
+            if flows is None:
+                return read_packets(made), None
+            return read_packets(made), read_table(
+                flows, FLOWS, "flow table", make_with="make it with `cganalysis packets --flows`"
+            )
         missing = [c for c in CAPTURES if not (self.directory / c).is_file()]
         if missing:
             raise ConfigError(

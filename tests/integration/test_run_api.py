@@ -48,18 +48,22 @@ def test_a_run_outside_the_workflow_is_matched_and_measured_here(
 
 def test_what_the_workflow_made_is_read_not_redone(tmp_path: Path, dualpoint_dir: Path) -> None:
     folder = project_with_run(tmp_path, dualpoint_dir)
-    packets = match_files(dualpoint_dir / "ingress.pcap", dualpoint_dir / "egress.pcap").packets
+    matched = match_files(dualpoint_dir / "ingress.pcap", dualpoint_dir / "egress.pcap")
+    packets = matched.packets
     # A processed table that differs from what matching gives: the API must return it.
     made = tmp_path / "data" / "processed" / "c" / "r01"
     made.mkdir(parents=True)
     half = packets.head(packets.height // 2)
     half.write_parquet(made / "packets.parquet")
+    assert matched.flows is not None
+    matched.flows.write_parquet(made / "flows.parquet")
     metrics = tmp_path / "results" / "metrics" / "c"
     metrics.mkdir(parents=True)
     doc = run_metrics(half, read_run_spec(folder / "meta.json"))
     (metrics / "r01.json").write_text(json.dumps({**doc, "marker": "from the workflow"}))
     run = cganalysis.open_run(folder, style=STYLE)
     assert run.packets.height == half.height
+    assert run.flows is not None and run.flows.equals(matched.flows.select(run.flows.columns))
     assert run.metrics.get("marker") == "from the workflow"
 
 
