@@ -60,7 +60,9 @@ def test_experiment_runs_in_the_guest_kernel(tmp_path: Path) -> None:
     floor = meta["calibration"]["idle_delay_floor"]
     assert floor["packets"] > 50 and floor["median_ms"] < 1.0, floor
     m = match_files(out / "ingress.pcap", out / "egress.pcap")
-    assert m.summary.egress_only_packets == 0  # every egress packet has its ingress twin
+    # Every egress packet has its ingress twin, unless the ingress tap itself dropped it
+    # (tcpdump counts those; the guest's one vCPU under TCG can starve it).
+    assert m.summary.egress_only_packets <= (m.summary.capture_drops_ingress or 0), m.summary
     # Undecided packets only at the very end: a sender the guest ran late, still sending
     # when the egress tap stopped.
     p = m.packets

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -342,10 +343,13 @@ def _is_vm_group(pgid: int) -> bool:
 
 def _boot_failure(console: str) -> str:
     """The line of a console log that says why a boot failed, if one does."""
-    keys = ("qemu-system", "Kernel panic", "error:", "Error", "not found", "failed")
-    for line in console.splitlines():
+    keys = ("qemu", "Kernel panic", "error:", "Error", "not found", "failed", "invalid")
+    for raw in console.splitlines():
+        # Terminal control sequences and padding from QEMU's console handling out.
+        text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1bc", " ", raw)
+        line = " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", text).split())
         if any(k in line for k in keys):
-            return line.strip()[-300:]
+            return line[-300:]
     return ""
 
 
