@@ -46,7 +46,12 @@ CG_SHARE = 0.15
 BURST = 32000
 
 
-def _cases(rate: float, dualpi2: bool) -> dict[str, dict[str, Any]]:
+def _cases(rate: float, dualpi2: bool, only: str | None = None) -> dict[str, dict[str, Any]]:
+    cases = _all_cases(rate, dualpi2)
+    return {k: v for k, v in cases.items() if only is None or k in only.split(",")}
+
+
+def _all_cases(rate: float, dualpi2: bool) -> dict[str, dict[str, Any]]:
     cls = {"burst_bytes": BURST, "cburst_bytes": BURST, "ceil_mbit": rate}
     cases: dict[str, dict[str, Any]] = {
         "htb": {
@@ -89,7 +94,12 @@ def _cases(rate: float, dualpi2: bool) -> dict[str, dict[str, Any]]:
 
 
 def collect(
-    out: Path, rate: float, seconds: float, dualpi2: bool, backends: tuple[str, ...]
+    out: Path,
+    rate: float,
+    seconds: float,
+    dualpi2: bool,
+    backends: tuple[str, ...],
+    only: str | None = None,
 ) -> None:
     """Runs every case with ``backends``; captures and iperf3 JSON into ``out``."""
     from cganalysis.emulator.netbed import bed, wait_ok
@@ -99,7 +109,7 @@ def collect(
     from cganalysis.testbed.validate import Section
 
     cg_rate = rate * CG_SHARE
-    for case, spec in _cases(rate, dualpi2).items():
+    for case, spec in _cases(rate, dualpi2, only).items():
         for backend in backends:
             final = out / f"{case}-{backend}"
             # Captures on the guest's own /tmp (memory), copied to the share afterwards:
@@ -193,13 +203,16 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--keep", type=Path, default=None, help="keep captures in this folder")
     ap.add_argument("--dualpi2", action="store_true", help="also DualPI2 (build-dualpi2.sh)")
+    ap.add_argument("--cases", default=None, help="comma-separated subset: htb,delay,dualpi2")
     ap.add_argument(
         "--no-host", action="store_true", help="skip the emulator runs on this host itself"
     )
     ap.add_argument("--collect", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.collect is not None:  # in the guest
-        collect(args.collect, args.rate, args.seconds, args.dualpi2, ("kernel", "emulator"))
+        collect(
+            args.collect, args.rate, args.seconds, args.dualpi2, ("kernel", "emulator"), args.cases
+        )
         return 0
     from cganalysis.testbed.vmrun import serving
 
@@ -211,20 +224,22 @@ def main() -> int:
               f"booted in {guest.info['boot_s']:g} s")  # fmt: skip
         argv = [sys.executable, str(Path(__file__).resolve()), "--collect", str(out),
                 "--rate", f"{args.rate:g}", "--seconds", f"{args.seconds:g}",
-                *(["--dualpi2"] if args.dualpi2 else [])]  # fmt: skip
+                *(["--dualpi2"] if args.dualpi2 else []),
+                *(["--cases", args.cases] if args.cases else [])]  # fmt: skip
         res = guest.run(argv, check=False, timeout_s=40 * args.seconds + 1200)
         print(res.stdout, end="")
         if res.returncode != 0:
             print(res.stderr[-3000:], file=sys.stderr)
             return 1
         info = guest.info
-    names = [f"{c}-{b}" for c in _cases(args.rate, args.dualpi2) for b in ("kernel", "emulator")]
+    cases = _cases(args.rate, args.dualpi2, args.cases)
+    names = [f"{c}-{b}" for c in cases for b in ("kernel", "emulator")]
     if not args.no_host:
         # The emulator where it normally runs: this host (the guest's one TCG vCPU starves a
         # userspace data plane; the kernel's qdiscs run in softirq context there).
         host = out / "host"
-        collect(host, args.rate, args.seconds, args.dualpi2, ("emulator",))
-        for c in _cases(args.rate, args.dualpi2):
+        collect(host, args.rate, args.seconds, args.dualpi2, ("emulator",), args.cases)
+        for c in cases:
             (host / f"{c}-emulator").rename(out / f"{c}-emulator-host")
             names.append(f"{c}-emulator-host")
     results = {
