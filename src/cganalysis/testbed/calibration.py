@@ -115,6 +115,10 @@ def saturate(
         offered = rate_mbit * cal.offered_factor
         seconds = max(2, round(cal.saturation_s))
         base = int(bn.counters().get("sent_bytes") or 0)
+        scale = float(os.environ.get(TIMEOUT_SCALE_ENV) or 1.0)
+        # On a slow host (the vm guest under TCG: a tc read takes ~0.5 s) the window opens
+        # seconds after the flow starts: keep it sending past the window's end.
+        margin = 6 if scale > 1 else 0
         client = topo.server.spawn(
             "iperf3 calibration client",
             [
@@ -129,17 +133,17 @@ def saturate(
                 "-l",
                 "1400",
                 "-t",
-                str(seconds),
+                str(seconds + margin),
             ],
             stdout=None,
             stderr=None,
         )
-        _wait_flowing(bn, base, float(os.environ.get(TIMEOUT_SCALE_ENV) or 1.0) * 10.0)
+        _wait_flowing(bn, base, scale * 10.0)
         time.sleep(1.0)  # fill the queue before measuring
         c1, t1 = bn.counters(), time.time_ns()
         time.sleep(seconds - 1.2)
         c2, t2 = bn.counters(), time.time_ns()
-        client.wait(seconds + 10)
+        client.wait(seconds + margin + 10)
         stop(client)
         time.sleep(0.3)
     finally:
