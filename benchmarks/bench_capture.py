@@ -1,6 +1,6 @@
 """Reading and matching speed on a ~2 million packet dual-point pair, next to dpkt.
 
-    python benchmarks/bench_capture.py [--packets 2000000] [--dpkt-packets 200000]
+    python -m benchmarks.bench_capture [--packets 2000000] [--dpkt-packets 200000]
 
 Generates a synthetic ingress/egress pair (snaplen 128, RTP + TCP + UDP through a model
 bottleneck), warms the page cache, then prints:
@@ -41,7 +41,7 @@ from cganalysis.io import write_parquet
 from cganalysis.matching import match_captures
 from cganalysis.matching.flows import flow_table
 from cganalysis.matching.pairing import pair_packets
-from cganalysis.synthetic import Knobs, make_scenario
+from tests.support.synthetic import Knobs, make_scenario
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:

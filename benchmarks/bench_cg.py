@@ -1,6 +1,6 @@
 """CPU cost and pacing accuracy of the CG generator at 30 Mbit/s, next to the host's timers.
 
-    python benchmarks/bench_cg.py [--duration 15] [--rate-mbps 30] [--mode auto|netns|loopback]
+    python -m benchmarks.bench_cg [--duration 15] [--rate-mbps 30] [--mode auto|netns|loopback]
 
 The issue's targets: sender and receiver each at most 10 % of one core at 30 Mbit/s, and a
 pacing error (|send time - scheduled time|) of at most 1 ms at the 99th percentile. As the

@@ -1,9 +1,9 @@
 """cga-emu's speed and timing accuracy on this machine, next to references measured in the
 same run (run as root; about two minutes)::
 
-    sudo python3 benchmarks/bench_emulator.py [--seconds 10] [--json out.json]
+    sudo .venv/bin/python -m benchmarks.bench_emulator [--seconds 10] [--json out.json]
 
-On a three-namespace bed (``cganalysis.emulator.netbed``: srv -- rtr -- cli, the
+On a three-namespace bed (``tests.support.netbed``: srv -- rtr -- cli, the
 emulator or a Linux bridge with tc on rtr, taps on rtr's two interfaces) it prints:
 
 1. Forwarding: packets per second forwarded by cga-emu (pass-through, small UDP packets
@@ -30,8 +30,8 @@ from typing import Any
 import polars as pl
 
 from cganalysis.emulator import find_emulator, read_stats
-from cganalysis.emulator.netbed import Bed, bed, cpu_seconds, quantiles, steady, wait_ok, wire_mbit
 from cganalysis.matching import match_files
+from tests.support.netbed import Bed, bed, cpu_seconds, quantiles, steady, wait_ok, wire_mbit
 
 RATE_MBIT = 50.0
 DELAY_MS = 10.0

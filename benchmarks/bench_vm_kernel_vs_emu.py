@@ -1,9 +1,9 @@
 """cga-emu against the real kernel disciplines, side by side, in the vm testbed's guest.
 
-    sudo python3 benchmarks/bench_vm_kernel_vs_emu.py [--rate 10] [--seconds 20] [--json F]
+    sudo .venv/bin/python -m benchmarks.bench_vm_kernel_vs_emu [--rate 10] [--seconds 20] [--json F]
 
 Boots the guest once (Debian's backports kernel: ``bash scripts/install-vm.sh``), and in
-it, on the same three-namespace bed as the emulator's own tests (``emulator.netbed``:
+it, on the same three-namespace bed as the emulator's own tests (``tests.support.netbed``:
 the router bridges r0 <-> r1, taps ``-Q in`` on r0 and ``-Q out`` on r1), runs each case
 with the kernel (Linux bridge, the project's rendered tc lines on r1) and with ``cga-emu``
 (the same configuration through ``emuconf``):
@@ -102,11 +102,11 @@ def collect(
     only: str | None = None,
 ) -> None:
     """Runs every case with ``backends``; captures and iperf3 JSON into ``out``."""
-    from cganalysis.emulator.netbed import bed, wait_ok
     from cganalysis.testbed import emuconf
     from cganalysis.testbed.config import Propagation, parse_direction
     from cganalysis.testbed.render import render_direction, render_netem
     from cganalysis.testbed.validate import Section
+    from tests.support.netbed import bed, wait_ok
 
     cg_rate = rate * CG_SHARE
     for case, spec in _cases(rate, dualpi2, only).items():
@@ -154,7 +154,7 @@ def _iperf(net: Any, port: int, seconds: float, *args: str) -> Any:
     vCPU under TCG is busy with the emulator and the captures."""
     import subprocess
 
-    from cganalysis.emulator.netbed import CLI_IP
+    from tests.support.netbed import CLI_IP
 
     net.spawn("cli", ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
               stderr=subprocess.DEVNULL)  # fmt: skip
@@ -173,8 +173,8 @@ def _iperf(net: Any, port: int, seconds: float, *args: str) -> Any:
 def analyse(work: Path) -> dict[str, Any]:
     import polars as pl
 
-    from cganalysis.emulator.netbed import quantiles, steady, wire_mbit
     from cganalysis.matching import match_files
+    from tests.support.netbed import quantiles, steady, wire_mbit
 
     m = match_files(work / "ingress.pcap", work / "egress.pcap")
     pk = m.packets
@@ -222,7 +222,12 @@ def main() -> int:
     with serving(progress=print, rwdirs=[base]) as guest:
         print(f"guest {guest.info['guest'].get('kernel')} ({guest.info['accel']}), "
               f"booted in {guest.info['boot_s']:g} s")  # fmt: skip
-        argv = [sys.executable, str(Path(__file__).resolve()), "--collect", str(out),
+        # This module again, in the guest (the host's file system), as `python -m` from the
+        # repository root: it imports tests.support.
+        repo = Path(__file__).resolve().parents[1]
+        this = "benchmarks.bench_vm_kernel_vs_emu"
+        module = ["env", f"PYTHONPATH={repo}", sys.executable, "-m", this]
+        argv = [*module, "--collect", str(out),
                 "--rate", f"{args.rate:g}", "--seconds", f"{args.seconds:g}",
                 *(["--dualpi2"] if args.dualpi2 else []),
                 *(["--cases", args.cases] if args.cases else [])]  # fmt: skip

@@ -2,7 +2,7 @@
 
 Reproduces the figures of docs/results.md ("L4S bitrates") for one run:
 
-    python benchmarks/l4s_bursts.py data/raw/tma2024/tma2024-dualpi2-cubic-r01 \\
+    python -m benchmarks.l4s_bursts data/raw/tma2024/tma2024-dualpi2-cubic-r01 \\
         data/processed/tma2024/tma2024-dualpi2-cubic-r01/packets.parquet
 
 - A fluid model of the bottleneck (its configured rate, CG traffic only) fed once with the

@@ -1,7 +1,7 @@
 """Our SCReAM (`cga-cg --cc scream`) next to Ericsson's (`cg.source: scream-reference`),
 scenario by scenario, through the project's own testbed.
 
-    python benchmarks/scream_reference.py --tx PATH/scream_bw_test_tx --rx PATH/scream_bw_test_rx
+    python -m benchmarks.scream_reference --tx PATH/scream_bw_test_tx --rx PATH/scream_bw_test_rx
         [--reps 2] [--scenarios classic-alone,...] [--tma-scale 1.0] [--runs DIR]
         [--impls ours,reference] [--sender-args '--profile draft']
 

@@ -12,10 +12,10 @@ import polars as pl
 import pytest
 
 from cganalysis.emulator import read_events, read_stats
-from cganalysis.emulator.netbed import Bed, bed, quantiles, wait_ok
 from cganalysis.matching import match_files
 from tests.conftest import need_root, need_tool
 from tests.integration.emu_helpers import need_emulator
+from tests.support.netbed import Bed, bed, quantiles, wait_ok
 
 pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 

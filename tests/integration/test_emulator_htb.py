@@ -15,10 +15,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from cganalysis.emulator.netbed import Bed, bed, quantiles, steady, wait_ok, wire_mbit
 from cganalysis.matching import match_files
 from tests.conftest import need_root, need_tool
 from tests.integration.emu_helpers import need_emulator
+from tests.support.netbed import Bed, bed, quantiles, steady, wait_ok, wire_mbit
 
 pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 

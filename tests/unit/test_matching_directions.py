@@ -11,7 +11,7 @@ import pytest
 from cganalysis.capture.writer import write_pcap
 from cganalysis.errors import MatchError
 from cganalysis.matching import match_files
-from cganalysis.synthetic import DST, SRC, Knobs, make_scenario
+from tests.support.synthetic import DST, SRC, Knobs, make_scenario
 
 
 def _acks(times_ns: np.ndarray, ip_id_start: int) -> pl.DataFrame:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cganalysis.matching import MatchedPackets, match_files
-from cganalysis.synthetic import Knobs, Scenario, make_scenario
+from tests.support.synthetic import Knobs, Scenario, make_scenario
 
 knobs = st.builds(
     Knobs,
