@@ -4,6 +4,7 @@ file keys and the flags of meta.json."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -94,7 +95,7 @@ def test_programs_come_from_the_environment_or_say_what_to_do(
     monkeypatch.delenv(reference.RX_ENV, raising=False)
     ref = reference.find_reference()
     assert ref.tx == tmp_path / reference.TX_NAME
-    assert ref.describe()["tx_sha256"] == reference.sha256(ref.tx)
+    assert ref.describe()["tx_sha256"] == hashlib.sha256(ref.tx.read_bytes()).hexdigest()
     monkeypatch.setenv(reference.RX_ENV, str(tmp_path / "missing"))
     with pytest.raises(reference.ReferenceNotFoundError, match=r"CGA_SCREAM_RX_BIN.*docs/cg\.md"):
         reference.find_reference()

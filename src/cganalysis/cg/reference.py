@@ -14,7 +14,6 @@ sender's address; their RFC 8888 reports count ``num_reports`` as blocks - 1.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import polars as pl
 
 from cganalysis.binaries import find_program
 from cganalysis.errors import CganalysisError
+from cganalysis.io import sha256_file
 
 TX_NAME = "scream_bw_test_tx"
 RX_NAME = "scream_bw_test_rx"
@@ -96,8 +96,8 @@ class Reference:
         return {
             "tx_path": str(self.tx),
             "rx_path": str(self.rx),
-            "tx_sha256": sha256(self.tx),
-            "rx_sha256": sha256(self.rx),
+            "tx_sha256": sha256_file(self.tx),
+            "rx_sha256": sha256_file(self.rx),
         }
 
 
@@ -112,14 +112,6 @@ def find_reference() -> Reference:
     except ReferenceNotFoundError as err:
         raise ReferenceNotFoundError(f"cg.source scream-reference: {err}; {hint}") from None
     return Reference(tx, rx)
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def ect_option(ecn: str) -> str:
