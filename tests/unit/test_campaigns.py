@@ -145,6 +145,21 @@ def test_default_config_plans_tma2024() -> None:
         assert yaml.safe_load((profile / name / "config.yaml").read_text())["keep-going"]
 
 
+def test_a_short_form_keeps_the_design_with_fewer_repetitions_and_shorter_runs() -> None:
+    config = yaml.safe_load((REPO / "configs" / "config.yaml").read_text())
+    short = yaml.safe_load((REPO / "profiles" / "xu-short" / "experiments.yaml").read_text())
+    plan = WorkflowPlan.from_config({**config, **short})
+    full = load_campaign(CAMPAIGNS / "xu2022.yaml")
+    assert {c for c, _ in plan.runs()} == {"xu2022-short"}
+    reps = {r.repetition for r in full.runs}
+    assert max(reps) > 2, "the full campaign has more repetitions than the short form"
+    assert {r for _, r in plan.runs()} == {r.run_id for r in full.runs if r.repetition <= 2}
+    # 9 minutes -> 3: the TCP flow from 60 s to 120 s, in the middle minute.
+    assert plan.experiment_flags([]) == "--max-duration-s 180"
+    schedule = full.runs[0].config.schedule.fit(180)
+    assert schedule.competitor_span() == pytest.approx((60.0, 120.0))
+
+
 def _job_counts(out: str) -> dict[str, int]:
     stats = out[out.index("Job stats:") :]
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
@@ -156,6 +171,8 @@ def _job_counts(out: str) -> dict[str, int]:
         ("quick", 8, 3, {"table": 2}),
         # tma2024 and extensions: Table II; tma2024-cellular: Table I; xu2022: Tables 2-5.
         ("all", 314, 17, {"table": 2 + 1 + 4, "figure": 3}),
+        # Xu's design in short form: 3 x 3 x 2 combinations, 2 repetitions, 9 bottlenecks.
+        ("xu-short", 36, 9, {"table": 4, "figure": 3}),
     ],
 )
 def test_dry_run_counts(

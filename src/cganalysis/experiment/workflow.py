@@ -38,9 +38,13 @@ class WorkflowPlan:
             calibrate=bool(exp.get("calibrate", True)), max_duration_s=exp.get("max_duration_s")
         )
         suffix = exp.get("campaign_suffix", "")
+        # A short form of a campaign keeps its design and runs fewer repetitions of it.
+        max_reps = exp.get("max_repetitions")
         for file in exp.get("campaign_files", []):
             campaign = load_campaign(Path(file))
             for run in campaign.runs:
+                if max_reps is not None and run.repetition > max_reps:
+                    continue
                 # A trace link's capacity varies: nothing to calibrate ("" = no calibration).
                 key = "" if run.config.bottleneck.forward.trace else run.calibration_key
                 plan.jobs[(campaign.name + suffix, run.run_id)] = PlannedJob(file, run.run_id, key)
