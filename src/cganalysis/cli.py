@@ -26,7 +26,7 @@ COMMANDS: dict[str, str] = {
     "packets": "match ingress and egress captures into a per-packet delay/loss/ECN table",
     "inspect": "describe one capture: link type, packets, duration, flows and rates",
     "metrics": "queuing delay, bitrate, loss, utilisation, fairness and response of one run",
-    "tables": "TMA 2024 Tables I-II and Xu & Claypool Tables 2-5 from metrics files",
+    "tables": "TMA 2024 Tables I-II and Xu & Claypool Tables 2-6 from metrics files",
     "figures": "TMA 2024 time series and Xu & Claypool Figs. 3-5 as PDF and PNG",
     "testbed": "probe the host, check or render a run's bottleneck, calibrate, clean up",
     "experiment": (

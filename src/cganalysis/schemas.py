@@ -233,6 +233,9 @@ METRICS_ROLES: Schema = {
     "ce_rate": pl.Float64,  # [0, 1] of delivered packets
     "jitter_mean_ms": pl.Float64,
     "jitter_last_ms": pl.Float64,
+    "frames_delivered": pl.Int64,  # RTP frames whose every packet crossed the bottleneck
+    "frames_incomplete": pl.Int64,  # RTP frames with a packet lost at the bottleneck
+    "frame_rate_fps": pl.Float64,  # frames delivered per second of the window
     "utilisation": pl.Float64,  # [0, 1]
 }
 

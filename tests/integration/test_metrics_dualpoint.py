@@ -60,6 +60,15 @@ def test_metrics_agree_with_the_capture(dualpoint_dir: Path) -> None:
     assert 0 <= cg["delay_max_ms"] < 100 and tcp["pct_delay_over_100ms"] == 0.0
     assert doc["fairness_ratio"] < 0  # TCP takes most of the link
     assert doc["recovery_status"] == "reached"
+    # 60 frames of 2 packets per second; each of the 12 RTP drops spoils a frame (at least
+    # 6 frames if drops come in pairs). The window (whole bins) may cut one frame in two.
+    frames = cg["frames_delivered"] + cg["frames_incomplete"]
+    assert abs(frames - cg["packets"] / 2) <= 1
+    assert 6 <= cg["frames_incomplete"] <= cg["packets_lost"]
+    start_s, end_s = doc["inputs"]["window_effective_s"]
+    assert cg["frame_rate_fps"] == pytest.approx(cg["frames_delivered"] / (end_s - start_s))
+    assert 50 < cg["frame_rate_fps"] < 60
+    assert tcp["frame_rate_fps"] is None
 
 
 @pytest.mark.slow

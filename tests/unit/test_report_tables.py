@@ -229,6 +229,7 @@ def xu_roles() -> pl.DataFrame:
                                     "delay_std_ms": std,
                                     "delay_count": n,
                                     "loss_rate": loss + (0.01 if phase == "with_competitor" else 0),
+                                    "frame_rate_fps": 60.0 - 1000 * loss - (cca == "bbr"),
                                 }
                             )
     return role_frame(recs)
@@ -264,6 +265,13 @@ def test_xu_tables_golden(style: Style) -> None:
     check_golden(to_markdown(t3), "xu_table3.md")
     check_golden(to_latex(t3), "xu_table3.tex")
     check_golden(to_markdown(t5), "xu_table5.md")
+    # Table 6: frame rate over runs; the two runs give 59 and 57 f/s with Cubic, one less
+    # with BBR.
+    t6 = xu_table(
+        roles, style=style, metric="frame_rate", phase="with_competitor", ccas=("cubic", "bbr")
+    )
+    assert t6.header == t5.header and t6.rows[0].cells[:2] == ("58 (1.41)", "57 (1.41)")
+    assert t6.caption is not None and t6.caption.startswith("Frame rate (f/s)")
 
 
 def test_table_model_rejects_misfit_rows_and_writes_all_formats(tmp_path: Path) -> None:

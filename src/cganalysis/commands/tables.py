@@ -28,11 +28,12 @@ def _names(text: str | None) -> list[str] | None:
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "tables",
-        help="TMA 2024 Tables I-II and Xu & Claypool Tables 2-5 from metrics files",
+        help="TMA 2024 Tables I-II and Xu & Claypool Tables 2-6 from metrics files",
         description=(
             "Write STEM.csv, STEM.md and STEM.tex. tma-table2: CG/TCP blocks and link "
             "utilisation per queue discipline and CCA; tma-table1: CG delay per variant; "
-            "xu-{delay,loss}-{without,with}: Xu Tables 2-5 (capacity rows, queue size columns). "
+            "xu-{delay,loss}-{without,with}: Xu Tables 2-5, xu-frame-rate-with: Table 6 "
+            "(capacity rows, queue size columns). "
             "Runs that differ in another label (e.g. link, cg) never share a cell: tma-table2 "
             "writes one table per condition into the same files, the others refuse; "
             "--where keeps one condition."

@@ -19,6 +19,7 @@ from cganalysis.metrics.bitrate import BITS_PER_MBIT, bitrate_series, n_bins
 from cganalysis.metrics.capacity import LinkCapacity
 from cganalysis.metrics.delay import delay_stats, quantile_key, threshold_key
 from cganalysis.metrics.fairness import jain_index, xu_fairness_ratio
+from cganalysis.metrics.frames import frame_rate
 from cganalysis.metrics.loss import Loss, loss, rtp_gap_loss
 from cganalysis.metrics.response import (
     Adaptation,
@@ -135,6 +136,8 @@ def role_stats(
     delivered = entered.filter(pl.col("t_out_ns").is_not_null()) if not single else entered
     ce = delivered.get_column("ce_marked").drop_nulls()
     jitter = rtp_jitter(delivered, time_col="t_in_ns" if single else "t_out_ns")
+    # One capture point cannot tell a whole frame from a damaged one: no frame rate there.
+    frames = None if single else frame_rate(entered, window.duration_s)
     out: dict[str, Any] = {
         "packets": entered.height,
         "bytes": int(offered_bits // 8),
@@ -159,6 +162,9 @@ def role_stats(
         "ce_rate": float(ce.mean()) if ce.len() else None,  # type: ignore[arg-type]
         "jitter_mean_ms": jitter.mean_ms,
         "jitter_last_ms": jitter.last_ms,
+        "frames_delivered": None if frames is None else frames.frames_delivered,
+        "frames_incomplete": None if frames is None else frames.frames_incomplete,
+        "frame_rate_fps": None if frames is None else frames.frame_rate_fps,
         "utilisation": delivered_bits / capacity_bits if capacity_bits > 0 else None,
     }
     return out
@@ -280,7 +286,7 @@ def phases_block(
     spans: Sequence[tuple[float, float]],
     warnings: list[str],
 ) -> dict[str, Any]:
-    """Per-role stats without and with the competitor (Xu Tables 2-5)."""
+    """Per-role stats without and with the competitor (Xu Tables 2-6)."""
     if not spans:
         return {}
     first_on, first_off = spans[0]

@@ -45,6 +45,9 @@ ROLE_SCHEMA: dict[str, Any] = {
         "packets_loss_known": _count,
         "loss_rate": _ratio,
         "ce_rate": _ratio,
+        "frames_delivered": _count,
+        "frames_incomplete": _count,
+        "frame_rate_fps": _nonneg,
         "utilisation": _nonneg,
     },
     "patternProperties": {

@@ -30,7 +30,13 @@ from cganalysis.report.figures import (
 )
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Table, write_tables
-from cganalysis.report.tables import tma_table1, tma_table2_tables, xu_cell_keys, xu_table
+from cganalysis.report.tables import (
+    XuMetric,
+    tma_table1,
+    tma_table2_tables,
+    xu_cell_keys,
+    xu_table,
+)
 
 Docs = Sequence[Mapping[str, Any]]
 Paper = Literal["TMA 2024", "Xu & Claypool 2022"]
@@ -84,7 +90,7 @@ def _tma_table1(docs: Docs, style: Style, options: Options) -> list[Table]:
 
 
 def _xu_table(
-    metric: Literal["delay", "loss"], with_competitor: bool, name: str
+    metric: XuMetric, with_competitor: bool, name: str
 ) -> Callable[[Docs, Style, Options], list[Table]]:
     def make(docs: Docs, style: Style, options: Options) -> list[Table]:
         # Runs differing in a label other than the cells' keys must not be averaged.
@@ -118,12 +124,13 @@ def _xu_figure(
 
 _TMA: Paper = "TMA 2024"
 _XU: Paper = "Xu & Claypool 2022"
-#: Xu Tables 2-5: (number, metric, with the competing flow).
-_XU_TABLES: tuple[tuple[int, Literal["delay", "loss"], bool], ...] = (
+#: Xu Tables 2-6: (number, metric, with the competing flow).
+_XU_TABLES: tuple[tuple[int, XuMetric, bool], ...] = (
     (2, "delay", False),
     (3, "delay", True),
     (4, "loss", False),
     (5, "loss", True),
+    (6, "frame_rate", True),
 )
 _XU_FIGURES = (
     (3, "fairness", fairness_heatmaps),
@@ -137,7 +144,7 @@ ARTEFACTS: tuple[Artefact, ...] = (
     *(
         Artefact(
             f"xu_table{n}",
-            f"xu-{metric}-{'with' if with_tcp else 'without'}",
+            f"xu-{metric.replace('_', '-')}-{'with' if with_tcp else 'without'}",
             "table",
             _XU,
             f"Table {n}",

@@ -3,8 +3,9 @@
 - :func:`tma_table2`: TMA 2024 Table II, same rows, blocks and column groups (queue
   discipline over competing CCA); numbers written as the paper writes them.
 - :func:`tma_table1`: TMA 2024 Table I (queuing delay per CG congestion-control variant).
-- :func:`xu_table`: analogues of Xu & Claypool Tables 2-5 (delay or loss, without or with
-  the competing flow; capacity rows, queue size over system [over CCA] columns).
+- :func:`xu_table`: analogues of Xu & Claypool Tables 2-6 (delay or loss, without or with
+  the competing flow, and frame rate with it; capacity rows, queue size over system [over
+  CCA] columns).
 
 Repetitions of a condition are averaged; see docs/metrics.md for what each cell is. The
 functions take flattened rows and trust them to hold one condition per cell; from metrics
@@ -278,21 +279,45 @@ def _delay_cell(frame: pl.DataFrame) -> str | None:
     return f"{mean:.1f} ({math.sqrt(max(var, 0.0)):.1f})"
 
 
+def _over_runs(values: pl.Series, scale: float) -> str | None:
+    """Mean over runs and, with several runs, their standard deviation."""
+    x = values.drop_nulls().cast(pl.Float64).to_numpy() * scale
+    if x.size == 0:
+        return None
+    if x.size == 1:
+        return num2(float(x[0]))
+    return f"{num2(float(x.mean()))} ({num2(float(np.std(x, ddof=1)))})"
+
+
+def _frame_rate_cell(frame: pl.DataFrame) -> str | None:
+    """Over runs: mean frame rate (f/s) and, with several runs, their standard deviation."""
+    return _over_runs(frame.get_column("frame_rate_fps"), 1.0)
+
+
 def _loss_cell(frame: pl.DataFrame) -> str | None:
     """Over runs: mean loss (%) and, with several runs, their standard deviation."""
-    pct = frame.get_column("loss_rate").drop_nulls().cast(pl.Float64).to_numpy() * 100.0
-    if pct.size == 0:
-        return None
-    if pct.size == 1:
-        return num2(float(pct[0]))
-    return f"{num2(float(pct.mean()))} ({num2(float(np.std(pct, ddof=1)))})"
+    return _over_runs(frame.get_column("loss_rate"), 100.0)
+
+
+#: The metrics of Xu's Tables 2-6, their cells and their captions.
+XuMetric = Literal["delay", "loss", "frame_rate"]
+_XU_CELLS: dict[str, Callable[[pl.DataFrame], str | None]] = {
+    "delay": _delay_cell,
+    "loss": _loss_cell,
+    "frame_rate": _frame_rate_cell,
+}
+_XU_WHAT = {
+    "delay": "Queuing delay (ms)",
+    "loss": "Packet loss (percent)",
+    "frame_rate": "Frame rate (f/s)",
+}
 
 
 def xu_table(
     roles: pl.DataFrame,
     *,
     style: Style,
-    metric: Literal["delay", "loss"],
+    metric: XuMetric,
     phase: Literal["before_competitor", "with_competitor"],
     panel_key: Literal["system", "qdisc"] = "qdisc",
     panels: Sequence[str] | None = None,
@@ -301,7 +326,7 @@ def xu_table(
     queues: Sequence[str] | None = None,
     caption: str | None = None,
 ) -> Table:
-    """Xu & Claypool Tables 2-5 analogue for the CG flow.
+    """Xu & Claypool Tables 2-6 analogue for the CG flow.
 
     Rows: capacities (ascending); columns: queue size, then ``panel_key`` (the paper's game
     system; here the queue discipline by default), then CCA when ``ccas`` is given (Tables 3
@@ -324,7 +349,7 @@ def xu_table(
     )
     cca_level: list[str | None] = list(ccas) if ccas is not None else [None]
     columns = [(q, p, c) for q in queues for p in panels for c in cca_level]
-    cell = _delay_cell if metric == "delay" else _loss_cell
+    cell = _XU_CELLS[metric]
     rows = []
     for cap in capacities:
         cells = []
@@ -345,7 +370,7 @@ def xu_table(
         header.append(
             tuple((style.label("cca", c), 1) for _ in queues for _ in panels for c in ccas)
         )
-    what = "Queuing delay (ms)" if metric == "delay" else "Packet loss (percent)"
+    what = _XU_WHAT[metric]
     when = "without" if phase == "before_competitor" else "with"
     default = f"{what} of the CG flow {when} a competing TCP flow"
     note = (
@@ -353,6 +378,8 @@ def xu_table(
         if metric == "delay"
         else "mean over runs (standard deviation over runs)"
     )
+    if metric == "frame_rate":
+        note += "; a frame counts when every one of its packets crossed the bottleneck"
     return Table(tuple(header), ("Capacity",), tuple(rows), caption or default, (note,))
 
 
