@@ -146,3 +146,22 @@ def test_capacity_trace_flag(packets: Path, tmp_path: Path) -> None:
     assert doc["inputs"]["capacity"]["source"] == "trace"
     assert doc["inputs"]["capacity"]["mbps"] == pytest.approx(12.0)
     assert doc["inputs"]["capacity"]["trace"] == str(trace)
+
+
+def test_the_metrics_schema_is_checked_on_write_and_on_read(packets: Path, tmp_path: Path) -> None:
+    from cganalysis.metrics.io import read_metrics, write_metrics
+
+    out = tmp_path / "m.json"
+    argv = ["metrics", str(packets), "-o", str(out), "--capacity-mbps", "50"]
+    assert (
+        cli([*argv, "--window", "10:30", "--role", "cg=udp:30002", "--role", "competitor=tcp"]) == 0
+    )
+    doc = read(out)
+    doc["roles"]["cg"]["loss_rate"] = 1.5  # a rate above 1: no writer may produce it
+    bad = tmp_path / "bad.json"
+    with pytest.raises(SchemaError, match=r"bad\.json .*key roles\.cg\.loss_rate"):
+        write_metrics(doc, bad)
+    assert not bad.exists()
+    bad.write_text(json.dumps(doc))  # as if made by hand or by another tool
+    with pytest.raises(SchemaError, match=r"metrics file .*bad\.json: key roles\.cg\.loss_rate"):
+        read_metrics([bad])

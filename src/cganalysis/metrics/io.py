@@ -17,6 +17,7 @@ import polars as pl
 from cganalysis.errors import ConfigError
 from cganalysis.io import write_json, write_parquet
 from cganalysis.metrics.compute import link_capacity, run_metrics
+from cganalysis.metrics.docschema import validate_metrics
 from cganalysis.metrics.spec import RunSpec, spec_from_meta
 from cganalysis.metrics.timebase import REQUIRED_COLUMNS, check_columns, prepare
 from cganalysis.metrics.timeseries import run_timeseries
@@ -72,6 +73,9 @@ def read_trace(path: Path) -> np.ndarray:
 
 
 def write_metrics(doc: dict[str, Any], path: Path) -> None:
+    """Checked against the schema first: a document the tables would refuse is never
+    written (the readers check it again, for files made elsewhere)."""
+    validate_metrics(doc, f"metrics file {path} (as computed)")
     write_json(doc, path)
 
 
@@ -82,6 +86,7 @@ def read_metrics(paths: Iterable[Path]) -> list[dict[str, Any]]:
         doc = read_json_object(p, "metrics file")
         if "roles" not in doc or "inputs" not in doc:
             raise ConfigError(f"metrics file {p}: not written by `cganalysis metrics`")
+        validate_metrics(doc, f"metrics file {p}")
         doc.setdefault("run", {}).setdefault("run_id", p.stem)
         docs.append(doc)
     return docs

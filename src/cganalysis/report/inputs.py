@@ -9,7 +9,6 @@ from typing import Any
 import polars as pl
 
 from cganalysis.errors import ConfigError
-from cganalysis.metrics.docschema import validate_metrics
 from cganalysis.metrics.io import read_metrics
 from cganalysis.metrics.rows import role_rows, run_rows
 from cganalysis.metrics.spec import Step
@@ -21,9 +20,7 @@ def load_metrics(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], pl.DataFr
     """The documents, their METRICS_RUNS rows and their METRICS_ROLES rows."""
     if not paths:
         raise ConfigError("no metrics file given")
-    docs = read_metrics(paths)
-    for path, doc in zip(paths, docs, strict=True):
-        validate_metrics(doc, str(path))
+    docs = read_metrics(paths)  # each checked against the metrics schema
     return docs, run_rows(docs), role_rows(docs)
 
 
