@@ -53,6 +53,37 @@ def test_plan_without_calibration_or_campaigns() -> None:
     assert WorkflowPlan.from_config({}).runs() == []
 
 
+def test_a_testbed_pool_reaches_every_experiment_and_calibration() -> None:
+    pool = ["configs/testbeds/netns.yaml", "configs/testbeds/lab-example.yaml"]
+    plan = WorkflowPlan.from_config(
+        {"experiments": {"campaign_files": [str(CAMPAIGN)], "testbeds": pool}}
+    )
+    flags = "--testbed configs/testbeds/netns.yaml --testbed configs/testbeds/lab-example.yaml"
+    assert plan.testbed_flags() == flags
+    assert plan.experiment_flags(["cal.json"]) == f"{flags} --calibration cal.json"
+    # Without a pool every run keeps its run file's testbed.
+    assert WorkflowPlan.from_config({"experiments": {}}).testbed_flags() == ""
+
+
+def test_a_pool_lists_each_testbed_once(tmp_path: Path) -> None:
+    from cganalysis.experiment.pool import parse_pool
+
+    named = tmp_path / "bed-a.yaml"
+    named.write_text("backend: netns\nname: bed-a\n")
+    pool = parse_pool(["netns", str(named), "configs/testbeds/lab-example.yaml"])
+    assert [r.label for r in pool] == ["netns", "bed-a", "lab-example"]
+    assert [r.lock_name() for r in pool][:2] == ["netns", "netns-bed-a"]
+    # An unnamed netns testbed file is this machine's one netns testbed.
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("backend: netns\n")
+    with pytest.raises(ConfigError, match=r"--testbed .*plain\.yaml: the same testbed as netns"):
+        parse_pool(["netns", str(plain)])
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("backend: netns\nnmae: x\n")
+    with pytest.raises(ConfigError, match="nmae"):
+        parse_pool([str(typo)])
+
+
 def test_campaign_needs_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["experiment", str(CAMPAIGN), "-o", str(tmp_path / "x")]) == 2
     assert "is a campaign: say which run with --run" in capsys.readouterr().err

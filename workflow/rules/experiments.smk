@@ -7,7 +7,9 @@
 # writes to <name>-quick, so smoke runs never mix with full ones). Every job holds the
 # testbed (resources: testbed=1; the workflow profiles cap the pool at 1), so extra cores
 # never run two experiments, or an experiment and a calibration, at once; the runner's
-# testbed lock (cganalysis.testbed.lock) makes any other one wait. Raw outputs are
+# testbed lock (cganalysis.testbed.lock) makes any other one wait. With a testbed pool
+# (experiments.testbeds, and --resources testbed=N for N testbeds) each job takes the
+# first free testbed of the pool, and its meta.json names it. Raw outputs are
 # protected: Snakemake refuses to rerun over them rather than deleting a run.
 # EXPERIMENT_PLAN (rules/common.smk) lists what the campaigns plan.
 
@@ -31,9 +33,10 @@ rule calibrate:
     params:
         run=lambda wc: EXPERIMENT_PLAN.calibration_job(wc.campaign, wc.key).run_id,
         dir=lambda wc, output: Path(output[0]).parent,
+        flags=EXPERIMENT_PLAN.testbed_flags(),
     shell:
         "cganalysis testbed calibrate {input.campaign} --run {params.run}"
-        " -o {params.dir} > {log} 2>&1"
+        " -o {params.dir} {params.flags} > {log} 2>&1"
 
 
 rule experiment:

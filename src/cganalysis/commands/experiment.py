@@ -10,6 +10,7 @@ from typing import Any
 
 from cganalysis.experiment.campaign import is_campaign, load_campaign
 from cganalysis.experiment.config import load_run
+from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
 from cganalysis.experiment.runner import RunOptions, run_experiment
 
 
@@ -43,6 +44,14 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--calibration", type=Path, help="use this calibration (cganalysis testbed calibrate)"
+    )
+    p.add_argument(
+        "--testbed",
+        action="append",
+        default=[],
+        metavar="TESTBED",
+        help="run on this testbed (netns, vm or a testbed file) instead of the run file's; "
+        "given more than once, a pool: the run takes the first free one",
     )
     p.add_argument("--keep-failed", action="store_true", help="keep a failed run's files")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -83,5 +92,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = load_run(args.config)
     if not 0 < args.time_scale <= 10:
         raise ConfigError(f"--time-scale {args.time_scale}: expected a factor in (0, 10]")
-    run_experiment(cfg, out, opts)
+    pool = parse_pool(args.testbed)
+    with on_a_free_testbed(cfg, pool, opts.run_id, opts.progress) as on_testbed:
+        run_experiment(on_testbed, out, opts)
     return 0

@@ -60,6 +60,14 @@ def add_parser(sub: Any) -> None:
     cb.add_argument(
         "--run", dest="campaign_run", metavar="RUN_ID", help="with a campaign: which run"
     )
+    cb.add_argument(
+        "--testbed",
+        action="append",
+        default=[],
+        metavar="TESTBED",
+        help="calibrate on this testbed instead of the run file's; more than once: the "
+        "first free one of a pool",
+    )
     cb.set_defaults(run=run_calibrate)
 
     cl = tsub.add_parser(
@@ -165,14 +173,18 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
     from cganalysis.experiment.runner import RunOptions, run_calibration
 
     cfg = _load(args.config, args.campaign_run)
+    pool = parse_pool(args.testbed)
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    calib = run_calibration(cfg, args.output, RunOptions(run_id="calibration", progress=say))
+    opts = RunOptions(run_id="calibration", progress=say)
+    with on_a_free_testbed(cfg, pool, "calibration", say) as on_testbed:
+        calib = run_calibration(on_testbed, args.output, opts)
     keys = ("configured_mbps", "capacity_measured_mbps", "ratio", "shaper", "flags")
     print(json.dumps({k: calib.get(k) for k in keys}))
     return 0

@@ -16,6 +16,7 @@ from cganalysis.errors import ConfigError
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
 from cganalysis.testbed import config as tbc
+from cganalysis.testbed.lock import lock_name
 from cganalysis.testbed.qdisc import Htb
 from cganalysis.testbed.validate import SAFE_PATH, TOKEN, Section
 
@@ -60,7 +61,24 @@ class CompetitorConfig:
 @dataclass(frozen=True)
 class TestbedRef:
     kind: str  # "netns", "ssh" or "vm"
-    path: Path | None = None  # the testbed file (ssh; vm with options)
+    path: Path | None = None  # the testbed file (ssh; vm with options; a named netns)
+    #: A netns testbed file's `name`: a second testbed on this machine (functional checks).
+    name: str | None = None
+    #: The pool this testbed was taken from (their labels), empty without a pool.
+    pool: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """What meta.json calls it: the netns `name`, the testbed file's stem, or the kind."""
+        if self.name is not None:
+            return self.name
+        return self.path.stem if self.path is not None else self.kind
+
+    def lock_name(self) -> str:
+        """One lock per testbed: every unnamed netns testbed is this one machine."""
+        if self.kind == "netns":
+            return "netns" if self.name is None else f"netns-{self.name}"
+        return lock_name(self.kind, self.path)
 
 
 @dataclass(frozen=True)
@@ -109,6 +127,8 @@ class RunConfig:
             "testbed": {
                 "kind": self.testbed.kind,
                 "path": None if self.testbed.path is None else str(self.testbed.path),
+                **({"name": self.testbed.name} if self.testbed.name else {}),
+                **({"pool": list(self.testbed.pool)} if self.testbed.pool else {}),
             },
             "schedule": self.schedule.to_dict(),
             "bottleneck": self.bottleneck.to_dict(),
@@ -194,7 +214,13 @@ def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
         from cganalysis.testbed.vmconf import parse_options
 
         parse_options(doc, str(path))  # its vm section, checked before anything runs
-    return TestbedRef(str(kind), path if kind in ("ssh", "vm") else None)
+    if kind == "netns":
+        bed = Section(doc, str(path))
+        bed.string("backend")
+        name = bed.opt_string("name", pattern=TOKEN)
+        bed.finish()
+        return TestbedRef("netns", path, name) if name else TestbedRef("netns")
+    return TestbedRef(str(kind), path)
 
 
 def parse_run(data: Any, where: str, base_dir: Path) -> RunConfig:

@@ -188,7 +188,13 @@ def build_meta(
         "bottleneck_commands": data.get("bottleneck_commands"),
         "delay_commands": data.get("delay_commands"),
         "hosts": data.get("hosts"),
-        "testbed": data.get("testbed"),
+        # Where it ran, by name (a pool's member, or the run file's testbed) and in detail.
+        "testbed": {
+            **(data.get("testbed") or {}),
+            "name": cfg.testbed.label,
+            "file": None if cfg.testbed.path is None else str(cfg.testbed.path),
+            **({"pool": list(cfg.testbed.pool)} if cfg.testbed.pool else {}),
+        },
         "topology": data.get("topology"),
         "captures": {
             t.point: {

@@ -31,7 +31,7 @@ from cganalysis.testbed import backend, calibration, provenance
 from cganalysis.testbed.bottleneck import AnyBottleneck, Delay, EmulatorBottleneck, KernelBottleneck
 from cganalysis.testbed.capture import Tap, start_tap, stop_taps
 from cganalysis.testbed.hosts import Host, NetnsHost, Proc, TestbedError, stop_all
-from cganalysis.testbed.lock import lock_name, testbed_lock
+from cganalysis.testbed.lock import testbed_lock
 from cganalysis.testbed.probe import missing_tools
 from cganalysis.testbed.topology import Layout, Testbed, Topology
 
@@ -421,7 +421,7 @@ def _now() -> str:
 
 def _hold_testbed(cfg: RunConfig, what: str, opts: RunOptions) -> AbstractContextManager[None]:
     """One run at a time on a testbed (cganalysis.testbed.lock), waiting if need be."""
-    return testbed_lock(lock_name(cfg.testbed.kind, cfg.testbed.path), what, opts.progress)
+    return testbed_lock(cfg.testbed.lock_name(), what, opts.progress)
 
 
 def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:

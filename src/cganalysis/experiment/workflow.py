@@ -30,12 +30,16 @@ class WorkflowPlan:
     jobs: dict[tuple[str, str], PlannedJob] = field(default_factory=dict)
     calibrate: bool = True
     max_duration_s: float | None = None
+    #: A testbed pool (experiments.testbeds): each run takes the first free one.
+    testbeds: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> WorkflowPlan:
         exp = config.get("experiments") or {}
         plan = cls(
-            calibrate=bool(exp.get("calibrate", True)), max_duration_s=exp.get("max_duration_s")
+            calibrate=bool(exp.get("calibrate", True)),
+            max_duration_s=exp.get("max_duration_s"),
+            testbeds=tuple(exp.get("testbeds") or ()),
         )
         suffix = exp.get("campaign_suffix", "")
         # A short form of a campaign keeps its design and runs fewer repetitions of it.
@@ -81,8 +85,12 @@ class WorkflowPlan:
                 return job
         raise ConfigError(f"data/raw/{campaign}/_calibration/{key}: no planned run needs it")
 
+    def testbed_flags(self) -> str:
+        """``--testbed`` per testbed of the pool (none: the run files' own testbed)."""
+        return " ".join(f"--testbed {t}" for t in self.testbeds)
+
     def experiment_flags(self, calibration: list[str] | str) -> str:
-        flags = []
+        flags = [self.testbed_flags()] if self.testbeds else []
         if self.max_duration_s:
             flags.append(f"--max-duration-s {self.max_duration_s:g}")
         files = [calibration] if isinstance(calibration, str) else list(calibration)

@@ -5,7 +5,9 @@ Snakemake's workflow profile caps its own jobs (``resources: testbed=1``), but a
 that is not found, a second Snakemake, or a hand-started run would not be capped. The
 runner therefore takes an exclusive lock per testbed (``/run/cganalysis/locks/<name>.lock``,
 an flock: the kernel releases it when the holder exits, even if killed) and waits,
-saying for whom, while another run holds it.
+saying for whom, while another run holds it. A pool of testbeds (several machines,
+ssh host sets or VMs: one campaign over all of them) is a list of such locks, and a run
+takes the first free one (:func:`hold_one_of`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 LOCK_DIR = Path(os.environ.get("CGA_LOCK_DIR", "/run/cganalysis/locks"))
+#: Testbeds this process holds: a run that took its testbed from a pool (the command
+#: holds it) must not wait for itself when the runner asks for the same testbed.
+_HELD: set[str] = set()
 #: How often a waiting run says that it is still waiting (s).
 REPORT_EVERY_S = 60.0
 
@@ -43,31 +48,57 @@ def _holder(path: Path) -> str:
 @contextlib.contextmanager
 def testbed_lock(name: str, what: str, progress: Callable[[str], None]) -> Iterator[None]:
     """Holds the testbed ``name`` for the block; ``what`` says who holds it (run id)."""
+    if name in _HELD:  # this process holds it already (a pool member): nothing to wait for
+        yield
+        return
+    with hold_one_of([name], what, progress):
+        yield
+
+
+@contextlib.contextmanager
+def hold_one_of(names: Sequence[str], what: str, progress: Callable[[str], None]) -> Iterator[int]:
+    """Holds the first free testbed of a pool for the block and yields its index in
+    ``names``; while every one is held, waits (first come, first tried: a pool is filled in
+    its order, so a pool of one behaves as :func:`testbed_lock`)."""
+    if not names:
+        raise ValueError("an empty testbed pool")
     LOCK_DIR.mkdir(parents=True, exist_ok=True)
-    path = LOCK_DIR / f"{name}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    paths = [LOCK_DIR / f"{name}.lock" for name in names]
+    fds = [os.open(path, os.O_RDWR | os.O_CREAT, 0o644) for path in paths]
     try:
         waited_since: float | None = None
         last_report = 0.0
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                now = time.monotonic()
-                if waited_since is None or now - last_report >= REPORT_EVERY_S:
-                    progress(f"waiting for testbed {name}: held by {_holder(path)}")
-                    waited_since = waited_since or now
-                    last_report = now
-                time.sleep(0.5)
+        while (got := _try_each(fds)) is None:
+            now = time.monotonic()
+            if waited_since is None or now - last_report >= REPORT_EVERY_S:
+                pairs = zip(names, paths, strict=True)
+                held = "; ".join(f"{n}: held by {_holder(p)}" for n, p in pairs)
+                progress(f"waiting for testbed {held}")
+                waited_since = waited_since or now
+                last_report = now
+            time.sleep(0.5)
         if waited_since is not None:
-            progress(f"testbed {name} free after {time.monotonic() - waited_since:.0f} s")
+            progress(f"testbed {names[got]} free after {time.monotonic() - waited_since:.0f} s")
+        fd = fds[got]
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what}).encode(), 0)
+        _HELD.add(names[got])
         try:
-            yield
+            yield got
         finally:
+            _HELD.discard(names[got])
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
-        os.close(fd)
+        for fd in fds:
+            os.close(fd)
+
+
+def _try_each(fds: Sequence[int]) -> int | None:
+    for i, fd in enumerate(fds):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue
+        return i
+    return None
