@@ -198,6 +198,47 @@ def test_dry_run_counts(
         assert counts[rule] == n
 
 
+def test_raw_runs_and_calibrations_that_exist_are_never_remade(tmp_path: Path) -> None:
+    """Raw data is source data: even a forced rerun of the rules that make it (as a change
+    of their code or params would trigger, deleting the outputs first) leaves it alone."""
+    if shutil.which("snakemake") is None:
+        pytest.skip("snakemake not installed")
+    for name in ("Snakefile", "workflow", "configs", "profiles"):
+        (tmp_path / name).symlink_to(REPO / name)
+    config = yaml.safe_load((REPO / "configs" / "config.yaml").read_text())
+    quick = yaml.safe_load((REPO / "profiles" / "quick" / "experiments.yaml").read_text())
+    plan = WorkflowPlan.from_config(
+        {**config, "experiments": {**config["experiments"], **quick["experiments"]}}
+    )
+    # A run with a bottleneck to calibrate (a trace link has none).
+    campaign, run_id = next(r for r in plan.runs() if plan.job(*r).calibration_key)
+    run_dir = tmp_path / "data" / "raw" / campaign / run_id
+    run_dir.mkdir(parents=True)
+    for name in ("meta.json", "ingress.pcap", "egress.pcap"):
+        (run_dir / name).write_text("")
+    key = plan.job(campaign, run_id).calibration_key
+    (tmp_path / "data" / "raw" / campaign / "_calibration" / key).mkdir(parents=True)
+    (tmp_path / "data" / "raw" / campaign / "_calibration" / key / "calibration.json").write_text(
+        "{}"
+    )
+    done = subprocess.run(
+        ["snakemake", "--profile", "profiles/quick", "-n", "--forcerun", "experiment", "calibrate"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        check=False,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    counts = _job_counts(out)
+    assert counts["experiment"] == len(plan.runs()) - 1
+    assert counts["calibrate"] == 3 - 1
+    assert f"output: data/raw/{campaign}/{run_id}/ingress.pcap" not in out
+    assert f"output: data/raw/{campaign}/_calibration/{key}/calibration.json" not in out
+    assert counts["packets"] == len(plan.runs())  # the existing run is still analysed
+
+
 def test_snakemake_applies_the_default_profile(tmp_path: Path) -> None:
     """`snakemake --cores 4` must find profiles/default (testbed=1, keep-going): Snakemake
     looks for it next to the Snakefile, so a profile elsewhere would be silently ignored

@@ -18,16 +18,28 @@ put_interpreter_bin_first()
 # The runs the campaign files plan (experiments.campaign_files), made by rule experiment.
 EXPERIMENT_PLAN = WorkflowPlan.from_config(config)
 
+RAW = Path("data/raw")
+PROCESSED = Path("data/processed")
+
 
 def planned_campaigns_regex():
     """Wildcard constraint for rules that make raw runs: only the campaigns the plan has,
-    so that runs already in data/raw (copied, pulled with DVC) are never remade."""
+    and never a run or calibration that is already in data/raw. Raw data is source data:
+    a rule that could make it would also remake it (Snakemake deletes a job's outputs
+    before rerunning it when its code or params changed, and `protected` does not stop
+    root, who runs the experiments). The lookahead sees the rest of the path after the
+    campaign (`<campaign>/<run_id>/...`, `<campaign>/_calibration/<key>/...`)."""
     names = sorted({c for c, _ in EXPERIMENT_PLAN.runs()})
-    return "|".join(re.escape(n) for n in names) or "(?!)"
+    if not names:
+        return "(?!)"
+    made = [p.parent for p in RAW.glob("*/*/meta.json")]
+    made += [p.parent for p in RAW.glob("*/_calibration/*/calibration.json")]
+    done = sorted(re.escape(f"{d.relative_to(RAW).as_posix()}/") for d in made)
+    guard = f"(?!{'|'.join(done)})" if done else ""
+    planned = "|".join(re.escape(n) for n in names)
+    return f"{guard}(?:{planned})"
 
 
-RAW = Path("data/raw")
-PROCESSED = Path("data/processed")
 CAPTURE_SUFFIXES = (".pcap", ".pcapng")
 
 

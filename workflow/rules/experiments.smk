@@ -9,8 +9,9 @@
 # never run two experiments, or an experiment and a calibration, at once; the runner's
 # testbed lock (cganalysis.testbed.lock) makes any other one wait. With a testbed pool
 # (experiments.testbeds, and --resources testbed=N for N testbeds) each job takes the
-# first free testbed of the pool, and its meta.json names it. Raw outputs are
-# protected: Snakemake refuses to rerun over them rather than deleting a run.
+# first free testbed of the pool, and its meta.json names it. A run or calibration
+# already in data/raw is source data: no rule can make it (planned_campaigns_regex), so no
+# change of code or params can remake it ('protected' alone does not stop root).
 # EXPERIMENT_PLAN (rules/common.smk) lists what the campaigns plan.
 
 
