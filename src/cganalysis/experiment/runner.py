@@ -10,14 +10,12 @@ teardown runs whatever happens: success, error, SIGINT or SIGTERM.
 from __future__ import annotations
 
 import json
-import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from cganalysis.errors import ConfigError
@@ -26,6 +24,7 @@ from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.meta import build_meta
 from cganalysis.experiment.schedule import Schedule
 from cganalysis.experiment.sources import SOURCES, Started
+from cganalysis.interrupts import signals_ignored, signals_raise
 from cganalysis.io import write_json
 from cganalysis.testbed import backend, calibration, provenance
 from cganalysis.testbed.bottleneck import AnyBottleneck, Delay, EmulatorBottleneck, KernelBottleneck
@@ -37,37 +36,6 @@ from cganalysis.testbed.topology import Layout, Testbed, Topology
 
 Progress = Callable[[str], None]
 NEEDED_TOOLS = ("ip", "tc", "ethtool", "iperf3", "python3", "ping", "ss")
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived; unwinding runs the teardown."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextmanager
-def _on_stop_signals(handler: Any) -> Iterator[None]:
-    """SIGINT and SIGTERM go to ``handler`` inside the block, as before after it."""
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-def signals_raise() -> AbstractContextManager[None]:
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted(signum)
-
-    return _on_stop_signals(handler)
-
-
-def signals_ignored() -> AbstractContextManager[None]:
-    """Teardown must finish: a second Ctrl-C must not leave half a testbed behind."""
-    return _on_stop_signals(signal.SIG_IGN)
 
 
 @dataclass
@@ -427,7 +395,7 @@ def _hold_testbed(cfg: RunConfig, what: str, opts: RunOptions) -> AbstractContex
 def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     """Runs one experiment into ``out`` (created; never overwritten). Returns meta.json."""
     if _vm_host_side(cfg):
-        from cganalysis.testbed.vmrun import run_in_guest
+        from cganalysis.experiment.inguest import run_in_guest
 
         return run_in_guest("experiment", cfg, out, opts)
     rundir.check_new(out)
@@ -475,7 +443,7 @@ def run_calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, An
             "calibrate; its runs skip calibration and the metrics use the trace"
         )
     if _vm_host_side(cfg):
-        from cganalysis.testbed.vmrun import run_in_guest
+        from cganalysis.experiment.inguest import run_in_guest
 
         return run_in_guest("calibration", cfg, out, opts)
     rundir.check_new(out)

@@ -6,8 +6,10 @@ control folder ``CTL`` shared writable with the host. It reads ``CTL/job.json``,
 
 - ``serve``: runs the commands the host drops into ``CTL/req/`` and answers in
   ``CTL/resp/`` (tests, ``testbed check``), until ``CTL/stop`` appears;
-- ``experiment`` / ``calibration``: the ordinary runner on the ``netns`` testbed with the
-  pickled run configuration; progress lines on stdout, the outcome in ``CTL/result.json``.
+- ``experiment`` / ``calibration``: the function the job names as its ``entry``
+  (``cganalysis.experiment.inguest.run_job``: the ordinary runner on the ``netns``
+  testbed with the pickled run configuration); progress lines on stdout, the outcome in
+  ``CTL/result.json``. The testbed only calls it: it does not know what a run is.
 
 A watchdog ends the job when the host's heartbeat stops moving (the host process died):
 SIGTERM to this process, so the runner tears its namespaces down and the guest powers off.
@@ -15,15 +17,13 @@ SIGTERM to this process, so the runner tears its namespaces down and the guest p
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-import pickle
 import platform
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -93,34 +93,12 @@ def serve(ctl: Path, done: threading.Event) -> None:
 
 
 def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
-    from cganalysis.errors import CganalysisError, ConfigError
-    from cganalysis.experiment import runner
-
-    # Written by the host's own runner for this guest (vmrun.py): trusted input.
-    with (ctl / job["pickle"]).open("rb") as fh:
-        cfg, out, fields = pickle.load(fh)
-    opts = runner.RunOptions(**fields, progress=lambda m: print(m, flush=True))
-    # The run is built on the guest's own /tmp (memory) and copied to the shared folder
-    # once complete: captures written straight to the 9p share cost the guest's one vCPU
-    # and 9p reads of a file being written can fail (ENODATA).
-    local = Path(tempfile.mkdtemp(prefix="cga-vm-run-", dir="/tmp")) / out.name
-    try:
-        if job["mode"] == "experiment":
-            runner.run_experiment(cfg, local, opts)
-        else:
-            runner.run_calibration(cfg, local, opts)
-        staging = out.with_name(f".{out.name}.vmcopy-{os.getpid()}")
-        shutil.copytree(local, staging)
-        staging.rename(out)
-    except ConfigError as e:
-        return {"ok": False, "kind": "config", "error": str(e)}
-    except CganalysisError as e:
-        return {"ok": False, "kind": "testbed", "error": str(e)}
-    except KeyboardInterrupt as e:
-        return {"ok": False, "kind": "interrupted", "error": f"interrupted ({e})"}
-    finally:
-        shutil.rmtree(local.parent, ignore_errors=True)
-    return {"ok": True}
+    """The job the host handed over, run by the function it named (``module:function``):
+    the testbed does not know what a run is (cganalysis.experiment.inguest does)."""
+    module, _, function = str(job["entry"]).partition(":")
+    entry = getattr(importlib.import_module(module), function)
+    result: dict[str, Any] = entry(ctl, job)
+    return result
 
 
 def main(argv: list[str]) -> int:

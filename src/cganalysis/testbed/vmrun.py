@@ -1,66 +1,20 @@
-"""Host side of a ``vm`` run: boot the guest, hand it the run, relay its progress.
-
-``runner.run_experiment`` / ``run_calibration`` come here for ``testbed: vm`` (outside the
-guest): the guest runs the very same functions on its ``netns`` testbed and writes the run
-directory straight into the host's folder (shared writable), so a vm run directory is an
-ordinary one; its meta.json says ``testbed.backend: vm`` with the VM's facts (KVM or TCG,
-guest kernel, QEMU). The host holds the ``vm`` testbed lock for the whole run.
+"""Host side of the ``vm`` testbed without a run: a guest serving commands
+(:func:`serving`), a :class:`GuestHost` to probe its kernel, and ``python -m
+cganalysis.testbed.vmrun --probe``. A whole run in the guest is
+:mod:`cganalysis.experiment.inguest`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import pickle
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cganalysis.errors import ConfigError
 from cganalysis.testbed.hosts import Proc, Result, TestbedError
 from cganalysis.testbed.vm import Guest, load_options
-
-if TYPE_CHECKING:
-    from cganalysis.experiment.config import RunConfig
-    from cganalysis.experiment.runner import RunOptions
-
-
-def run_in_guest(mode: str, cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
-    """``mode``: experiment or calibration. Returns meta.json (or calibration.json)."""
-    from cganalysis.experiment import rundir
-    from cganalysis.experiment.runner import signals_ignored, signals_raise
-    from cganalysis.testbed.lock import lock_name, testbed_lock
-
-    out = out.resolve()
-    rundir.check_new(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    vm_opts = load_options(cfg.testbed.path)
-    plain = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "progress"}
-    job = {"mode": mode, "pickle": "job.pkl"}
-    what = opts.run_id if mode == "experiment" else f"calibration of {opts.run_id}"
-    with signals_raise(), testbed_lock(lock_name("vm", cfg.testbed.path), what, opts.progress):
-        guest = Guest(job, vm_opts, [out.parent], opts.progress)
-        try:
-            with (guest.ctl / "job.pkl").open("wb") as fh:
-                pickle.dump((cfg, out, plain), fh)
-            guest.start()
-            opts.progress(
-                f"vm: guest {guest.info['guest'].get('kernel', guest.version)} up in "
-                f"{guest.info['boot_s']:g} s ({guest.info['accel']})"
-            )
-            result = guest.wait_job()
-        finally:
-            with signals_ignored():
-                guest.stop()
-    if not result.get("ok"):
-        err = f"in the vm guest: {result.get('error')}"
-        raise ConfigError(err) if result.get("kind") == "config" else TestbedError(err)
-    name = "meta.json" if mode == "experiment" else "calibration.json"
-    data: dict[str, Any] = json.loads((out / name).read_text(encoding="utf-8"))
-    return data
 
 
 class GuestHost:
