@@ -10,8 +10,9 @@ from typing import Any
 
 from cganalysis.experiment.campaign import is_campaign, load_campaign
 from cganalysis.experiment.config import load_run
+from cganalysis.experiment.plan import RunOptions
 from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
-from cganalysis.experiment.runner import RunOptions, run_experiment
+from cganalysis.experiment.runner import run_experiment
 
 
 def add_parser(sub: Any) -> None:

@@ -120,7 +120,7 @@ def _is_root() -> bool:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from cganalysis.experiment.runner import RunOptions, check
+    from cganalysis.experiment.plan import RunOptions, check
 
     cfg = _load(args.config, None)
     p = check(cfg, RunOptions(run_id="check"))
@@ -173,8 +173,9 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    from cganalysis.experiment.plan import RunOptions
     from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
-    from cganalysis.experiment.runner import RunOptions, run_calibration
+    from cganalysis.experiment.runner import run_calibration
 
     cfg = _load(args.config, args.campaign_run)
     pool = parse_pool(args.testbed)

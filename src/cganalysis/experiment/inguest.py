@@ -69,11 +69,12 @@ def run_in_guest(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, A
 def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
     """In the guest: the run the host pickled into ``ctl``, as ``{"ok": ...}``."""
     from cganalysis.experiment import runner
+    from cganalysis.experiment.plan import RunOptions
 
     # Written by the host's own runner for this guest (run_in_guest): trusted input.
     with (ctl / job["pickle"]).open("rb") as fh:
         cfg, out, plain = pickle.load(fh)
-    opts = runner.RunOptions(**plain, progress=lambda m: print(m, flush=True))
+    opts = RunOptions(**plain, progress=lambda m: print(m, flush=True))
     # The run is built on the guest's own /tmp (memory) and copied to the shared folder
     # once complete: captures written straight to the 9p share cost the guest's one vCPU
     # and 9p reads of a file being written can fail (ENODATA).

@@ -12,17 +12,20 @@ dumps before and after, the commands that built the bottleneck, times, files wit
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cganalysis.experiment import rundir
 from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import RunConfig
+from cganalysis.experiment.record import RunRecord
 from cganalysis.metrics.spec import validate_meta
 from cganalysis.testbed import provenance
 
 if TYPE_CHECKING:
-    from cganalysis.experiment.runner import Plan, RunOptions, Session
+    from cganalysis.experiment.plan import Plan, RunOptions
+    from cganalysis.experiment.session import Session
 
 META_VERSION = 1
 
@@ -38,7 +41,7 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
     files = {t.point: workdir / Path(t.path).name for t in session.taps}
     m = match_files(files["ingress"], files["egress"])
     s = m.summary
-    counters = session.data["counters"]
+    counters = session.record.counters or {}
     qdisc_drops = int(counters["at_capture_end"]["dropped"] or 0) - int(
         counters["at_capture_start"]["dropped"] or 0
     )
@@ -58,12 +61,12 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
         "matched_delivered": s.packets_delivered,
     }
     if abs(diff) > allowed:
-        session.flags.append(
+        session.record.flags.append(
             f"bottleneck not where configured: the captures lost {s.packets_lost} packets, "
             f"the qdisc dropped {qdisc_drops} (tolerance {allowed:g})"
         )
     if s.loss_suspect:
-        session.flags.append(
+        session.record.flags.append(
             f"capture drops (ingress {s.capture_drops_ingress}, egress "
             f"{s.capture_drops_egress}): loss figures are suspect"
         )
@@ -97,15 +100,16 @@ def busy_rate_mbps(stats: Path) -> float | None:
 EMU_BYTES_PER_OPPORTUNITY = 1504
 
 
-def trace_keys(scale: float, trace: str, data: dict[str, Any], session: Session) -> dict[str, Any]:
+def trace_keys(scale: float, trace: str, record: RunRecord) -> dict[str, Any]:
     """The capacity of a trace-driven run, as the metrics read it (docs/metrics.md 3.8).
 
     cga-emu starts the trace when it starts, before the run's t0 (setup, warm-up pings and
     receivers come in between), so the trace's time 0 is a negative offset from t0.
     """
-    started = data.get("emulator_started_ns")
-    offset_s = 0.0 if started is None else (started - session.times["start_ns"]) / 1e9
-    uncertainty = data.get("emulator_started_uncertainty_ns")
+    started = record.emulator_started_ns
+    t0 = record.times.start_ns
+    offset_s = 0.0 if started is None or t0 is None else (started - t0) / 1e9
+    uncertainty = record.emulator_started_uncertainty_ns
     return {
         "capacity_trace": trace,
         "capacity_trace_scale": scale,
@@ -123,19 +127,19 @@ def build_meta(
     p: Plan,
     opts: RunOptions,
     session: Session,
-    data: dict[str, Any],
+    record: RunRecord,
     workdir: Path,
 ) -> dict[str, Any]:
     sched = p.schedule
-    calib = data.get("calibration") or {}
+    calib = record.calibration or {}
     configured = cfg.bottleneck.forward.rate_mbit
     measured = calib.get("capacity_measured_mbps")
     trace = cfg.bottleneck.forward.trace
     checks = {"drops": drop_check(session, workdir)}
     stats = workdir / "qdisc-stats.jsonl"
     busy = busy_rate_mbps(stats) if stats.exists() else None
-    cg_source = dict(data.get("cg_source") or {"name": cfg.cg.source})
-    flags = list(calib.get("flags", [])) + session.flags + cg_flags(cfg, cg_source, workdir)
+    cg_source = dict(record.cg_source or {"name": cfg.cg.source})
+    flags = list(calib.get("flags", [])) + record.flags + cg_flags(cfg, cg_source, workdir)
     labels = cfg.all_labels()
     meta: dict[str, Any] = {
         "meta_version": META_VERSION,
@@ -146,12 +150,12 @@ def build_meta(
         # The same labels as one mapping: readers need not know which top-level keys are
         # labels (campaign factors such as `link` or `cg` add their own).
         "labels": dict(labels),
-        "start_ns": session.times["start_ns"],
+        "start_ns": record.times.start_ns,
         **({"capacity_mbps": configured} if configured else {}),
         **({"capacity_measured_mbps": measured} if measured and not trace else {}),
         "capacity_configured_mbps": configured,
         **(
-            trace_keys(cfg.bottleneck.forward.trace_scale, trace, data, session)
+            trace_keys(cfg.bottleneck.forward.trace_scale, trace, record)
             if trace
             else {
                 "capacity_note": "capacity_measured_mbps is the calibration's delivered rate "
@@ -174,28 +178,28 @@ def build_meta(
         "checks": checks,
         "calibration": calib,
         "delivered_busy_mbps": busy,
-        "bottleneck_backend": data.get("bottleneck_backend"),
+        "bottleneck_backend": record.bottleneck_backend,
         "bottleneck_backend_reason": p.resolution.reason,
-        "shaper": data.get("shaper"),
+        "shaper": record.shaper,
         "delay_via": p.resolution.delay_via,
         "config": cfg.to_dict(),
         "schedule_detail": sched.to_dict(),
-        "steps": data.get("steps"),
-        "counters": data.get("counters"),
-        "qdisc_stats_records": data.get("qdisc_stats_records"),
-        "qdisc_before": data.get("qdisc_before"),
-        "qdisc_after": data.get("qdisc_after"),
-        "bottleneck_commands": data.get("bottleneck_commands"),
-        "delay_commands": data.get("delay_commands"),
-        "hosts": data.get("hosts"),
+        "steps": record.steps,
+        "counters": record.counters,
+        "qdisc_stats_records": record.qdisc_stats_records,
+        "qdisc_before": record.qdisc_before,
+        "qdisc_after": record.qdisc_after,
+        "bottleneck_commands": record.bottleneck_commands,
+        "delay_commands": record.delay_commands,
+        "hosts": record.hosts,
         # Where it ran, by name (a pool's member, or the run file's testbed) and in detail.
         "testbed": {
-            **(data.get("testbed") or {}),
+            **(record.testbed or {}),
             "name": cfg.testbed.label,
             "file": None if cfg.testbed.path is None else str(cfg.testbed.path),
             **({"pool": list(cfg.testbed.pool)} if cfg.testbed.pool else {}),
         },
-        "topology": data.get("topology"),
+        "topology": record.topology,
         "captures": {
             t.point: {
                 "file": Path(t.path).name,
@@ -205,7 +209,7 @@ def build_meta(
             }
             for t in session.taps
         },
-        "times": session.times,
+        "times": asdict(record.times),
         "controller": {**provenance.controller(), "argv": sys.argv},
     }
     meta["files"] = rundir.inventory(workdir)
