@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::json::{self, Value};
 use crate::link::Trace;
+use crate::ranges;
 
 pub const MS: f64 = 1e6; // nanoseconds per millisecond
 
@@ -331,6 +332,24 @@ impl<'a> Obj<'a> {
         Ok(Some(self.ms(k, 0.0, lo_ms, hi_ms)?))
     }
 
+    /// An integer in the declared range of `kind`.`k` (ranges.rs).
+    fn int_d(&mut self, kind: &str, k: &str, default: u64) -> Res<u64> {
+        let (lo, hi) = ranges::range(kind, k);
+        let hi = if hi.is_finite() { hi as u64 } else { u64::MAX };
+        self.int_in(k, default, lo as u64, hi)
+    }
+
+    /// A duration in the declared range of `kind`.`k`, in ns.
+    fn ms_d(&mut self, kind: &str, k: &str, default_ms: f64) -> Res<u64> {
+        let (lo, hi) = ranges::range(kind, k);
+        self.ms(k, default_ms, lo, hi)
+    }
+
+    fn opt_ms_d(&mut self, kind: &str, k: &str) -> Res<Option<u64>> {
+        let (lo, hi) = ranges::range(kind, k);
+        self.opt_ms(k, lo, hi)
+    }
+
     fn boolean(&mut self, k: &str, default: bool) -> Res<bool> {
         match self.get(k) {
             None => Ok(default),
@@ -525,8 +544,18 @@ fn opt_int(o: &mut Obj, k: &str, lo: u64, hi: u64) -> Res<Option<u64>> {
     }
 }
 
-fn limit(o: &mut Obj, default: u64) -> Res<usize> {
-    Ok(o.int_in("limit", default, 1, 10_000_000)? as usize)
+/// An optional integer in the declared range of `kind`.`k` (ranges.rs).
+fn opt_int_d(o: &mut Obj, kind: &str, k: &str) -> Res<Option<u64>> {
+    if o.has(k) {
+        Ok(Some(o.int_d(kind, k, 0)?))
+    } else {
+        o.get(k);
+        Ok(None)
+    }
+}
+
+fn limit(o: &mut Obj, kind: &str, default: u64) -> Res<usize> {
+    Ok(o.int_d(kind, "limit", default)? as usize)
 }
 
 pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
@@ -536,24 +565,24 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
     let q = match kind {
         "pfifo" => {
             let q = QdiscConfig::Pfifo {
-                limit: limit(&mut o, 1000)?,
+                limit: limit(&mut o, "pfifo", 1000)?,
             };
             o.finish(&["kind", "limit"])?;
             q
         }
         "bfifo" => {
-            let limit_bytes = o.int_in("limit", 1000 * 1514, 1, 1 << 40)?;
+            let limit_bytes = o.int_d("bfifo", "limit", 1000 * 1514)?;
             o.finish(&["kind", "limit"])?;
             QdiscConfig::Bfifo { limit_bytes }
         }
         "sfq" => {
             let c = SfqConfig {
-                limit: limit(&mut o, 127)?,
-                quantum: opt_int(&mut o, "quantum", 64, 1 << 20)?.map(|q| q as u32),
-                perturb_s: o.num_in("perturb", 0.0, 0.0, 86_400.0, "seconds in [0, 86400]")?,
-                divisor: o.int_in("divisor", 1024, 1, 65536)? as u32,
-                flows: o.int_in("flows", 128, 1, 65408)? as usize,
-                depth: o.int_in("depth", 127, 1, 127)? as usize,
+                limit: limit(&mut o, "sfq", 127)?,
+                quantum: opt_int_d(&mut o, "sfq", "quantum")?.map(|q| q as u32),
+                perturb_s: o.int_d("sfq", "perturb", 0)? as f64,
+                divisor: o.int_d("sfq", "divisor", 1024)? as u32,
+                flows: o.int_d("sfq", "flows", 128)? as usize,
+                depth: o.int_d("sfq", "depth", 127)? as usize,
                 headdrop: o.boolean("headdrop", false)?,
             };
             if !c.divisor.is_power_of_two() {
@@ -567,11 +596,11 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
         "dualpi2" => QdiscConfig::DualPi2(dualpi2(path, &mut o)?),
         "codel" => {
             let c = CodelConfig {
-                limit: limit(&mut o, 1000)?,
-                target_ns: o.ms("target_ms", 5.0, 0.001, 10_000.0)?,
-                interval_ns: o.ms("interval_ms", 100.0, 0.001, 100_000.0)?,
+                limit: limit(&mut o, "codel", 1000)?,
+                target_ns: o.ms_d("codel", "target_ms", 5.0)?,
+                interval_ns: o.ms_d("codel", "interval_ms", 100.0)?,
                 ecn: o.boolean("ecn", false)?,
-                ce_threshold_ns: o.opt_ms("ce_threshold_ms", 0.0, 100_000.0)?,
+                ce_threshold_ns: o.opt_ms_d("codel", "ce_threshold_ms")?,
             };
             o.finish(&[
                 "kind",
@@ -585,15 +614,15 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
         }
         "fq_codel" => {
             let c = FqCodelConfig {
-                limit: limit(&mut o, 10240)?,
-                flows: o.int_in("flows", 1024, 1, 65536)? as usize,
-                quantum: o.int_in("quantum", 1514, 64, 1 << 20)? as u32,
-                target_ns: o.ms("target_ms", 5.0, 0.001, 10_000.0)?,
-                interval_ns: o.ms("interval_ms", 100.0, 0.001, 100_000.0)?,
+                limit: limit(&mut o, "fq_codel", 10240)?,
+                flows: o.int_d("fq_codel", "flows", 1024)? as usize,
+                quantum: o.int_d("fq_codel", "quantum", 1514)? as u32,
+                target_ns: o.ms_d("fq_codel", "target_ms", 5.0)?,
+                interval_ns: o.ms_d("fq_codel", "interval_ms", 100.0)?,
                 ecn: o.boolean("ecn", true)?,
-                ce_threshold_ns: o.opt_ms("ce_threshold_ms", 0.0, 100_000.0)?,
-                memory_limit_bytes: o.int_in("memory_limit", 32 << 20, 1, 1 << 40)?,
-                drop_batch: o.int_in("drop_batch", 64, 1, 1 << 20)? as usize,
+                ce_threshold_ns: o.opt_ms_d("fq_codel", "ce_threshold_ms")?,
+                memory_limit_bytes: o.int_d("fq_codel", "memory_limit", 32 << 20)?,
+                drop_batch: o.int_d("fq_codel", "drop_batch", 64)? as usize,
             };
             o.finish(&[
                 "kind",
@@ -611,17 +640,17 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
         }
         "sqf" => {
             let c = SqfConfig {
-                limit: limit(&mut o, 1000)?,
-                flows: o.int_in("flows", 128, 1, 65536)? as usize,
+                limit: limit(&mut o, "sqf", 1000)?,
+                flows: o.int_d("sqf", "flows", 128)? as usize,
             };
             o.finish(&["kind", "limit", "flows"])?;
             QdiscConfig::Sqf(c)
         }
         "drr" => {
             let c = DrrConfig {
-                limit: limit(&mut o, 1000)?,
-                quantum: opt_int(&mut o, "quantum", 64, 1 << 20)?.map(|q| q as u32),
-                flows: o.int_in("flows", 1024, 1, 65536)? as usize,
+                limit: limit(&mut o, "drr", 1000)?,
+                quantum: opt_int_d(&mut o, "drr", "quantum")?.map(|q| q as u32),
+                flows: o.int_d("drr", "flows", 1024)? as usize,
             };
             o.finish(&["kind", "limit", "quantum", "flows"])?;
             QdiscConfig::Drr(c)
@@ -634,11 +663,11 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
                 );
             }
             let c = PieConfig {
-                limit: limit(&mut o, 1000)?,
-                target_ns: o.ms("target_ms", 15.0, 0.001, 10_000.0)?,
-                tupdate_ns: o.ms("tupdate_ms", 15.0, 0.1, 10_000.0)?,
-                alpha: o.int_in("alpha", 2, 0, 32)? as u32,
-                beta: o.int_in("beta", 20, 0, 32)? as u32,
+                limit: limit(&mut o, "pie", 1000)?,
+                target_ns: o.ms_d("pie", "target_ms", 15.0)?,
+                tupdate_ns: o.ms_d("pie", "tupdate_ms", 15.0)?,
+                alpha: o.int_d("pie", "alpha", 2)? as u32,
+                beta: o.int_d("pie", "beta", 20)? as u32,
                 ecn: o.boolean("ecn", false)?,
                 bytemode: o.boolean("bytemode", false)?,
             };
@@ -678,8 +707,8 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
 }
 
 fn dualpi2(path: &str, o: &mut Obj) -> Res<DualPi2Config> {
-    let limit = limit(o, 10000)?;
-    let memlimit_bytes = opt_int(o, "memlimit", 1, u32::MAX as u64)?;
+    let limit = limit(o, "dualpi2", 10000)?;
+    let memlimit_bytes = opt_int_d(o, "dualpi2", "memlimit")?;
     if o.has("step_thresh_ms") && o.has("step_thresh_packets") {
         return err(
             &format!("{path}.step_thresh_ms"),
@@ -687,14 +716,14 @@ fn dualpi2(path: &str, o: &mut Obj) -> Res<DualPi2Config> {
         );
     }
     let step_thresh = if o.has("step_thresh_packets") {
-        StepThresh::Packets(o.int_in("step_thresh_packets", 0, 0, u32::MAX as u64)? as usize)
+        StepThresh::Packets(o.int_d("dualpi2", "step_thresh_packets", 0)? as usize)
     } else {
-        StepThresh::Time(o.ms("step_thresh_ms", 1.0, 0.0, 4294.0)?)
+        StepThresh::Time(o.ms_d("dualpi2", "step_thresh_ms", 1.0)?)
     };
     // iproute2 derives target, tupdate, alpha and beta from max_rtt / typical_rtt when given
     // (a missing one is the other times or divided by 6).
-    let max_rtt = o.opt_ms("max_rtt_ms", 0.001, 100_000.0)?;
-    let typical_rtt = o.opt_ms("typical_rtt_ms", 0.001, 100_000.0)?;
+    let max_rtt = o.opt_ms_d("dualpi2", "max_rtt_ms")?;
+    let typical_rtt = o.opt_ms_d("dualpi2", "typical_rtt_ms")?;
     let (mut target_ms, mut tupdate_ms, mut alpha, mut beta) = (15.0, 16.0, None, None);
     if max_rtt.is_some() || typical_rtt.is_some() {
         if ["target_ms", "tupdate_ms", "alpha", "beta"]
@@ -720,7 +749,10 @@ fn dualpi2(path: &str, o: &mut Obj) -> Res<DualPi2Config> {
     let gain = |o: &mut Obj, k: &str, derived: Option<f64>| -> Res<Option<f64>> {
         let what = "a gain in Hz in [1/256, 8388607] (tc sends 1/256 Hz units; 0 is refused)";
         match o.num(k)? {
-            Some(_) => Ok(Some(o.num_in(k, 0.0, 1.0 / 256.0, 8_388_607.0, what)?)),
+            Some(_) => {
+                let (lo, hi) = ranges::range("dualpi2", k);
+                Ok(Some(o.num_in(k, 0.0, lo, hi, what)?))
+            }
             None => Ok(derived),
         }
     };
@@ -729,17 +761,17 @@ fn dualpi2(path: &str, o: &mut Obj) -> Res<DualPi2Config> {
     let c = DualPi2Config {
         limit,
         memlimit_bytes,
-        target_ns: o.ms("target_ms", target_ms, 0.0, 4294.0)?,
-        tupdate_ns: o.ms("tupdate_ms", tupdate_ms, 0.001, 4294.0)?,
+        target_ns: o.ms_d("dualpi2", "target_ms", target_ms)?,
+        tupdate_ns: o.ms_d("dualpi2", "tupdate_ms", tupdate_ms)?,
         alpha,
         beta,
-        coupling_factor: o.int_in("coupling_factor", 2, 1, 255)? as u32,
+        coupling_factor: o.int_d("dualpi2", "coupling_factor", 2)? as u32,
         step_thresh,
-        min_qlen_step: o.int_in("min_qlen_step", 0, 0, u32::MAX as u64)? as usize,
+        min_qlen_step: o.int_d("dualpi2", "min_qlen_step", 0)? as usize,
         drop_on_overload: o.boolean("drop_on_overload", true)?,
         drop_enqueue: o.boolean("drop_enqueue", false)?,
         l4s_ect: o.boolean("l4s_ect", true)?,
-        classic_protection: o.int_in("classic_protection", 10, 0, 100)? as u32,
+        classic_protection: o.int_d("dualpi2", "classic_protection", 10)? as u32,
     };
     o.finish(&[
         "kind",

@@ -16,6 +16,7 @@ pub mod link;
 pub mod packet;
 pub mod pipeline;
 pub mod qdisc;
+pub mod ranges;
 pub mod rng;
 pub mod run;
 pub mod stats;

@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from cganalysis.testbed.config import Direction, Propagation
-from cganalysis.testbed.qdisc import AnyQdisc, Htb, Qdisc
+from cganalysis.testbed.qdisc import DECLARED, AnyQdisc, Htb, Qdisc
 
-#: tc options that mean nothing to a userspace emulator (it never sees GSO super-packets).
-_TC_ONLY = frozenset({"split_gso"})
+#: Options only the kernel has (declared ``"emulator": false``: split_gso means nothing to
+#: a userspace emulator, which never sees GSO super-packets).
+_TC_ONLY = frozenset(
+    name for params in DECLARED.values() for name, d in params.items() if d.get("emulator") is False
+)
 
 
 def emu_qdisc(q: AnyQdisc) -> dict[str, Any]:

@@ -10,9 +10,11 @@ applies its defaults for the rest, and :data:`DEFAULTS` documents them for the m
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Literal
 
 from cganalysis.testbed.validate import Section
@@ -33,85 +35,95 @@ class Param:
     suffix: str = ""
 
 
-def _p(
-    kind: ParamKind,
-    word: str | tuple[str, str],
-    lo: float = 0.0,
-    hi: float = math.inf,
-    suffix: str = "",
-) -> Param:
-    return Param(kind, lo, hi, word, suffix)
+#: The parameters' types and ranges: one declaration, which cga-emu embeds and checks too
+#: (native/emulator/src/ranges.rs), so a run file and the emulator never disagree.
+DECLARED: dict[str, dict[str, dict[str, Any]]] = {
+    kind: params
+    for kind, params in json.loads(
+        resources.files("cganalysis.emulator")
+        .joinpath("qdisc_params.json")
+        .read_text(encoding="utf-8")
+    ).items()
+    if not kind.startswith("_")
+}
 
+
+def _p(kind: str, name: str, word: str | tuple[str, str], suffix: str = "") -> Param:
+    d = DECLARED[kind][name]
+    hi = d.get("max")
+    return Param(d["type"], float(d.get("min", 0.0)), math.inf if hi is None else hi, word, suffix)
+
+
+#: How ``tc`` spells each parameter (a word, or a pair of flag words for a boolean), in
+#: the order it receives them; every one is declared in :data:`DECLARED`.
+_TC_WORDS: dict[str, dict[str, tuple[str | tuple[str, str], str]]] = {
+    "pfifo": {"limit": ("limit", "")},
+    "bfifo": {"limit": ("limit", "")},
+    "sfq": {
+        "limit": ("limit", ""),
+        "perturb": ("perturb", ""),
+        "quantum": ("quantum", ""),
+        "divisor": ("divisor", ""),
+        "flows": ("flows", ""),
+        "depth": ("depth", ""),
+        "headdrop": (("headdrop", ""), ""),
+    },
+    "dualpi2": {
+        "limit": ("limit", ""),
+        "memlimit": ("memlimit", ""),
+        "target_ms": ("target", ""),
+        "tupdate_ms": ("tupdate", ""),
+        "alpha": ("alpha", ""),
+        "beta": ("beta", ""),
+        "coupling_factor": ("coupling_factor", ""),
+        "step_thresh_ms": ("step_thresh", ""),
+        "step_thresh_packets": ("step_thresh", "p"),
+        "min_qlen_step": ("min_qlen_step", ""),
+        "drop_on_overload": (("drop_on_overload", "overflow"), ""),
+        "drop_enqueue": (("drop_enqueue", "drop_dequeue"), ""),
+        "l4s_ect": (("l4s_ect", "any_ect"), ""),
+        "classic_protection": ("classic_protection", "%"),
+        "max_rtt_ms": ("max_rtt", ""),
+        "typical_rtt_ms": ("typical_rtt", ""),
+        "split_gso": (("split_gso", "no_split_gso"), ""),
+    },
+    "codel": {
+        "limit": ("limit", ""),
+        "target_ms": ("target", ""),
+        "interval_ms": ("interval", ""),
+        "ce_threshold_ms": ("ce_threshold", ""),
+        "ecn": (("ecn", "noecn"), ""),
+    },
+    "fq_codel": {
+        "limit": ("limit", ""),
+        "flows": ("flows", ""),
+        "target_ms": ("target", ""),
+        "interval_ms": ("interval", ""),
+        "quantum": ("quantum", ""),
+        "ce_threshold_ms": ("ce_threshold", ""),
+        "memory_limit": ("memory_limit", ""),
+        "drop_batch": ("drop_batch", ""),
+        "ecn": (("ecn", "noecn"), ""),
+    },
+    "pie": {
+        "limit": ("limit", ""),
+        "target_ms": ("target", ""),
+        "tupdate_ms": ("tupdate", ""),
+        "alpha": ("alpha", ""),
+        "beta": ("beta", ""),
+        "ecn": (("ecn", "noecn"), ""),
+        "bytemode": (("bytemode", "nobytemode"), ""),
+        "dq_rate_estimator": (("dq_rate_estimator", "no_dq_rate_estimator"), ""),
+    },
+    # Emulator-only (EMULATOR_ONLY below): never rendered for tc.
+    "sqf": {"limit": ("limit", ""), "flows": ("flows", "")},
+    "drr": {"limit": ("limit", ""), "quantum": ("quantum", ""), "flows": ("flows", "")},
+}
 
 #: Parameters of each leaf discipline, in the order ``tc`` receives them.
 LEAF_PARAMS: dict[str, dict[str, Param]] = {
-    "pfifo": {"limit": _p("int", "limit", 1)},
-    "bfifo": {"limit": _p("int", "limit", 1)},
-    "sfq": {
-        "limit": _p("int", "limit", 1, 65535),
-        "perturb": _p("int", "perturb", 0),
-        "quantum": _p("int", "quantum", 1),
-        "divisor": _p("int", "divisor", 1, 65536),
-        "depth": _p("int", "depth", 1, 127),
-        "headdrop": _p("bool", ("headdrop", "")),
-    },
-    "dualpi2": {
-        "limit": _p("int", "limit", 1),
-        "memlimit": _p("int", "memlimit", 1),
-        "target_ms": _p("ms", "target", 0.001),
-        "tupdate_ms": _p("ms", "tupdate", 0.001),
-        "alpha": _p("float", "alpha", 0.0, 60000.0),
-        "beta": _p("float", "beta", 0.0, 60000.0),
-        "coupling_factor": _p("int", "coupling_factor", 0, 255),
-        "step_thresh_ms": _p("ms", "step_thresh", 0.001),
-        "step_thresh_packets": _p("int", "step_thresh", 1, suffix="p"),
-        "min_qlen_step": _p("int", "min_qlen_step", 0),
-        "drop_on_overload": _p("bool", ("drop_on_overload", "overflow")),
-        "drop_enqueue": _p("bool", ("drop_enqueue", "drop_dequeue")),
-        "l4s_ect": _p("bool", ("l4s_ect", "any_ect")),
-        "classic_protection": _p("int", "classic_protection", 0, 100, suffix="%"),
-        "max_rtt_ms": _p("ms", "max_rtt", 0.001),
-        "typical_rtt_ms": _p("ms", "typical_rtt", 0.001),
-        "split_gso": _p("bool", ("split_gso", "no_split_gso")),
-    },
-    "codel": {
-        "limit": _p("int", "limit", 1),
-        "target_ms": _p("ms", "target", 0.001),
-        "interval_ms": _p("ms", "interval", 0.001),
-        "ce_threshold_ms": _p("ms", "ce_threshold", 0.001),
-        "ecn": _p("bool", ("ecn", "noecn")),
-    },
-    "fq_codel": {
-        "limit": _p("int", "limit", 1),
-        "flows": _p("int", "flows", 1, 65536),
-        "target_ms": _p("ms", "target", 0.001),
-        "interval_ms": _p("ms", "interval", 0.001),
-        "quantum": _p("int", "quantum", 1),
-        "ce_threshold_ms": _p("ms", "ce_threshold", 0.001),
-        "memory_limit": _p("int", "memory_limit", 1),
-        "drop_batch": _p("int", "drop_batch", 1),
-        "ecn": _p("bool", ("ecn", "noecn")),
-    },
-    "pie": {
-        "limit": _p("int", "limit", 1),
-        "target_ms": _p("ms", "target", 0.001),
-        "tupdate_ms": _p("ms", "tupdate", 0.001),
-        "alpha": _p("int", "alpha", 0, 32),
-        "beta": _p("int", "beta", 0, 32),
-        "ecn": _p("bool", ("ecn", "noecn")),
-        "bytemode": _p("bool", ("bytemode", "nobytemode")),
-        "dq_rate_estimator": _p("bool", ("dq_rate_estimator", "no_dq_rate_estimator")),
-    },
-    # Emulator-only (EMULATOR_ONLY below); ranges are cga-emu's (native/emulator/src/config.rs).
-    "sqf": {
-        "limit": _p("int", "limit", 1),
-        "flows": _p("int", "flows", 1, 65536),
-    },
-    "drr": {
-        "limit": _p("int", "limit", 1),
-        "quantum": _p("int", "quantum", 64, 1 << 20),
-        "flows": _p("int", "flows", 1, 65536),
-    },
+    kind: {name: _p(kind, name, word, suffix) for name, (word, suffix) in words.items()}
+    for kind, words in _TC_WORDS.items()
 }
 
 #: Disciplines only the link emulator has: the kernel has no SQF, and Linux's ``drr`` is
