@@ -82,6 +82,21 @@ def meta(**over: Any) -> dict[str, Any]:
     return base
 
 
+def test_xu_response_windows_scale_with_a_scaled_schedule() -> None:
+    # A 9-minute xu2022 run scaled to 3 minutes: 20 s before the arrival, the last 20 s of
+    # the TCP phase (what the runner records as schedule_detail.time_scale).
+    third = {"schedule_detail": {"time_scale": 1 / 3}}
+    spec = spec_from_meta(meta(**third), Path("/runs/r01"))
+    assert spec.response.before_s == pytest.approx(20) and spec.response.settle_s == pytest.approx(
+        20
+    )
+    assert spec.response.smooth_s == 2
+    # What meta.json says explicitly wins.
+    analysis = {"window_s": [120, 360], "response": {"before_s": 45}}
+    spec = spec_from_meta(meta(**third, analysis=analysis), Path("/runs/r01"))
+    assert spec.response.before_s == 45 and spec.response.settle_s == pytest.approx(20)
+
+
 def test_spec_from_meta_reads_every_key() -> None:
     spec = spec_from_meta(meta(), Path("/runs/r01"))
     assert spec.window == Window(120, 360)

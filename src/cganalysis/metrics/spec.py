@@ -128,6 +128,17 @@ class ResponseSettings:
     smooth_s: float = 0.0
 
 
+def _response_settings(meta: Mapping[str, Any], analysis: Mapping[str, Any]) -> ResponseSettings:
+    """What meta.json says; Xu's 60 s windows scale with a scaled schedule (as its phases
+    do: a 9-minute run in 3 minutes averages the last 20 s of its 60 s TCP phase, not all
+    of it), read from the runner's ``schedule_detail.time_scale``."""
+    detail = meta.get("schedule_detail")
+    scale = detail.get("time_scale", 1.0) if isinstance(detail, Mapping) else 1.0
+    defaults = ResponseSettings()
+    scaled = {"before_s": defaults.before_s * scale, "settle_s": defaults.settle_s * scale}
+    return ResponseSettings(**{**scaled, **analysis.get("response", {})})
+
+
 @dataclass(frozen=True)
 class RunSpec:
     capacity: Capacity
@@ -334,7 +345,7 @@ def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.j
             schedule=tuple(Step(float(s["t_s"]), s["rate_mbps"]) for s in meta.get("schedule", [])),
             t0_ns=meta.get("start_ns"),
             fairness_window=None if fw is None else Window(*fw),
-            response=ResponseSettings(**analysis.get("response", {})),
+            response=_response_settings(meta, analysis),
             bitrate_point=analysis.get("bitrate_point", "egress"),
             direction=analysis.get("direction", "dominant"),
             delay_thresholds_ms=tuple(
