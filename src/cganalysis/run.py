@@ -31,14 +31,13 @@ from cganalysis.matching import match_files
 from cganalysis.metrics.compute import link_capacity, run_metrics
 from cganalysis.metrics.delay import delay_cdf
 from cganalysis.metrics.io import (
-    read_json_object,
+    read_meta,
     read_metrics,
     read_packets,
-    read_run_spec,
     read_trace,
 )
 from cganalysis.metrics.rows import role_rows, run_rows
-from cganalysis.metrics.spec import RunSpec
+from cganalysis.metrics.spec import RunSpec, spec_from_meta
 from cganalysis.metrics.timebase import Prepared, prepare
 from cganalysis.metrics.timeseries import run_timeseries
 from cganalysis.report.figures import delay_cdf_figure, packet_delay_figure, timeseries_figure
@@ -90,7 +89,7 @@ class Run:
 
     @cached_property
     def meta(self) -> dict[str, Any]:
-        return read_json_object(self.directory / "meta.json", "run metadata")
+        return read_meta(self.directory / "meta.json")
 
     @property
     def run_id(self) -> str:
@@ -111,7 +110,7 @@ class Run:
     @cached_property
     def spec(self) -> RunSpec:
         """How the metrics read this run: roles, window, capacity, schedule (meta.json)."""
-        return read_run_spec(self.directory / "meta.json")
+        return spec_from_meta(self.meta, self.directory, where=str(self.directory / "meta.json"))
 
     def _made(self, *parts: str) -> Path | None:
         """A file the workflow made for this run, named (as the workflow names it) after the

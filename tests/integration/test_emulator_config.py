@@ -14,7 +14,12 @@ import pytest
 
 from cganalysis.emulator import Emulator, check_config, find_emulator, write_config
 from cganalysis.errors import ConfigError
-from tests.conftest import TRACES
+from cganalysis.experiment.campaign import load_campaign
+from cganalysis.experiment.config import RunConfig, load_run
+from cganalysis.testbed import emuconf
+from cganalysis.testbed.bottleneck import start_emulator
+from cganalysis.testbed.hosts import NetnsHost
+from tests.conftest import REPO, TRACES
 from tests.integration.emu_helpers import need_emulator
 
 TRACE = TRACES / "Verizon-LTE-short.down"
@@ -122,3 +127,46 @@ def test_python_helpers_raise_config_errors(tmp_path: Path) -> None:
     path = write_config(base(rate={"mbit": 10}), tmp_path / "EMU2.json")
     with pytest.raises(ConfigError, match=r"interfaces\.a: no interface"):
         Emulator(path).start()
+
+
+def _every_configured_run() -> dict[str, RunConfig]:
+    """Every run file and every run every campaign plans, as the runner gets them."""
+    runs = {str(p): load_run(p) for p in sorted((REPO / "configs" / "runs").glob("*.yaml"))}
+    for path in sorted((REPO / "configs" / "campaigns").glob("*.yaml")):
+        runs.update({f"{path} ({r.run_id})": r.config for r in load_campaign(path).runs})
+    return runs
+
+
+def test_every_configured_run_writes_emulator_files_the_emulator_accepts(tmp_path: Path) -> None:
+    """The writer (emuconf, from a run file the run parser accepted) against the reader's
+    own check: a key or range the two spell differently fails here, not in a run."""
+    written: dict[str, str] = {}
+    for where, cfg in _every_configured_run().items():
+        b = cfg.bottleneck
+        configs = [
+            emuconf.bottleneck_config("a0", "b0", b.forward, b.reverse, "/tmp/stats.jsonl", 100.0),
+            emuconf.delay_config("a1", "b1", cfg.propagation),
+        ]
+        for config in configs:
+            written.setdefault(json.dumps(config, sort_keys=True), where)
+    assert len(written) > 10  # pfifo, htb, sfq, dualpi2, traces, delays: many files
+    for i, (text, where) in enumerate(written.items()):
+        path = write_config(json.loads(text), tmp_path / f"emu-{i}.json")
+        try:
+            check_config(path)
+        except ConfigError as err:
+            raise AssertionError(f"{where}: cga-emu refuses what emuconf wrote: {err}") from err
+
+
+def test_the_testbed_checks_emulator_files_before_starting_one(tmp_path: Path) -> None:
+    """A file the emulator refuses stops the run with one line naming the file and the key,
+    before any emulator process is started."""
+    host = NetnsHost("router", None, tmp_path)
+    config = base(qdisc={"kind": "pfifo", "limit": 0})
+    with pytest.raises(ConfigError) as err:
+        start_emulator(host, config, tmp_path, "bottleneck")
+    line = str(err.value)
+    assert "\n" not in line
+    assert line.startswith(str(tmp_path / "emu-bottleneck.json"))
+    assert "a_to_b.qdisc.limit" in line
+    assert host.procs == []

@@ -34,6 +34,7 @@ from cganalysis import __version__
 from cganalysis.dataset.datasheet import render_datasheet
 from cganalysis.errors import ConfigError
 from cganalysis.io import sha256_file
+from cganalysis.metrics.io import read_meta, read_metrics
 from cganalysis.schemas import FLOWS, PACKETS
 from cganalysis.tablefile import check_table_file
 
@@ -187,8 +188,9 @@ def export_campaign(
                 source = root / src.format(c=campaign, r=r)
                 _check_table(source)
                 shutil.copyfile(source, target)
-            meta = json.loads((tmp / "meta" / f"{r}.json").read_text(encoding="utf-8"))
-            metrics = json.loads((tmp / "metrics" / f"{r}.json").read_text(encoding="utf-8"))
+            # Published only if they pass the schemas their readers check them against.
+            meta = read_meta(tmp / "meta" / f"{r}.json")
+            (metrics,) = read_metrics([tmp / "metrics" / f"{r}.json"])
             metas.append(meta)
             # The directory name is the run's identity (meta.json may predate its run_id).
             rows.append({**_run_row(meta, metrics), "run_id": r})

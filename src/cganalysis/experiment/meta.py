@@ -20,7 +20,7 @@ from cganalysis.experiment import rundir
 from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.record import RunRecord
-from cganalysis.metrics.spec import validate_meta
+from cganalysis.metrics.docschema import validate_meta
 from cganalysis.testbed import provenance
 
 if TYPE_CHECKING:

@@ -1,16 +1,26 @@
-"""JSON schema of the metrics document (what ``cganalysis metrics`` writes).
+"""JSON schemas of a run's two documents: ``meta.json`` and the metrics JSON, declared once.
 
-It pins the keys the tables and figures read and the ranges promised: percentages in
-[0, 100], loss and CE rates in [0, 1], the fairness ratio in [-1, 1], Jain's index in
-[0, 1]. Utilisation is in [0, 1] for a correct capacity; above 1 it is kept (with a warning
-in the document) because it says the capacity given is wrong.
+Each is checked by the code that writes it and by every reader, with
+:func:`cganalysis.jsoncheck.check_document`:
+
+- ``meta.json`` (:data:`META_SCHEMA`): the keys of a run's metadata the metrics read
+  (others are provenance, and ignored); written by :mod:`cganalysis.experiment.meta`, read
+  by :mod:`cganalysis.metrics.spec`, the run API and the dataset export. Keys are
+  documented in docs/metrics.md.
+- the metrics JSON (:data:`METRICS_JSON_SCHEMA`, what ``cganalysis metrics`` writes): it
+  pins the keys the tables and figures read and the ranges promised: percentages in
+  [0, 100], loss and CE rates in [0, 1], the fairness ratio in [-1, 1], Jain's index in
+  [0, 1]. Utilisation is in [0, 1] for a correct capacity; above 1 it is kept (with a
+  warning in the document) because it says the capacity given is wrong.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from cganalysis.errors import SchemaError
+from cganalysis.errors import ConfigError, SchemaError
+from cganalysis.jsoncheck import check_document
 
 _num = {"type": ["number", "null"]}
 _pct = {"type": ["number", "null"], "minimum": 0, "maximum": 100}
@@ -131,12 +141,98 @@ METRICS_JSON_SCHEMA: dict[str, Any] = {
 }
 
 
-def validate_metrics(doc: dict[str, Any], where: str = "metrics document") -> None:
+def validate_metrics(doc: Mapping[str, Any], where: str = "metrics document") -> None:
     """Raises :class:`SchemaError` naming the first key that breaks the schema."""
-    import jsonschema  # imported here: it takes seconds, and most commands never validate
+    check_document(doc, METRICS_JSON_SCHEMA, where, error=SchemaError)
 
-    validator = jsonschema.Draft202012Validator(METRICS_JSON_SCHEMA)
-    err = next(iter(sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))), None)
-    if err is not None:
-        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise SchemaError(f"{where}: key {key}: {err.message}")
+
+#: JSON schema of the keys of a run's meta.json that the metrics read (others are ignored).
+META_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["roles", "analysis"],
+    "properties": {
+        "run_id": {"type": "string"},
+        "campaign": {"type": "string"},
+        "qdisc": {"type": "string"},
+        "cca": {"type": "string"},
+        "system": {"type": "string"},
+        "repetition": {"type": "integer", "minimum": 0},
+        "queue": {"type": ["string", "number"]},
+        "labels": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
+        "start_ns": {"type": "integer"},
+        "capacity_mbps": {"type": "number", "exclusiveMinimum": 0},
+        "capacity_measured_mbps": {"type": "number", "exclusiveMinimum": 0},
+        "capacity_trace": {"type": "string"},
+        "capacity_trace_scale": {"type": "number", "exclusiveMinimum": 0},
+        "capacity_trace_offset_s": {"type": "number"},
+        "capacity_trace_bytes_per_opportunity": {"type": "integer", "minimum": 1},
+        "roles": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {
+                "oneOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                ]
+            },
+        },
+        "schedule": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["t_s", "rate_mbps"],
+                "properties": {
+                    "t_s": {"type": "number"},
+                    "rate_mbps": {"type": ["number", "null"], "minimum": 0},
+                },
+            },
+        },
+        "analysis": {
+            "type": "object",
+            "required": ["window_s"],
+            "properties": {
+                "window_s": {"$ref": "#/$defs/window"},
+                "fairness_window_s": {"$ref": "#/$defs/window"},
+                "bin_s": {"type": "number", "exclusiveMinimum": 0},
+                "bitrate_point": {"enum": ["egress", "ingress"]},
+                "direction": {"enum": ["dominant", "all"]},
+                "capacity_source": {"enum": ["measured", "configured"]},
+                "delay_thresholds_ms": {
+                    "type": "array",
+                    "items": {"type": "number", "minimum": 0},
+                    "minItems": 1,
+                },
+                "response": {
+                    "type": "object",
+                    "properties": {
+                        "before_s": {"type": "number", "exclusiveMinimum": 0},
+                        "settle_s": {"type": "number", "exclusiveMinimum": 0},
+                        "smooth_s": {"type": "number", "minimum": 0},
+                    },
+                    "additionalProperties": False,
+                },
+            },
+            "additionalProperties": False,
+        },
+    },
+    "$defs": {
+        "window": {
+            "type": "array",
+            "prefixItems": [{"type": "number"}, {"type": ["number", "null"]}],
+            "minItems": 2,
+            "maxItems": 2,
+        }
+    },
+}
+
+
+def validate_meta(meta: Mapping[str, Any], where: str) -> None:
+    """Checks a run's metadata against META_SCHEMA: where it is written, and where it is read."""
+    check_document(
+        meta,
+        META_SCHEMA,
+        where,
+        error=ConfigError,
+        hint="the keys are documented in docs/metrics.md",
+    )

@@ -17,7 +17,7 @@ import polars as pl
 from cganalysis.errors import ConfigError
 from cganalysis.io import write_json, write_parquet
 from cganalysis.metrics.compute import link_capacity, run_metrics
-from cganalysis.metrics.docschema import validate_metrics
+from cganalysis.metrics.docschema import validate_meta, validate_metrics
 from cganalysis.metrics.spec import RunSpec, spec_from_meta
 from cganalysis.metrics.timebase import REQUIRED_COLUMNS, check_columns, prepare
 from cganalysis.metrics.timeseries import run_timeseries
@@ -52,9 +52,16 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
     return obj
 
 
+def read_meta(path: Path) -> dict[str, Any]:
+    """A run's meta.json, checked against its schema (the keys the metrics read)."""
+    meta = read_json_object(path, "run metadata")
+    validate_meta(meta, f"run metadata {path}")
+    return meta
+
+
 def read_run_spec(path: Path) -> RunSpec:
     """The run spec from a run's meta.json (relative trace paths: next to the file)."""
-    return spec_from_meta(read_json_object(path, "run metadata"), path.parent, where=str(path))
+    return spec_from_meta(read_meta(path), path.parent, where=str(path))
 
 
 def read_trace(path: Path) -> np.ndarray:

@@ -1,7 +1,8 @@
 """What a run was, as the metrics need it: capacity, windows, schedule and roles.
 
 A :class:`RunSpec` comes from a run's ``meta.json`` (:func:`spec_from_meta`, keys documented
-in ``docs/metrics.md`` and checked against :data:`META_SCHEMA`) or from command-line flags
+in ``docs/metrics.md`` and checked against
+:data:`cganalysis.metrics.docschema.META_SCHEMA`) or from command-line flags
 (:func:`spec_from_values`). Every time is in seconds from the run's origin ``t0``: the
 ``start_ns`` of the metadata when given, else the first packet seen at ingress.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cganalysis.errors import ConfigError
+from cganalysis.metrics.docschema import validate_meta
 from cganalysis.metrics.roles import RoleRule, rules_from_mapping
 
 CapacitySource = Literal["configured", "measured", "trace"]
@@ -209,104 +211,6 @@ def choose_capacity(
         f"no link capacity: give {key} X (Mbit/s) or a capacity trace, or in meta.json "
         "capacity_mbps, capacity_measured_mbps or capacity_trace"
     )
-
-
-#: JSON schema of the keys of a run's meta.json that the metrics read (others are ignored).
-META_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "required": ["roles", "analysis"],
-    "properties": {
-        "run_id": {"type": "string"},
-        "campaign": {"type": "string"},
-        "qdisc": {"type": "string"},
-        "cca": {"type": "string"},
-        "system": {"type": "string"},
-        "repetition": {"type": "integer", "minimum": 0},
-        "queue": {"type": ["string", "number"]},
-        "labels": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
-        "start_ns": {"type": "integer"},
-        "capacity_mbps": {"type": "number", "exclusiveMinimum": 0},
-        "capacity_measured_mbps": {"type": "number", "exclusiveMinimum": 0},
-        "capacity_trace": {"type": "string"},
-        "capacity_trace_scale": {"type": "number", "exclusiveMinimum": 0},
-        "capacity_trace_offset_s": {"type": "number"},
-        "capacity_trace_bytes_per_opportunity": {"type": "integer", "minimum": 1},
-        "roles": {
-            "type": "object",
-            "minProperties": 1,
-            "additionalProperties": {
-                "oneOf": [
-                    {"type": "string"},
-                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                ]
-            },
-        },
-        "schedule": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["t_s", "rate_mbps"],
-                "properties": {
-                    "t_s": {"type": "number"},
-                    "rate_mbps": {"type": ["number", "null"], "minimum": 0},
-                },
-            },
-        },
-        "analysis": {
-            "type": "object",
-            "required": ["window_s"],
-            "properties": {
-                "window_s": {"$ref": "#/$defs/window"},
-                "fairness_window_s": {"$ref": "#/$defs/window"},
-                "bin_s": {"type": "number", "exclusiveMinimum": 0},
-                "bitrate_point": {"enum": ["egress", "ingress"]},
-                "direction": {"enum": ["dominant", "all"]},
-                "capacity_source": {"enum": ["measured", "configured"]},
-                "delay_thresholds_ms": {
-                    "type": "array",
-                    "items": {"type": "number", "minimum": 0},
-                    "minItems": 1,
-                },
-                "response": {
-                    "type": "object",
-                    "properties": {
-                        "before_s": {"type": "number", "exclusiveMinimum": 0},
-                        "settle_s": {"type": "number", "exclusiveMinimum": 0},
-                        "smooth_s": {"type": "number", "minimum": 0},
-                    },
-                    "additionalProperties": False,
-                },
-            },
-            "additionalProperties": False,
-        },
-    },
-    "$defs": {
-        "window": {
-            "type": "array",
-            "prefixItems": [{"type": "number"}, {"type": ["number", "null"]}],
-            "minItems": 2,
-            "maxItems": 2,
-        }
-    },
-}
-
-
-def validate_meta(meta: Mapping[str, Any], where: str) -> None:
-    """Checks a run's metadata against META_SCHEMA: where it is written, and where it is read."""
-    import jsonschema  # imported here: it takes seconds, and most commands never validate
-
-    validator = jsonschema.Draft202012Validator(META_SCHEMA)
-    errors = sorted(validator.iter_errors(meta), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        if err.validator == "required":
-            missing = str(err.message).split("'")[1]
-            key = f"{key}.{missing}" if err.absolute_path else missing
-        raise ConfigError(
-            f"{where}: key {key}: {err.message} (the keys are documented in docs/metrics.md)"
-        )
 
 
 def labels_from_meta(meta: Mapping[str, Any]) -> dict[str, str | int | float]:

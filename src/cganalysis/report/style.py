@@ -16,6 +16,7 @@ import yaml
 from matplotlib.typing import RcKeyType
 
 from cganalysis.errors import ConfigError
+from cganalysis.jsoncheck import check_document
 
 Kind = Literal["roles", "qdisc", "cca", "system"]
 KINDS: tuple[Kind, ...] = ("roles", "qdisc", "cca", "system")
@@ -181,13 +182,7 @@ def find_style_file(start: Path | None = None) -> Path:
 
 
 def style_from_mapping(raw: Mapping[str, Any], source: str = "") -> Style:
-    import jsonschema  # imported here: it takes seconds, and most commands never validate
-
-    validator = jsonschema.Draft202012Validator(SCHEMA)
-    err = next(iter(sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))), None)
-    if err is not None:
-        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise ConfigError(f"plotting style {source}: key {key}: {err.message}")
+    check_document(raw, SCHEMA, f"plotting style {source}")
     entries: dict[str, dict[str, Entry]] = {
         kind: {
             str(name): Entry(

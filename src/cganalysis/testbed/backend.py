@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cganalysis.emulator.binary import NAME
 from cganalysis.testbed.config import Bottleneck, Direction, Propagation
 from cganalysis.testbed.hosts import Host, TestbedError
 from cganalysis.testbed.probe import DUALPI2_IPROUTE2, iproute2_version, probe_qdiscs, which
 from cganalysis.testbed.qdisc import EMULATOR_ONLY, Htb
 
-EMULATOR = "cga-emu"
+EMULATOR = NAME
 EMULATOR_HINT = (
-    "the link emulator `cga-emu` (built and put on the PATH by `bash scripts/install.sh` "
-    "once the link-emulator issue lands)"
+    "the link emulator `cga-emu` (built and put on the PATH by `bash scripts/install.sh`)"
 )
 _KERNEL_HINT = {
     "dualpi2": "a kernel >= 6.17 built with CONFIG_NET_SCH_DUALPI2 (Debian's kernels lack it) "

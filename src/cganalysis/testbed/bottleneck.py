@@ -15,10 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cganalysis.io import write_json
+from cganalysis.emulator.binary import NAME
+from cganalysis.emulator.config import check_argv, raise_for_check, write_config
+from cganalysis.emulator.process import READY
 from cganalysis.testbed import emuconf, tcparse
 from cganalysis.testbed.config import Bottleneck, Direction, Monitor, Propagation
-from cganalysis.testbed.hosts import Proc, TestbedError, stop, wait_for_text
+from cganalysis.testbed.hosts import Host, Proc, TestbedError, stop, wait_for_text
 from cganalysis.testbed.qdisc import Htb
 from cganalysis.testbed.render import render_delete, render_direction, render_netem
 from cganalysis.testbed.topology import Topology
@@ -32,6 +34,26 @@ def tc_rate_mbit(text: str) -> float | None:
     """``8Mbit`` -> 8.0 (tc prints SI units for rates)."""
     m = _RATE.match(text)
     return None if not m else float(m.group(1)) * _RATE_UNITS[m.group(2)] / 1e6
+
+
+def start_emulator(host: Host, config: dict[str, Any], workdir: Path, role: str) -> Proc:
+    """``cga-emu`` with ``config`` (written to ``workdir/emu-ROLE.json``) on ``host``, once
+    ready. The file is first read by ``cga-emu --check`` on that host, the program that will
+    run it: a configuration it refuses is a ConfigError naming the file and the key, before
+    anything starts."""
+    local = write_config(config, workdir / f"emu-{role}.json")
+    staged = host.stage(local)
+    checked = host.run(check_argv(staged), check=False, timeout_s=60.0)
+    raise_for_check(checked.returncode, checked.stderr)
+    out = host.path(f"emu-{role}.out")
+    proc = host.spawn(
+        f"cga-emu ({role})",
+        [NAME, "--config", staged],
+        stdout=out,
+        stderr=host.path(f"emu-{role}.log"),
+    )
+    wait_for_text(host, out, READY, proc, timeout_s=10.0)
+    return proc
 
 
 class KernelBottleneck:
@@ -188,7 +210,7 @@ def _expected_limit(d: Direction, handle: object) -> int | None:
 
 
 class EmulatorBottleneck:
-    """``cga-emu`` bridging the router's two interfaces (emu contract)."""
+    """``cga-emu`` bridging the router's two interfaces (docs/emulator.md)."""
 
     backend = "emulator"
 
@@ -227,17 +249,8 @@ class EmulatorBottleneck:
             self.monitor.interval_ms,
             traces,
         )
-        local = self.workdir / "emu-bottleneck.json"
-        write_json(self.config, local)
-        out = r.path("emu-bottleneck.out")
         spawned_ns = time.time_ns()
-        self.proc = r.spawn(
-            "cga-emu (bottleneck)",
-            ["cga-emu", "--config", r.stage(local)],
-            stdout=out,
-            stderr=r.path("emu-bottleneck.log"),
-        )
-        wait_for_text(r, out, "cga-emu: ready", self.proc, timeout_s=10.0)
+        self.proc = start_emulator(r, self.config, self.workdir, "bottleneck")
         # The emulator starts its links (a trace's time 0) just before printing ready.
         ready_ns = time.time_ns()
         self.started_ns = (spawned_ns + ready_ns) // 2
@@ -303,16 +316,8 @@ class Delay:
         elif t.delay_via == "emulator":
             assert t.delay_host is not None and t.delay_devs is not None
             h = t.delay_host
-            local = self.workdir / "emu-delay.json"
-            write_json(emuconf.delay_config(t.delay_devs[0], t.delay_devs[1], self.p), local)
-            out = h.path("emu-delay.out")
-            self.proc = h.spawn(
-                "cga-emu (delay)",
-                ["cga-emu", "--config", h.stage(local)],
-                stdout=out,
-                stderr=h.path("emu-delay.log"),
-            )
-            wait_for_text(h, out, "cga-emu: ready", self.proc, timeout_s=10.0)
+            config = emuconf.delay_config(t.delay_devs[0], t.delay_devs[1], self.p)
+            self.proc = start_emulator(h, config, self.workdir, "delay")
 
     def remove(self) -> None:
         t = self.topo

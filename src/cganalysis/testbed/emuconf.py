@@ -1,8 +1,10 @@
-"""The link emulator's configuration (``cga-emu --config EMU.json``), per /tmp/emu_contract.md.
+"""The link emulator's configuration (``cga-emu --config EMU.json``; docs/emulator.md).
 
 Two uses: the bottleneck itself (rate + discipline, no delay: the router's captures must
 measure only the queue) between the router's two interfaces, and a delay-only hop (the
-propagation delay) between the server and the router.
+propagation delay) between the server and the router. The file's one schema is the
+emulator's own: :func:`cganalysis.testbed.bottleneck.start_emulator` has ``cga-emu --check``
+read what is written here before an emulator starts.
 """
 
 from __future__ import annotations
