@@ -16,6 +16,7 @@ from cganalysis.errors import ConfigError
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
 from cganalysis.testbed import config as tbc
+from cganalysis.testbed.bedfile import load_testbed_file
 from cganalysis.testbed.lock import lock_name
 from cganalysis.testbed.qdisc import Htb
 from cganalysis.testbed.validate import SAFE_PATH, TOKEN, Section
@@ -206,21 +207,10 @@ def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
             f"{text}: no such testbed file (give netns, vm or a path to "
             "configs/testbeds/NAME.yaml)",
         )
-    doc = read_yaml(path)
-    kind = doc.get("backend") if isinstance(doc, Mapping) else None
-    if kind not in ("netns", "ssh", "vm"):
-        raise sec.error("testbed", f"{path}: its key backend must be netns, ssh or vm")
-    if kind == "vm":
-        from cganalysis.testbed.vmconf import parse_options
-
-        parse_options(doc, str(path))  # its vm section, checked before anything runs
-    if kind == "netns":
-        bed = Section(doc, str(path))
-        bed.string("backend")
-        name = bed.opt_string("name", pattern=TOKEN)
-        bed.finish()
-        return TestbedRef("netns", path, name) if name else TestbedRef("netns")
-    return TestbedRef(str(kind), path)
+    bed = load_testbed_file(path)  # the whole file, whatever its backend, checked now
+    if bed.backend == "netns":
+        return TestbedRef("netns", path, bed.name) if bed.name else TestbedRef("netns")
+    return TestbedRef(bed.backend, path)
 
 
 def parse_run(data: Any, where: str, base_dir: Path) -> RunConfig:

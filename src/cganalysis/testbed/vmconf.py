@@ -66,9 +66,9 @@ def parse_options(data: Any, where: str) -> VmOptions:
 def load_options(path: Path | None) -> VmOptions:
     if path is None:
         return VmOptions()
-    import yaml
+    from cganalysis.io import read_yaml
 
-    return parse_options(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
+    return parse_options(read_yaml(path), str(path))
 
 
 def find_kernel(opts: VmOptions) -> tuple[str, Path]:
