@@ -41,7 +41,7 @@ CG_SHARE = 0.15
 
 
 #: HTB buckets: ~25 ms at 10 Mbit/s. With tc's default (one packet) the guest's kernel
-#: HTB, whose timers wake late under TCG, delivered 6 of 10 Mbit/s (REFERENCE.md 1b on
+#: HTB, whose timers wake late under TCG, delivered 6 of 10 Mbit/s (docs/testbed.md, Calibration, on
 #: this machine kind); both backends get the same buckets.
 BURST = 32000
 

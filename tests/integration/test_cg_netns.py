@@ -2,7 +2,7 @@
 
 One bottleneck for the module: TBF 20 Mbit/s (burst 32 kB) + pfifo 250 packets on the
 router towards the client (cg_netns.py). Its real capacity is measured in the same module
-(shapers here deliver less than configured, REFERENCE.md 1b): the `none` run offers 30
+(shapers here deliver less than configured, docs/testbed.md, Calibration): the `none` run offers 30
 Mbit/s, more than the link takes, and what leaves the router is the capacity. Per-packet
 queuing delay and loss come from the router's two taps through
 `cganalysis.matching.match_files`.

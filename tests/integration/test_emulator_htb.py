@@ -1,7 +1,7 @@
 """The same experiment through the kernel's HTB + pfifo and through cga-emu's HTB + pfifo,
 on this machine: delivered rates and queueing-delay distributions, measured from the
 router's two captures. The emulator must deliver its configured rate; the kernel's HTB here
-delivers less (timers wake late, REFERENCE.md 1b), so each is checked against its own
+delivers less (timers wake late, docs/testbed.md, Calibration), so each is checked against its own
 measured rate: a full pfifo of N packets of S bytes delays by N S / rate. The printed table
 is what docs/emulator.md reports."""
 

@@ -28,7 +28,7 @@ UPDATE = os.environ.get("CGA_UPDATE_GOLDEN") == "1"
 CASES: dict[str, str] = {
     "pfifo-root": "qdisc: {kind: pfifo, limit: 250}",
     "bfifo-htb": "rate_mbit: 50\nqdisc: {kind: bfifo, limit: 375000}",
-    # TMA 2024 drop-tail: REFERENCE.md section 2.
+    # TMA 2024 drop-tail (its paper: 50 Mbit/s, 250 packets).
     "htb-pfifo": "rate_mbit: 50\nqdisc: {kind: pfifo, limit: 250}",
     "htb-pfifo-burst": "rate_mbit: 20\nburst_bytes: 100000\nqdisc: {kind: pfifo, limit: 250}",
     "tbf-pfifo": "rate_mbit: 50\nshaper: tbf\nqdisc: {kind: pfifo, limit: 250}",

@@ -1,7 +1,7 @@
 """Calibration: what the bottleneck really delivers, and the testbed's idle delay floor.
 
-A configured rate is not a delivered rate on every machine (REFERENCE.md section 1b:
-HTB at 20 Mbit/s gave 10-12 Mbit/s here). So before traffic:
+A configured rate is not a delivered rate on every machine (docs/testbed.md,
+Calibration: HTB at 20 Mbit/s gave 10-12 Mbit/s here). So before traffic:
 
 1. idle floor: a light ping stream (100 packets/s) through the idle router, captured at
    both taps and matched: the time through an empty router (forwarding + capture cost);

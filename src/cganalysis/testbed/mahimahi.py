@@ -2,8 +2,8 @@
 
 mahimahi nests shells: ``mm-delay MS mm-link UP DOWN [options] -- CMD`` runs CMD inside a
 namespace whose traffic to the outside crosses the link. The client side runs inside, so
-server -> client is mahimahi's *downlink*. Trace format and queue options: REFERENCE.md
-section 3. mahimahi is not packaged for Debian 12, so here this is rendered (and
+server -> client is mahimahi's *downlink*. Trace format: docs/testbed.md
+(Trace-driven links). mahimahi is not packaged for Debian 12, so here this is rendered (and
 golden-tested) but only runs on hosts that have ``mm-link``.
 """
 

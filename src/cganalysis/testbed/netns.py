@@ -13,7 +13,7 @@
 
 - Kernel bottleneck: the router routes (srv 10.201.1.1/24, rtr 10.201.1.2 | 10.201.2.2,
   cli 10.201.2.1/24). Emulator bottleneck: the router bridges frames and has no IP; server
-  and client share 10.201.1.0/24 (emu contract).
+  and client share 10.201.1.0/24 (docs/emulator.md).
 - Every offload off on every veth (TSO/GSO/GRO make 64 KB super-packets; checksum offload
   leaves wrong checksums in captures); IPv6 off (no RS/MLD noise in captures).
 - TCP metrics caching off on the endpoints: otherwise each iperf3 step would start from

@@ -136,7 +136,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "pfifo": {"limit": "txqueuelen (1000)"},
     "bfifo": {"limit": "txqueuelen x MTU"},
     "sfq": {"limit": 127, "perturb": 0, "quantum": "MTU", "divisor": 1024, "depth": 127},
-    # RFC 9332 / Linux sch_dualpi2 (REFERENCE.md section 2).
+    # RFC 9332 / Linux sch_dualpi2's defaults.
     "dualpi2": {
         "limit": 10000,
         "memlimit": "limit x 2 x (MTU + L2 header)",

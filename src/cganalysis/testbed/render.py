@@ -3,12 +3,12 @@
 The output is a list of argument vectors, run as they are (no shell) on the router (or
 shown by ``cganalysis testbed render``); golden files in ``tests/golden/tc/`` pin them.
 
-Layouts (handles as REFERENCE.md section 2):
+Layouts (TMA 2024's handles; docs/testbed.md, Queue disciplines):
 - no rate: the discipline is the root (``handle 1:``);
 - a rate with the ``htb`` shaper: ``htb default 1``, link class ``1:1`` (rate = ceil,
   quantum 1514 so that HTB does not warn), the discipline as leaf ``10:``;
 - a rate with the ``tbf`` shaper: ``tbf`` at the root, the discipline as its child ``10:``
-  (TBF with a burst of ~10 ms of traffic delivers its rate where HTB does not; section 1b);
+  (TBF with a burst of ~10 ms of traffic delivers its rate where HTB does not; docs/testbed.md, Calibration);
 - HTB with classes: link class ``1:1`` at the link rate, one class per entry, each with its
   leaf (handle = its minor id) and u32 filters for its match.
 """
@@ -23,7 +23,7 @@ from cganalysis.testbed.qdisc import Htb, HtbClass, Match, Qdisc, fmt_num, tc_wo
 
 Argv = list[str]
 
-#: Smallest TBF burst; below ~32 KB TBF loses rate on this machine kind (REFERENCE.md 1b).
+#: Smallest TBF burst; below ~32 KB TBF loses rate on this machine kind (docs/testbed.md, Calibration).
 TBF_MIN_BURST_BYTES = 32 * 1024
 #: TBF burst when none is given: this much time of traffic at the configured rate.
 TBF_BURST_S = 0.010
@@ -173,7 +173,7 @@ def render_netem(dev: str, delay_ms: float, p: Propagation) -> Argv:
     """Delay (and jitter, loss) for one direction, on an interface off the bottleneck.
 
     netem's ``limit`` counts packets that are only being delayed, so it is set far above
-    any bottleneck buffer (REFERENCE.md section 2).
+    any bottleneck buffer.
     """
     words = ["qdisc", "replace", "dev", dev, "root", "netem", "limit", "100000"]
     words += ["delay", f"{fmt_num(delay_ms)}ms"]

@@ -2,8 +2,8 @@
 
 ``tc -s -j qdisc show`` gives JSON; ``tc -s -j class show`` prints text for HTB classes on
 iproute2 6.1 (a known gap), so classes are read from the text form, which every iproute2
-prints the same way. The record mirrors the link emulator's statistics lines (emu
-contract), so the analysis reads kernel and emulator runs alike.
+prints the same way. The record mirrors the link emulator's statistics lines
+(docs/emulator.md), so the analysis reads kernel and emulator runs alike.
 """
 
 from __future__ import annotations
