@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,38 @@ def test_a_run_naming_a_bad_ssh_testbed_file_is_refused_when_the_run_is_read(
     assert "lab.yaml" in line and "hosts.router.in_dev" in line
     (tmp_path / "lab.yaml").write_text(yaml.safe_dump(lab))
     assert parse_run(run, "run.yaml", tmp_path).testbed.kind == "ssh"
+
+
+# --- the examples the docs show ---------------------------------------------------------
+
+
+def _doc_examples() -> list[tuple[str, Any]]:
+    found = []
+    for page in sorted((REPO / "docs").glob("*.md")):
+        for i, block in enumerate(re.findall(r"```ya?ml\n(.*?)```", page.read_text(), re.S)):
+            found.append((f"{page.name}[{i}]", yaml.safe_load(block)))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("where", "doc"), _doc_examples(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_the_docs_examples_pass_their_formats_schema(where: str, doc: Any, tmp_path: Path) -> None:
+    """A run file (or a run's section), a testbed file, the workflow's configuration: each
+    example is read by the code that reads such files; campaigns show placeholders."""
+    from cganalysis.jsoncheck import check_document
+    from cganalysis.testbed.bedfile import parse_testbed_file
+
+    runs = REPO / "configs" / "runs"
+    if "schedule" in doc:
+        parse_run(doc, where, runs)
+    elif "backend" in doc:
+        parse_testbed_file(doc, where)
+    elif set(doc) <= {"cg", "competitor", "bottleneck", "propagation", "capture"}:
+        run = {**yaml.safe_load((runs / "quick-pfifo.yaml").read_text()), **doc}
+        parse_run(run, where, runs)
+    elif "experiments" in doc:
+        schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+        check_document({"campaigns": ["example"], **doc}, schema, where)
+    else:
+        assert "campaign" in doc, f"{where}: an example of no known format: {sorted(doc)}"

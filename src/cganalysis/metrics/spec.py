@@ -185,7 +185,8 @@ def choose_capacity(
     """A trace wins; else the measured capacity (when preferred and known), else configured.
 
     The measured one is preferred because a configured shaper rate is not what some machines
-    deliver (docs/testbed.md, Calibration): utilisation against a rate the link never had reads as waste.
+    deliver (docs/testbed.md, Calibration): utilisation against a rate the link never had
+    reads as waste.
     """
     for name, v in (("configured", configured), ("measured", measured)):
         if v is not None and not (math.isfinite(v) and v > 0):

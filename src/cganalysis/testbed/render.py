@@ -8,7 +8,8 @@ Layouts (TMA 2024's handles; docs/testbed.md, Queue disciplines):
 - a rate with the ``htb`` shaper: ``htb default 1``, link class ``1:1`` (rate = ceil,
   quantum 1514 so that HTB does not warn), the discipline as leaf ``10:``;
 - a rate with the ``tbf`` shaper: ``tbf`` at the root, the discipline as its child ``10:``
-  (TBF with a burst of ~10 ms of traffic delivers its rate where HTB does not; docs/testbed.md, Calibration);
+  (TBF with a burst of ~10 ms of traffic delivers its rate where HTB does not;
+  docs/testbed.md, Calibration);
 - HTB with classes: link class ``1:1`` at the link rate, one class per entry, each with its
   leaf (handle = its minor id) and u32 filters for its match.
 """
@@ -23,7 +24,8 @@ from cganalysis.testbed.qdisc import Htb, HtbClass, Match, Qdisc, fmt_num, tc_wo
 
 Argv = list[str]
 
-#: Smallest TBF burst; below ~32 KB TBF loses rate on this machine kind (docs/testbed.md, Calibration).
+#: Smallest TBF burst; below ~32 KB TBF loses rate on this machine kind (docs/testbed.md,
+#: Calibration).
 TBF_MIN_BURST_BYTES = 32 * 1024
 #: TBF burst when none is given: this much time of traffic at the configured rate.
 TBF_BURST_S = 0.010

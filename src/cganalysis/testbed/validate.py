@@ -54,6 +54,9 @@ class Section:
         return ConfigError(f"{self.where}: key {self.key(name)}: {message}")
 
     def has(self, name: str) -> bool:
+        """Whether ``name`` is given, null meaning not given. A key asked about is a known
+        key: an explicit null (``stop_s: null``) is accepted, not refused as unknown."""
+        self._seen.add(name)
         return name in self.data and self.data[name] is not None
 
     def raw(self, name: str, default: Any = None) -> Any:

@@ -1,0 +1,158 @@
+"""The docs and the docstrings name only what exists: modules and their attributes
+(``cganalysis.x.y``), files and folders of the repository, functions called in code spans,
+and the options of ``cganalysis`` commands. A rename that leaves a page behind fails here."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import re
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from cganalysis.cli import COMMANDS, build_parser
+from tests.conftest import REPO
+
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+SOURCES = sorted((REPO / "src" / "cganalysis").rglob("*.py"))
+
+MODULE = re.compile(r"\bcganalysis(?:\.[A-Za-z_]\w*)+")
+#: Paths inside the repository; data/raw, data/processed and results/ are made by runs.
+PATH = re.compile(
+    r"(?<![\w./-])((?:src|docs|configs|workflow|scripts|tests|native|benchmarks|notebooks"
+    r"|profiles|\.ci|data/traces)/[\w./*<>{}-]*)"
+)
+SOURCE_FILE = re.compile(r"(?<![\w/.-])(\w+\.(?:py|rs|smk|sh))\b")
+CALL = re.compile(r"`(?:[\w.]+\.)?([a-z_]\w*)\(")
+#: Functions of Python, C and Snakemake that pages name in code spans.
+OTHERS_FUNCTIONS = frozenset({"print", "len", "open", "max", "min", "sleep", "ancient"})
+#: Files a page shows as examples of what a researcher writes.
+EXAMPLE_FILES = frozenset(
+    {"configs/testbeds/lab.yaml", "configs/testbeds/lab-a.yaml", "configs/testbeds/lab-b.yaml"}
+)
+PLACEHOLDER = re.compile(r"[*<>{}]|\b[A-Z][A-Z0-9_]+\b")
+
+
+def _tracked() -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    return [p for p in out.splitlines() if (REPO / p).exists()]
+
+
+@cache
+def _names() -> tuple[frozenset[str], frozenset[str]]:
+    """(every tracked path and folder, every tracked file name)."""
+    paths: set[str] = set()
+    for p in _tracked():
+        paths.add(p)
+        paths.update(str(parent) for parent in Path(p).parents)
+    return frozenset(paths), frozenset(Path(p).name for p in paths)
+
+
+def _docstrings_and_comments(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    parts = [
+        doc
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and (doc := ast.get_docstring(node))
+    ]
+    parts += [line.split("#", 1)[1] for line in text.splitlines() if "#" in line]
+    return "\n".join(parts)
+
+
+def _texts() -> dict[str, str]:
+    texts = {str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in PAGES}
+    texts.update({str(p.relative_to(REPO)): _docstrings_and_comments(p) for p in SOURCES})
+    return texts
+
+
+TEXTS = _texts()
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def _path_exists(ref: str) -> bool:
+    paths, _ = _names()
+    ref = ref.rstrip(".,:;)")
+    fixed = PLACEHOLDER.split(ref)[0]
+    if fixed != ref:  # a pattern: its fixed folder must exist
+        fixed = fixed.rsplit("/", 1)[0]
+    return fixed.rstrip("/") in paths or (REPO / fixed).exists() or ref in EXAMPLE_FILES
+
+
+@cache
+def _defined_names() -> frozenset[str]:
+    """Functions and classes defined in the package, the tests' support and the workflow."""
+    names: set[str] = set()
+    roots = [REPO / "src", REPO / "tests" / "support", REPO / "workflow", REPO / "benchmarks"]
+    for root in roots:
+        for path in root.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+                    names.add(node.name)
+    for rules in (REPO / "workflow").rglob("*.smk"):
+        names.update(re.findall(r"^def (\w+)\(", rules.read_text(encoding="utf-8"), re.M))
+    return frozenset(names)
+
+
+@pytest.mark.parametrize("where", sorted(TEXTS))
+def test_named_modules_paths_and_functions_exist(where: str) -> None:
+    text = TEXTS[where]
+    _, files = _names()
+    stale = [f"module {m}" for m in sorted(set(MODULE.findall(text))) if not _resolves(m)]
+    stale += [f"path {p}" for p in sorted(set(PATH.findall(text))) if not _path_exists(p)]
+    stale += [f"file {f}" for f in sorted(set(SOURCE_FILE.findall(text))) if f not in files]
+    if where.endswith(".md"):
+        known = _defined_names() | OTHERS_FUNCTIONS
+        stale += [f"function {c}()" for c in sorted(set(CALL.findall(text))) if c not in known]
+    assert not stale, f"{where} names what does not exist: {', '.join(stale)}"
+
+
+def _options(parser: argparse.ArgumentParser, words: list[str]) -> set[str]:
+    """The options of the (sub)command ``words`` leads to; all of a group's sub-commands
+    when the line does not name one."""
+    opts = {o for a in parser._actions for o in a.option_strings}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = [w for w in words if w in action.choices]
+            subs = [action.choices[chosen[0]]] if chosen else list(action.choices.values())
+            for sub in subs:
+                opts |= _options(sub, words[words.index(chosen[0]) + 1 :] if chosen else [])
+    return opts
+
+
+COMMAND_LINE = re.compile(r"\bcganalysis ((?:" + "|".join(COMMANDS) + r")\b[^`|;&\n]*)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_cganalysis_options_in_the_docs_exist(page: Path) -> None:
+    parser = build_parser()
+    unknown = []
+    for line in COMMAND_LINE.findall(page.read_text(encoding="utf-8")):
+        words = line.split()
+        opts = _options(parser, words)
+        unknown += [
+            f"cganalysis {words[0]} {flag}"
+            for flag in re.findall(r"(?<![\w-])--?[a-z][\w-]*", line)
+            if flag.split("=")[0] not in opts
+        ]
+    assert not unknown, f"{page.name}: options no parser has: {', '.join(sorted(set(unknown)))}"
