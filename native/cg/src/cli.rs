@@ -73,7 +73,9 @@ cga-cg receive LISTEN_IP:PORT [options]   RTP video receiver with RFC 8888 feedb
   --duration S                  stop after S seconds (default: until SIGINT/SIGTERM)
   --num-reports count|count-minus-one
                                 RFC 8888 num_reports meaning (default count)
-  --feedback-packets N          feedback after N packets (default 16)
+  --feedback-packets N          feedback after N packets (default 16; at least 32 for a
+                                sender asking for sparse feedback: SCReAM's ericsson
+                                profile, as Ericsson's receiver reports)
   --feedback-interval-ms M      feedback at least every M ms (default 40)
   --log DIR                     write receiver_packets.csv, receiver_frames.csv and
                                 receiver_summary.json into DIR

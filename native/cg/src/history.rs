@@ -51,6 +51,11 @@ pub struct FeedbackSummary {
     pub rtt_sample_ns: Option<i64>,
     /// One-way delay of that packet (receiver clock minus sender clock).
     pub owd_ns: Option<i64>,
+    /// Smallest and largest one-way delay over all packets this report newly acknowledges
+    /// (each from its own arrival time offset). Ericsson's SCReAM feeds every acknowledged
+    /// packet to its base delay and to its jitter trackers, not only the newest one.
+    pub owd_min_ns: Option<i64>,
+    pub owd_max_ns: Option<i64>,
     pub bytes_in_flight: u64,
     /// True when the report taught nothing new (duplicate or stale).
     pub nothing_new: bool,
@@ -182,6 +187,7 @@ impl TxHistory {
                 }
                 p.acked = true;
                 let size = p.size as u64;
+                let t_send_ns = p.t_send_ns;
                 if p.lost {
                     // It arrived after all: the reordering window was too short.
                     p.lost = false;
@@ -195,6 +201,11 @@ impl TxHistory {
                     out.bytes_newly_acked_ce += size;
                 }
                 let ato = ato_to_ns(block.ato);
+                if let Some(ato_ns) = ato {
+                    let owd = rts_wall - ato_ns - clock.wall(t_send_ns);
+                    out.owd_min_ns = Some(out.owd_min_ns.map_or(owd, |m| m.min(owd)));
+                    out.owd_max_ns = Some(out.owd_max_ns.map_or(owd, |m| m.max(owd)));
+                }
                 if new_highest.map_or(true, |(h, _)| seq > h) {
                     new_highest = Some((seq, ato));
                 }

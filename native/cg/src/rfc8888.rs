@@ -119,12 +119,16 @@ pub enum DecodeError {
     TrailingBytes,
 }
 
-/// The ATO of a packet that arrived `before_rts_ns` before the report timestamp.
+/// The ATO of a packet that arrived `before_rts_ns` before the report timestamp,
+/// truncated to whole 1/1024 s (as Ericsson's receiver, ScreamRx.cpp:193): the arrival
+/// time the sender recovers is then never earlier than the true one, so the minimum over
+/// many one-way delays (SCReAM's base delay) is not pulled low by the quantisation, as it
+/// is by rounding to nearest (half a unit, 0.49 ms, on every later queue-delay sample).
 pub fn ato_from_ns(before_rts_ns: i64) -> u16 {
     if before_rts_ns < 0 {
         return ATO_UNAVAILABLE;
     }
-    let units = (before_rts_ns as i128 * 1024 + 500_000_000) / 1_000_000_000;
+    let units = before_rts_ns as i128 * 1024 / 1_000_000_000;
     if units > 0x1FFD {
         ATO_OVERRANGE
     } else {
@@ -387,6 +391,8 @@ mod tests {
         assert_eq!(ato_from_ns(-1), ATO_UNAVAILABLE);
         assert_eq!(ato_from_ns(0), 0);
         assert_eq!(ato_from_ns(500_000_000), 512);
+        // Truncated: 1.9 units is 1, so the recovered arrival is at or after the true one.
+        assert_eq!(ato_from_ns(1_900_000_000 / 1024), 1);
         assert_eq!(ato_from_ns(8 * 1_000_000_000), ATO_OVERRANGE);
         assert_eq!(ato_to_ns(512), Some(500_000_000));
         assert_eq!(ato_to_ns(ATO_OVERRANGE), None);

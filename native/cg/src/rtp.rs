@@ -69,6 +69,13 @@ pub mod flags {
     pub const KEYFRAME: u8 = 1;
     /// The sender runs TFRC or gTFRC and wants RFC 5348 receiver reports.
     pub const WANT_TFRC: u8 = 2;
+    /// The sender wants RFC 8888 reports after every `SPARSE_FEEDBACK_PACKETS` packets
+    /// (and at frame ends) instead of the receiver's default, as Ericsson's receiver sends
+    /// them (its SCReAM then samples the queue at the end of each frame, not mid-frame).
+    pub const SPARSE_FEEDBACK: u8 = 4;
+    /// Ericsson's receiver reports 64 packets (scream_receiver.cpp:67) and sends a report
+    /// after half as many (ScreamRx.cpp:365, 47).
+    pub const SPARSE_FEEDBACK_PACKETS: u32 = 32;
 }
 
 /// This generator's header at the start of each RTP payload.

@@ -305,11 +305,14 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
     // Send time minus due time of every packet (negative within a microburst).
     let mut pacing_errors_ns: Vec<i64> = Vec::with_capacity(1 << 16);
     let mut buf = vec![0u8; 65_536];
-    let frame_flags = if cc.wants_tfrc_reports() {
+    let mut frame_flags = if cc.wants_tfrc_reports() {
         flags::WANT_TFRC
     } else {
         0
     };
+    if cc.wants_sparse_feedback() {
+        frame_flags |= flags::SPARSE_FEEDBACK;
+    }
 
     loop {
         let mut now = clock.now();

@@ -66,6 +66,11 @@ pub trait Controller {
     fn wants_tfrc_reports(&self) -> bool {
         false
     }
+    /// Whether RFC 8888 reports should come every `flags::SPARSE_FEEDBACK_PACKETS` packets
+    /// (and at frame ends) rather than at the receiver's default count.
+    fn wants_sparse_feedback(&self) -> bool {
+        false
+    }
     fn state(&self) -> ControllerState;
 }
 

@@ -188,10 +188,12 @@ impl Scream {
     }
 
     /// Draft 4.2.1.4: qdelay samples, their averages and (optionally) the jitter scale.
-    fn update_qdelay(&mut self, now: f64, s_rtt: f64, qdelay: f64) {
+    /// `qdelay` is the newest packet's; `lowest` and `highest` bound the report's packets
+    /// for the jitter trackers (all three equal when only the newest packet counts).
+    fn update_qdelay(&mut self, now: f64, s_rtt: f64, qdelay: f64, lowest: f64, highest: f64) {
         self.qdelay = qdelay;
-        self.qdelay_max_avg = self.qdelay_target.min(qdelay.max(self.qdelay_max_avg));
-        self.qdelay_min_avg = qdelay.min(self.qdelay_min_avg);
+        self.qdelay_max_avg = self.qdelay_target.min(highest.max(self.qdelay_max_avg));
+        self.qdelay_min_avg = lowest.min(self.qdelay_min_avg);
         if now - self.last_update_qdelay_avg >= self.p.reaction_interval_s.min(s_rtt) {
             // Slow attack, fast decay: delay spikes alone do not cause a backoff.
             if qdelay < self.qdelay_avg {
@@ -455,9 +457,23 @@ impl Controller for Scream {
         }
 
         if let Some(owd) = fb.owd_ns {
-            let base = self.base.update(fb.now_ns, owd);
-            let qdelay = (owd - base) as f64 * 1e-9;
-            self.update_qdelay(now, s_rtt, qdelay);
+            // Ericsson's code takes every packet a report acknowledges into its base delay
+            // (E:1012, 1933) and its jitter trackers (E:711-721), so the spread it damps
+            // includes each frame's own queue ramp from first to last packet; the queue
+            // delay it acts on is still the newest packet's (E:1018-1050). The draft
+            // profile takes the newest packet only.
+            let (lo, hi) = if self.p.every_packet_delay {
+                (
+                    fb.owd_min_ns.map_or(owd, |m| m.min(owd)),
+                    fb.owd_max_ns.map_or(owd, |m| m.max(owd)),
+                )
+            } else {
+                (owd, owd)
+            };
+            let base = self.base.update(fb.now_ns, lo);
+            let secs = |d: i64| (d - base) as f64 * 1e-9;
+            let qdelay = secs(owd);
+            self.update_qdelay(now, s_rtt, qdelay, secs(lo), secs(hi));
             if self.cfg.adapt_qdelay_target {
                 self.adjust_qdelay_target(qdelay);
             }
@@ -550,6 +566,10 @@ impl Controller for Scream {
         self.s_rtt.map(|s| (s * 1e9) as i64)
     }
 
+    fn wants_sparse_feedback(&self) -> bool {
+        self.p.sparse_feedback
+    }
+
     fn state(&self) -> ControllerState {
         ControllerState {
             ref_wnd_bytes: Some(self.ref_wnd),
@@ -567,5 +587,7 @@ impl Controller for Scream {
     }
 }
 
+#[cfg(test)]
+mod sim;
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,9 @@
 //!
 //! Feedback is sent when 16 packets have arrived since the last report, when a packet
 //! with the marker bit (end of a frame) arrives, or 40 ms after the last report if any
-//! packet arrived since (SCReAM v2 draft section 5). Each report covers what is new since
+//! packet arrived since (SCReAM v2 draft section 5); after 32 instead of 16 when the
+//! sender's packets carry `flags::SPARSE_FEEDBACK` (SCReAM's Ericsson profile, whose
+//! reference receiver reports that often). Each report covers what is new since
 //! the previous report plus that report's last 64 sequence numbers, so reports overlap and
 //! a lost report costs the sender nothing (the draft's discussion of feedback loss), even
 //! across a gap the sender left by discarding its RTP queue. A new SSRC, or a sequence number far from
@@ -235,7 +237,14 @@ impl Receiver {
                 .map(|p| p.send_time_us as i64 * 1000),
         });
         let s = self.stream.as_ref().unwrap();
-        if rtp.marker || s.packets_since_report >= self.cfg.feedback_packets {
+        let every = match ph {
+            Some(p) if p.flags & flags::SPARSE_FEEDBACK != 0 => self
+                .cfg
+                .feedback_packets
+                .max(flags::SPARSE_FEEDBACK_PACKETS),
+            _ => self.cfg.feedback_packets,
+        };
+        if rtp.marker || s.packets_since_report >= every {
             self.feedback(now_ns, &mut out);
         }
         self.tfrc_report(now_ns, &mut out);
@@ -446,6 +455,35 @@ mod tests {
         assert_eq!(sent, 13);
         let fb = Feedback::decode(&r.on_tick(1000 * MS).datagrams.concat(), NumReports::Count);
         assert!(fb.is_ok(), "40 ms timer sends the pending packet's report");
+    }
+
+    #[test]
+    fn a_sparse_feedback_sender_gets_a_report_every_32_packets_and_at_frame_ends() {
+        // One frame of n (49..64) packets: reports after packets 16, 32, 48 and at the
+        // marker by default; after 32 and at the marker when the sender asks for sparse
+        // feedback (Ericsson's receiver), so the newest packet of each report sits at the
+        // end of the frame.
+        for sparse in [false, true] {
+            let mut r = Receiver::new(ReceiverConfig::default(), Clock::identity());
+            let mut p = Packetizer::new(42, 96, 1200, 100, 0);
+            let frame_flags = if sparse { flags::SPARSE_FEEDBACK } else { 0 };
+            let frame = p.packetize(0, 60_000, 0, frame_flags, 0);
+            let n = frame.len();
+            assert!((49..64).contains(&n), "{n} packets");
+            let mut at = Vec::new();
+            for (i, q) in frame.iter().enumerate() {
+                let o = r.on_datagram(&q.bytes, 1, i as i64 * MS, i as i64 * MS);
+                if !o.datagrams.is_empty() {
+                    at.push(i + 1);
+                }
+            }
+            let expect = if sparse {
+                vec![32, n]
+            } else {
+                vec![16, 32, 48, n]
+            };
+            assert_eq!(at, expect, "sparse {sparse}");
+        }
     }
 
     #[test]

@@ -45,6 +45,13 @@ pub enum Profile {
 /// The values that differ between the profiles.
 #[derive(Clone, Copy, Debug)]
 pub struct Params {
+    /// Every packet a report acknowledges updates the base delay and the jitter trackers
+    /// (E:711-721, 1012, 1933); the draft's pseudocode takes one sample per report.
+    pub every_packet_delay: bool,
+    /// Ask the receiver for a report every 32 packets and at frame ends (Ericsson's
+    /// receiver: scream_receiver.cpp:67, 597; ScreamRx.cpp:47, 365) rather than every 16:
+    /// the queue-delay sample (the newest packet's) then comes from each frame's end.
+    pub sparse_feedback: bool,
     /// Jitter damping (the draft's optional REDUCE_JITTER; Ericsson's
     /// `latencyDiffCwndScale`, always on, E:826-840).
     pub reduce_jitter: bool,
@@ -90,6 +97,8 @@ impl Profile {
     pub fn params(self) -> Params {
         match self {
             Profile::Draft => Params {
+                every_packet_delay: false,
+                sparse_feedback: false,
                 reduce_jitter: false,
                 conditional_loss_backoff: false,
                 ref_wnd_overhead_max: 3.0,
@@ -108,6 +117,8 @@ impl Profile {
                 initial_target_over_start: 1.0,
             },
             Profile::Ericsson => Params {
+                every_packet_delay: true,
+                sparse_feedback: true,
                 reduce_jitter: true,
                 conditional_loss_backoff: true,
                 ref_wnd_overhead_max: 5.0,

@@ -4,12 +4,9 @@
 //! one rule is checked exactly; simulated ones close the loop through a packet-level
 //! bottleneck model, real RFC 8888 reports and the sender's transmission history.
 
+use super::sim::*;
 use super::*;
 use crate::cc::RateLimits;
-use crate::clock::{ntp32_ceil, ntp32_to_wall_ns, Clock};
-use crate::history::TxHistory;
-use crate::rfc8888::{ato_from_ns, Feedback, MetricBlock, StreamReport};
-use std::collections::VecDeque;
 
 const MS: i64 = 1_000_000;
 
@@ -205,6 +202,48 @@ fn queue_delay_beyond_half_the_target_reduces_the_window() {
 }
 
 #[test]
+fn every_acknowledged_packet_feeds_the_base_delay_and_the_jitter_spread() {
+    // Ericsson's code takes every packet a report acknowledges into its base delay
+    // (E:1012, 1933) and its max/min jitter trackers (E:711-721); the draft's pseudocode
+    // one sample per report, the newest packet's. Each report here acknowledges one frame
+    // whose packets waited 0..5 ms in a queue that empties between frames (one-way delays
+    // 15..20 ms, the newest 20 ms), for 10 s at 60 fps.
+    let run = |profile| {
+        let mut cfg = ScreamConfig::with_profile(false, limits(1000.0), 1.0 / 60.0, profile);
+        cfg.reduce_jitter = true;
+        let mut s = Scream::new(cfg);
+        let mut t = 0.0;
+        for _ in 0..600 {
+            t += 1000.0 / 60.0;
+            let mut f = fb(t, 5000, 40.0, 20.0);
+            f.owd_min_ns = Some(15 * MS);
+            f.owd_max_ns = Some(20 * MS);
+            s.on_feedback(&f);
+        }
+        s
+    };
+    // Ericsson: the base is the frame's first packet, so the newest packet's 5 ms of queue
+    // is seen, and the 5 ms ramp within each frame is jitter: the window's increase scale
+    // settles at 1 - 5 ms / 10 ms.
+    let e = run(Profile::Ericsson);
+    assert!((e.qdelay - 0.005).abs() < 1e-6, "qdelay {}", e.qdelay);
+    assert!(
+        (e.ref_wnd_delay_scale - 0.5).abs() < 0.02,
+        "scale {}",
+        e.ref_wnd_delay_scale
+    );
+    // Draft: the base is the smallest newest-packet delay, the queue reads empty and the
+    // delay never varies.
+    let d = run(Profile::Draft);
+    assert!(d.qdelay.abs() < 1e-9, "qdelay {}", d.qdelay);
+    assert!(
+        d.ref_wnd_delay_scale > 0.999,
+        "scale {}",
+        d.ref_wnd_delay_scale
+    );
+}
+
+#[test]
 fn target_bitrate_follows_ref_wnd_over_rtt() {
     // Ericsson's target (ScreamV2Tx.cpp, ScreamV2TxStream.cpp): 1 ms added to the RTT,
     // divided by 1.1 x (1 + rate_adjust); the draft divides by 1.2 + rate_adjust + dev.
@@ -276,210 +315,6 @@ fn l4s_alpha_tracks_sparse_marks_above_their_mean_unless_one_gain_is_asked() {
 // ---- Closed-loop simulation -------------------------------------------------------------
 
 /// How the simulated bottleneck signals congestion.
-#[derive(Clone, Copy)]
-enum Marking {
-    None,
-    /// Mark CE every `1/p`-th packet, whatever the queue (a steady CE fraction).
-    Fraction(f64),
-}
-
-struct SimResult {
-    /// Per 100 ms: (time s, delivered Mbit/s, mean queue delay ms, target Mbit/s).
-    samples: Vec<(f64, f64, f64, f64)>,
-    marks_per_rtt: f64,
-    final_ref_wnd: f64,
-    losses: u64,
-}
-
-/// Sender with an unlimited video source at the target bitrate, a FIFO bottleneck of
-/// `capacity_mbps` with `buffer_bytes`, one-way propagation `owd_ms` each way, and a
-/// receiver reporting every 16 packets or 5 ms with RFC 8888 reports.
-fn simulate(
-    mut cc: Scream,
-    capacity_mbps: f64,
-    owd_ms: f64,
-    buffer_bytes: usize,
-    marking: Marking,
-    seconds: f64,
-) -> SimResult {
-    let clock = Clock::identity();
-    let step = 100_000i64; // 0.1 ms
-    let size = 1000usize;
-    let owd = (owd_ms * 1e6) as i64;
-    let mut history = TxHistory::new(9, 0, 30 * MS);
-    let mut next_seq = 0u64;
-    let mut source_bytes = 0.0f64;
-    let mut next_send = 0i64;
-    // Bottleneck: (seq, enqueue time); service completes at `busy_until`.
-    let mut queue: VecDeque<(u64, i64)> = VecDeque::new();
-    let mut busy_until = 0i64;
-    let service = (size as f64 * 8.0 / (capacity_mbps * 1e6) * 1e9) as i64;
-    // In flight to the receiver: (arrival time, seq, ce, queue delay).
-    let mut to_rx: VecDeque<(i64, u64, bool, i64)> = VecDeque::new();
-    let mut rx_pending: Vec<(u64, i64, bool)> = Vec::new();
-    let mut rx_last_report = 0i64;
-    // Reports in flight back: (arrival time, report).
-    let mut to_tx: VecDeque<(i64, Feedback)> = VecDeque::new();
-    let mut delivered_bytes = 0u64;
-    let mut qdelay_sum = 0i64;
-    let mut qdelay_n = 0i64;
-    let mut samples = Vec::new();
-    let mut marks = 0u64;
-    let mut marks_from = 0i64;
-    let mut losses = 0;
-    let mut mark_credit = 0.0;
-    let end = (seconds * 1e9) as i64;
-    let mut t = 0i64;
-    let mut last_sample = 0i64;
-    while t < end {
-        // Source: the encoder produces exactly the target bitrate.
-        source_bytes += cc.target_bitrate() / 8.0 * step as f64 * 1e-9;
-        source_bytes = source_bytes.min(200_000.0);
-        // Sender: paced, within the send window.
-        while source_bytes >= size as f64
-            && next_send <= t
-            && cc.may_send(history.bytes_in_flight(), size)
-        {
-            source_bytes -= size as f64;
-            history.on_sent(next_seq, t, size);
-            cc.on_sent(t, size, history.bytes_in_flight());
-            let queued: usize = queue.len() * size;
-            if queued + size <= buffer_bytes {
-                queue.push_back((next_seq, t));
-            } else {
-                losses += 1;
-            }
-            next_seq += 1;
-            next_send =
-                next_send.max(t - step) + (size as f64 * 8.0 / cc.pacing_rate() * 1e9) as i64;
-        }
-        // Bottleneck service.
-        while let Some(&(seq, t_in)) = queue.front() {
-            let start = busy_until.max(t_in);
-            if start + service > t {
-                break;
-            }
-            busy_until = start + service;
-            queue.pop_front();
-            let ce = match marking {
-                Marking::None => false,
-                Marking::Fraction(p) => {
-                    mark_credit += p;
-                    if mark_credit >= 1.0 {
-                        mark_credit -= 1.0;
-                        true
-                    } else {
-                        false
-                    }
-                }
-            };
-            to_rx.push_back((busy_until + owd, seq, ce, busy_until - service - t_in));
-        }
-        // Receiver.
-        while to_rx.front().is_some_and(|&(at, ..)| at <= t) {
-            let (at, seq, ce, qd) = to_rx.pop_front().unwrap();
-            rx_pending.push((seq, at, ce));
-            delivered_bytes += size as u64;
-            qdelay_sum += qd;
-            qdelay_n += 1;
-            if ce && t >= marks_from {
-                marks += 1;
-            }
-        }
-        if !rx_pending.is_empty() && (rx_pending.len() >= 16 || t - rx_last_report >= 5 * MS) {
-            let lo = rx_pending.iter().map(|p| p.0).min().unwrap();
-            let hi = rx_pending.iter().map(|p| p.0).max().unwrap();
-            let rts = ntp32_ceil(clock.wall(t));
-            let rts_wall = ntp32_to_wall_ns(rts, clock.wall(t));
-            let mut blocks = vec![MetricBlock::MISSING; (hi - lo + 1) as usize];
-            for &(seq, at, ce) in &rx_pending {
-                blocks[(seq - lo) as usize] = MetricBlock {
-                    received: true,
-                    ecn: if ce { 3 } else { 1 },
-                    ato: ato_from_ns(rts_wall - at),
-                };
-            }
-            to_tx.push_back((
-                t + owd,
-                Feedback {
-                    sender_ssrc: 1,
-                    streams: vec![StreamReport {
-                        ssrc: 9,
-                        begin_seq: lo as u16,
-                        blocks,
-                    }],
-                    report_ts: rts,
-                },
-            ));
-            rx_pending.clear();
-            rx_last_report = t;
-        }
-        // Sender receives feedback; losses past the reordering window.
-        while to_tx.front().is_some_and(|(at, _)| *at <= t) {
-            let (_, report) = to_tx.pop_front().unwrap();
-            let s = history.on_feedback(&report, t, &clock);
-            cc.on_feedback(&s);
-        }
-        let mut tick = FeedbackSummary {
-            now_ns: t,
-            ..FeedbackSummary::default()
-        };
-        history.detect_losses(t, &mut tick);
-        if tick.packets_newly_lost > 0 {
-            tick.bytes_in_flight = history.bytes_in_flight();
-            cc.on_feedback(&tick);
-        }
-        if t - last_sample >= 100 * MS {
-            let dt = (t - last_sample) as f64 * 1e-9;
-            let qd = if qdelay_n > 0 {
-                qdelay_sum as f64 / qdelay_n as f64 * 1e-6
-            } else {
-                0.0
-            };
-            samples.push((
-                t as f64 * 1e-9,
-                delivered_bytes as f64 * 8.0 / dt / 1e6,
-                qd,
-                cc.target_bitrate() / 1e6,
-            ));
-            delivered_bytes = 0;
-            qdelay_sum = 0;
-            qdelay_n = 0;
-            last_sample = t;
-            if t < end / 2 {
-                marks = 0;
-                marks_from = t;
-            }
-        }
-        t += step;
-    }
-    let srtt = cc.s_rtt().unwrap_or(2.0 * owd_ms * 1e-3);
-    let rtts = (end - marks_from) as f64 * 1e-9 / srtt;
-    if std::env::var("SIM_DEBUG").is_ok() {
-        for s in samples.iter().step_by(10) {
-            eprintln!(
-                "t={:.1} delivered={:.2} qd={:.2} target={:.2}",
-                s.0, s.1, s.2, s.3
-            );
-        }
-        eprintln!(
-            "ref_wnd={} losses={} marks={} rtts={} reactions={:?}",
-            cc.ref_wnd, losses, marks, rtts, cc.reactions
-        );
-    }
-    SimResult {
-        samples,
-        marks_per_rtt: marks as f64 / rtts,
-        final_ref_wnd: cc.ref_wnd,
-        losses,
-    }
-}
-
-fn mean_after(r: &SimResult, from_s: f64, f: impl Fn(&(f64, f64, f64, f64)) -> f64) -> f64 {
-    let v: Vec<f64> = r.samples.iter().filter(|s| s.0 >= from_s).map(f).collect();
-    v.iter().sum::<f64>() / v.len() as f64
-}
-
 #[test]
 fn no_congestion_ramps_to_the_maximum() {
     // 100 Mbit/s link, 20 ms RTT, no loss, no marking: the target reaches the 30 Mbit/s
@@ -585,4 +420,49 @@ fn fifo_bottleneck_settles_near_half_the_delay_target() {
     assert!(delivered > 0.8 * 20.0, "delivered {delivered} Mbit/s");
     assert!(qdelay < 45.0, "mean queue delay {qdelay} ms");
     assert_eq!(r.losses, 0);
+}
+
+#[test]
+fn reports_at_frame_ends_keep_the_queue_shorter() {
+    // Paced frames build a queue ramp within each frame (60 fps, 1.5 x pacing into
+    // 20 Mbit/s, 15 ms each way). The controller's queue-delay sample is each report's
+    // newest packet: with Ericsson's receiver (a report every 32 packets and at each
+    // frame's end) that is the top of the ramp, with one every 16 packets often its
+    // middle. Sampled at the top, the estimate sits further above the mean queue every
+    // packet saw, and the controller keeps that mean lower.
+    let run = |report_packets| {
+        let setup = SimSetup {
+            fps: Some(60.0),
+            report_packets,
+            report_on_marker: true,
+            report_ms: 40,
+        };
+        simulate_with(
+            scream(false, 30.0),
+            setup,
+            20.0,
+            15.0,
+            250_000,
+            Marking::None,
+            40.0,
+        )
+    };
+    let (dense, sparse) = (run(16), run(32));
+    let over = |r: &SimResult| r.est_qdelay_ms - r.true_qdelay_ms;
+    assert!(
+        over(&sparse) > over(&dense) + 0.5,
+        "estimate over the packets' mean: every 32 {:.2} ms, every 16 {:.2} ms",
+        over(&sparse),
+        over(&dense)
+    );
+    assert!(
+        sparse.true_qdelay_ms < dense.true_qdelay_ms - 2.0,
+        "mean queue: every 32 {:.2} ms, every 16 {:.2} ms",
+        sparse.true_qdelay_ms,
+        dense.true_qdelay_ms
+    );
+    for r in [&dense, &sparse] {
+        assert_eq!(r.losses, 0);
+        assert!(mean_after(r, 10.0, |s| s.1) > 0.9 * 20.0);
+    }
 }
