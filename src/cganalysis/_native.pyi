@@ -72,3 +72,56 @@ def match_points(
     See ``native/core/src/matcher.rs``. Raises ``ValueError`` on columns of unequal length
     or a negative ``max_delay_ns``.
     """
+
+class CaptureChunks:
+    """A capture read a chunk at a time, with the same decoding as :func:`read_capture`:
+    memory-mapped, the pages read given back as it moves on, so memory does not grow with
+    the file (only with its number of flows)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Opens the file and checks its header (errors as :func:`read_capture`)."""
+
+    def next_chunk(self, max_packets: int) -> dict[str, Any] | None:
+        """The next at most ``max_packets`` packet records in file order, or None at the
+        end: ``{"columns": ..., "flows": ...}`` as in :func:`read_capture`, where
+        ``"flows"`` holds only the flows first seen in this chunk (``flow_idx`` numbers
+        them on from the earlier chunks')."""
+
+    def finish(self) -> dict[str, Any]:
+        """After the last chunk: the dict of :func:`read_capture` without ``"columns"``
+        and ``"flows"`` (format, interfaces, stats, warnings, quirks)."""
+
+class StreamMatcher:
+    """:func:`match_points` over packets pushed in chunks (``native/core/src/stream.rs``).
+
+    Rows are numbered densely from 0 per point in the order pushed. A key's packets are
+    paired once :meth:`advance` is given a watermark (no packet still to be pushed is
+    earlier) beyond their last time plus ``max_delay_ns``; each row's fate is kept until
+    released."""
+
+    def __init__(self, max_delay_ns: int) -> None: ...
+    def push_ingress(self, key: NDArray[np.uint64], ts: NDArray[np.int64]) -> None: ...
+    def push_egress(
+        self, key: NDArray[np.uint64], ts: NDArray[np.int64], tos: NDArray[np.uint8]
+    ) -> None:
+        """``tos``: each packet's IP TOS byte (DSCP << 2 | ECN), handed to its twin's fate."""
+
+    def advance(self, watermark: int) -> None:
+        """Pairs what can no longer change; ``2**63 - 1``: both captures have ended."""
+
+    def ingress_fates(
+        self, rows: NDArray[np.uint64]
+    ) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64], NDArray[np.uint8]]:
+        """(resolved, matched, twin's egress time, twin's egress TOS byte) per row."""
+
+    def egress_fates(
+        self, rows: NDArray[np.uint64]
+    ) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
+        """(resolved, matched, reverse twin) per row."""
+
+    def release_ingress(self, row: int) -> None:
+        """Forgets the ingress rows before ``row``."""
+
+    def release_egress(self, row: int) -> None: ...
+    def pending(self) -> int:
+        """Packets pushed and not yet paired."""

@@ -7,3 +7,4 @@ pub mod decode;
 pub mod keys;
 pub mod matcher;
 pub mod pcap;
+pub mod stream;

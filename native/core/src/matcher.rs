@@ -29,10 +29,10 @@ pub struct MatchResult {
 
 /// One packet as the matcher sees it: identity key, capture time, row in its capture.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Rec {
-    key: u64,
-    ts: i64,
-    idx: u32,
+pub(crate) struct Rec {
+    pub(crate) key: u64,
+    pub(crate) ts: i64,
+    pub(crate) idx: u64,
 }
 
 /// The packets ordered by (key, timestamp, row), those without a timestamp left out.
@@ -62,7 +62,7 @@ fn sorted_records(key: &[u64], ts: &[i64]) -> Vec<Rec> {
             .map(|(i, (&key, &ts))| Rec {
                 key,
                 ts,
-                idx: i as u32,
+                idx: i as u64,
             })
     };
     // About 32 records a bucket, at least 2^8 and at most 2^20 buckets.
@@ -115,9 +115,7 @@ pub fn match_points(
     let mut eg_to_in = vec![-1i64; eg_key.len()];
     let mut reverse_twin = vec![false; eg_key.len()];
 
-    let mut stack: Vec<Rec> = Vec::new();
-    let mut chosen_in: Vec<Rec> = Vec::new();
-    let mut chosen_eg: Vec<u32> = Vec::new();
+    let mut scratch = Scratch::default();
     let (mut i, mut j) = (0usize, 0usize);
     while i < ins.len() && j < egs.len() {
         let (ki, kj) = (ins[i].key, egs[j].key);
@@ -133,55 +131,97 @@ pub fn match_points(
         let group_eg = &egs[j..j + run_len(&egs[j..])];
         i += group_in.len();
         j += group_eg.len();
-        if group_in.len() == 1 && group_eg.len() == 1 {
-            // The common case: one packet in, one out.
-            let (a, b) = (group_in[0], group_eg[0]);
-            let delay = b.ts - a.ts;
-            if (0..=max_delay_ns).contains(&delay) {
-                in_to_eg[a.idx as usize] = i64::from(b.idx);
-                eg_to_in[b.idx as usize] = i64::from(a.idx);
-            } else if delay < 0 && -delay <= max_delay_ns {
-                reverse_twin[b.idx as usize] = true;
-            }
-            continue;
-        }
-
-        stack.clear();
-        chosen_in.clear();
-        chosen_eg.clear();
-        let mut next = 0usize;
-        for e in group_eg {
-            while next < group_in.len() && group_in[next].ts <= e.ts {
-                stack.push(group_in[next]);
-                next += 1;
-            }
-            match stack.last() {
-                // The stack is in time order: if its latest entry is too old, all are.
-                Some(top) if e.ts - top.ts > max_delay_ns => stack.clear(),
-                Some(_) => {
-                    chosen_in.push(stack.pop().unwrap_or_default());
-                    chosen_eg.push(e.idx);
-                    continue;
+        pair_group(
+            group_in,
+            group_eg,
+            max_delay_ns,
+            &mut scratch,
+            |a, b| match b {
+                Twin::Pair(b) => {
+                    in_to_eg[a as usize] = b as i64;
+                    eg_to_in[b as usize] = a as i64;
                 }
-                None => {}
-            }
-            // No causal twin: is there one just after it (a sign of swapped captures)?
-            let later = group_in.partition_point(|x| x.ts <= e.ts);
-            if later < group_in.len() && group_in[later].ts - e.ts <= max_delay_ns {
-                reverse_twin[e.idx as usize] = true;
-            }
-        }
-        // Pair the chosen ones first in, first out (`chosen_eg` is already in time order).
-        chosen_in.sort_unstable_by_key(|r| (r.ts, r.idx));
-        for (a, &b) in chosen_in.iter().zip(chosen_eg.iter()) {
-            in_to_eg[a.idx as usize] = i64::from(b);
-            eg_to_in[b as usize] = i64::from(a.idx);
-        }
+                Twin::Reverse => reverse_twin[a as usize] = true,
+            },
+        );
     }
     MatchResult {
         in_to_eg,
         eg_to_in,
         reverse_twin,
+    }
+}
+
+/// What `pair_group` found: an (ingress, egress) pair, or an egress packet whose only
+/// twin at ingress comes after it.
+pub(crate) enum Twin {
+    Pair(u64),
+    Reverse,
+}
+
+/// Reusable buffers of `pair_group`.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    stack: Vec<Rec>,
+    chosen_in: Vec<Rec>,
+    chosen_eg: Vec<u64>,
+}
+
+/// Pairs the packets of one identity key, each side in (time, row) order: calls
+/// `found(in_idx, Twin::Pair(eg_idx))` for each pair and `found(eg_idx, Twin::Reverse)`
+/// for each egress packet with a reverse twin (see the module documentation).
+pub(crate) fn pair_group(
+    group_in: &[Rec],
+    group_eg: &[Rec],
+    max_delay_ns: i64,
+    scratch: &mut Scratch,
+    mut found: impl FnMut(u64, Twin),
+) {
+    if group_in.len() == 1 && group_eg.len() == 1 {
+        // The common case: one packet in, one out.
+        let (a, b) = (group_in[0], group_eg[0]);
+        let delay = b.ts - a.ts;
+        if (0..=max_delay_ns).contains(&delay) {
+            found(a.idx, Twin::Pair(b.idx));
+        } else if delay < 0 && -delay <= max_delay_ns {
+            found(b.idx, Twin::Reverse);
+        }
+        return;
+    }
+    let Scratch {
+        stack,
+        chosen_in,
+        chosen_eg,
+    } = scratch;
+    stack.clear();
+    chosen_in.clear();
+    chosen_eg.clear();
+    let mut next = 0usize;
+    for e in group_eg {
+        while next < group_in.len() && group_in[next].ts <= e.ts {
+            stack.push(group_in[next]);
+            next += 1;
+        }
+        match stack.last() {
+            // The stack is in time order: if its latest entry is too old, all are.
+            Some(top) if e.ts - top.ts > max_delay_ns => stack.clear(),
+            Some(_) => {
+                chosen_in.push(stack.pop().unwrap_or_default());
+                chosen_eg.push(e.idx);
+                continue;
+            }
+            None => {}
+        }
+        // No causal twin: is there one just after it (a sign of swapped captures)?
+        let later = group_in.partition_point(|x| x.ts <= e.ts);
+        if later < group_in.len() && group_in[later].ts - e.ts <= max_delay_ns {
+            found(e.idx, Twin::Reverse);
+        }
+    }
+    // Pair the chosen ones first in, first out (`chosen_eg` is already in time order).
+    chosen_in.sort_unstable_by_key(|r| (r.ts, r.idx));
+    for (a, &b) in chosen_in.iter().zip(chosen_eg.iter()) {
+        found(a.idx, Twin::Pair(b));
     }
 }
 
@@ -248,7 +288,7 @@ mod tests {
                 .map(|(i, (&key, &ts))| Rec {
                     key,
                     ts,
-                    idx: i as u32,
+                    idx: i as u64,
                 })
                 .collect();
             expected.sort_unstable_by_key(|r| (r.key, r.ts, r.idx));
@@ -269,7 +309,7 @@ mod tests {
     #[test]
     fn equal_keys_are_put_in_time_order_whatever_the_file_order() {
         let recs = sorted_records(&[7, 7, 7, 1], &[30, 10, 20, 99]);
-        let order: Vec<u32> = recs.iter().map(|r| r.idx).collect();
+        let order: Vec<u64> = recs.iter().map(|r| r.idx).collect();
         assert_eq!(order, vec![3, 1, 2, 0]);
     }
 

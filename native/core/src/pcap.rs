@@ -343,7 +343,7 @@ struct Row {
 /// Packets are decoded in place into a small buffer of rows that is then copied column by
 /// column: 30 `Vec::push` per packet cost more than decoding (each reloads and stores its
 /// length and checks its capacity), while a column-wise `extend` of a batch is a tight loop.
-struct Builder {
+pub(crate) struct Builder {
     cols: Columns,
     flows: FlowTable,
     rows: Box<[Row]>,
@@ -422,12 +422,28 @@ impl Builder {
         self.n_rows = 0;
     }
 
+    /// Packets decoded so far (in the columns and the batch).
+    fn len(&self) -> usize {
+        self.cols.len() + self.n_rows
+    }
+
+    /// The columns decoded so far, replaced by empty ones with room for `capacity`
+    /// packets; the flows stay (a chunked read keeps numbering them).
+    fn take_columns(&mut self, capacity: usize) -> Columns {
+        self.flush();
+        std::mem::replace(&mut self.cols, Columns::with_capacity(capacity))
+    }
+
+    fn count_quirks(&self, quirks: &mut Quirks) {
+        quirks.len_from_frame = self.len_sources[usize::from(len_source::FRAME)];
+        quirks.jumbograms = self.len_sources[usize::from(len_source::JUMBO)];
+    }
+
     /// The columns and flows; capacity beyond the packets read is given back (for big
     /// columns a remap, not a copy).
     fn finish(mut self, quirks: &mut Quirks) -> (Columns, FlowTable) {
         self.flush();
-        quirks.len_from_frame = self.len_sources[usize::from(len_source::FRAME)];
-        quirks.jumbograms = self.len_sources[usize::from(len_source::JUMBO)];
+        self.count_quirks(quirks);
         let mut c = self.cols;
         if c.t_ns.capacity() - c.t_ns.len() >= 1024 {
             c.t_ns.shrink_to_fit();
@@ -521,22 +537,7 @@ pub fn read_file(path: &Path) -> Result<Capture, ReadError> {
                 let _ = map.advise(memmap2::Advice::Sequential);
             }
             let mut released = 0usize;
-            let mut release = |upto: usize| {
-                let end = upto & !(RELEASE_CHUNK - 1);
-                if end > released {
-                    // SAFETY: a read-only file mapping: dropped pages are read back from
-                    // the file if touched again (the reader only moves forward).
-                    #[cfg(unix)]
-                    unsafe {
-                        let _ = map.unchecked_advise_range(
-                            memmap2::UncheckedAdvice::DontNeed,
-                            released,
-                            end - released,
-                        );
-                    }
-                    released = end;
-                }
-            };
+            let mut release = |upto: usize| chunks::release_pages(&map, &mut released, upto);
             return read_bytes_releasing(&map, &mut release);
         }
         // a file system without mmap: read it instead
@@ -558,89 +559,135 @@ pub fn read_bytes(data: &[u8]) -> Result<Capture, ReadError> {
 /// Reads a capture, calling `release(offset)` now and then: the bytes before `offset`
 /// will not be read again.
 fn read_bytes_releasing(data: &[u8], release: &mut dyn FnMut(usize)) -> Result<Capture, ReadError> {
-    if data.is_empty() {
-        return Err(invalid("empty file", 0));
-    }
-    if data.len() < 4 {
-        return Err(invalid(
-            format!("not a pcap or pcapng file (only {} bytes long)", data.len()),
-            0,
-        ));
-    }
-    let magic = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
-    match magic {
-        0xd4c3_b2a1 => read_pcap(data, false, false, release),
-        0xa1b2_c3d4 => read_pcap(data, true, false, release),
-        0x4d3c_b2a1 => read_pcap(data, false, true, release),
-        0xa1b2_3c4d => read_pcap(data, true, true, release),
-        SHB => pcapng::read_pcapng(data, release),
-        _ => Err(invalid(
-            format!("not a pcap or pcapng file (magic 0x{magic:08x})"),
-            0,
-        )),
-    }
+    let mut cursor = chunks::Cursor::open(data)?;
+    let mut b = Builder::with_capacity(cursor.estimate(data));
+    let mut quirks = Quirks::default();
+    cursor.advance(data, &mut b, &mut quirks, release, usize::MAX)?;
+    let (columns, flows) = b.finish(&mut quirks);
+    let packets = columns.len();
+    cursor.finish(columns, flows, quirks, packets)
 }
 
-fn read_pcap(
-    data: &[u8],
+/// Where a pcap reader is in its file.
+pub(crate) struct PcapCursor {
+    records: Records,
     big_endian: bool,
     nanosecond: bool,
-    release: &mut dyn FnMut(usize),
-) -> Result<Capture, ReadError> {
-    if data.len() < 24 {
-        return Err(invalid(
-            format!("truncated pcap file header ({} of 24 bytes)", data.len()),
-            0,
-        ));
-    }
-    let be = big_endian;
-    let lengths = pcap_version(rd16(data, 4, be), rd16(data, 6, be))?;
-    let snaplen = rd32(data, 16, be);
-    let link_type = rd32(data, 20, be) & 0xffff;
-    let link = Link::from_linktype(link_type).ok_or_else(|| unsupported_link(link_type, 20))?;
+    snaplen: u32,
+    link_type: u32,
+    off: usize,
+    next_release: usize,
+    /// Where an incomplete last record starts, once the end is reached.
+    truncated_at: Option<usize>,
+    pub(crate) done: bool,
+}
 
-    let max_caplen = snaplen.max(PCAP_MAX_CAPLEN) as usize;
-    let frac_ns = if nanosecond { 1 } else { 1000 };
-    let caplen_at = if lengths == Lengths::Swapped { 12 } else { 8 };
-    let mut b = Builder::with_capacity(estimate_packets(data, 24, |off| {
-        (data.len() - off >= 16).then(|| (16 + rd32(data, off + caplen_at, be) as usize, true))
-    }));
-    let mut quirks = Quirks::default();
-    let records = Records {
-        link,
-        frac_ns,
-        max_caplen,
-        lengths,
-    };
-    let truncated_at = if be {
-        pcap_records::<true>(data, &records, &mut b, &mut quirks, release)?
-    } else {
-        pcap_records::<false>(data, &records, &mut b, &mut quirks, release)?
-    };
-    let (columns, flows) = b.finish(&mut quirks);
-    let mut warnings = Vec::new();
-    if let Some(at) = truncated_at {
-        warnings.push(truncation_warning(at, columns.len()));
-    }
-    Ok(Capture {
-        format: Format::Pcap,
-        big_endian,
-        nanosecond: Some(nanosecond),
-        snaplen,
-        columns,
-        flows,
-        interfaces: vec![Interface {
-            link_type,
-            name: None,
+impl PcapCursor {
+    /// Checks the file header.
+    pub(crate) fn open(
+        data: &[u8],
+        big_endian: bool,
+        nanosecond: bool,
+    ) -> Result<PcapCursor, ReadError> {
+        if data.len() < 24 {
+            return Err(invalid(
+                format!("truncated pcap file header ({} of 24 bytes)", data.len()),
+                0,
+            ));
+        }
+        let be = big_endian;
+        let lengths = pcap_version(rd16(data, 4, be), rd16(data, 6, be))?;
+        let snaplen = rd32(data, 16, be);
+        let link_type = rd32(data, 20, be) & 0xffff;
+        let link = Link::from_linktype(link_type).ok_or_else(|| unsupported_link(link_type, 20))?;
+        Ok(PcapCursor {
+            records: Records {
+                link,
+                frac_ns: if nanosecond { 1 } else { 1000 },
+                max_caplen: snaplen.max(PCAP_MAX_CAPLEN) as usize,
+                lengths,
+            },
+            big_endian,
+            nanosecond,
             snaplen,
-            ts_resolution: TsResolution::Decimal(if nanosecond { 9 } else { 6 }),
-            ts_offset_s: 0,
-            link: Some(link),
-        }],
-        stats: Vec::new(),
-        warnings,
-        quirks,
-    })
+            link_type,
+            off: 24,
+            next_release: RELEASE_CHUNK,
+            truncated_at: None,
+            done: false,
+        })
+    }
+
+    /// The number of packets the first records predict for the whole file.
+    pub(crate) fn estimate(&self, data: &[u8]) -> usize {
+        let be = self.big_endian;
+        let caplen_at = if self.records.lengths == Lengths::Swapped {
+            12
+        } else {
+            8
+        };
+        estimate_packets(data, 24, |off| {
+            (data.len() - off >= 16).then(|| (16 + rd32(data, off + caplen_at, be) as usize, true))
+        })
+    }
+
+    /// Decodes records until the builder holds `limit` packets or the file ends.
+    pub(crate) fn advance(
+        &mut self,
+        data: &[u8],
+        b: &mut Builder,
+        quirks: &mut Quirks,
+        release: &mut dyn FnMut(usize),
+        limit: usize,
+    ) -> Result<(), ReadError> {
+        if self.done {
+            return Ok(());
+        }
+        let end = if self.big_endian {
+            pcap_records::<true>(data, self, b, quirks, release, limit)?
+        } else {
+            pcap_records::<false>(data, self, b, quirks, release, limit)?
+        };
+        if let Some(truncated_at) = end {
+            self.truncated_at = truncated_at;
+            self.done = true;
+        }
+        Ok(())
+    }
+
+    /// The capture, once `advance` reached the end (`columns`: those not yet taken).
+    /// `packets`: how many were read in all (chunks already taken included).
+    pub(crate) fn finish(
+        &self,
+        columns: Columns,
+        flows: FlowTable,
+        quirks: Quirks,
+        packets: usize,
+    ) -> Capture {
+        let mut warnings = Vec::new();
+        if let Some(at) = self.truncated_at {
+            warnings.push(truncation_warning(at, packets));
+        }
+        Capture {
+            format: Format::Pcap,
+            big_endian: self.big_endian,
+            nanosecond: Some(self.nanosecond),
+            snaplen: self.snaplen,
+            columns,
+            flows,
+            interfaces: vec![Interface {
+                link_type: self.link_type,
+                name: None,
+                snaplen: self.snaplen,
+                ts_resolution: TsResolution::Decimal(if self.nanosecond { 9 } else { 6 }),
+                ts_offset_s: 0,
+                link: Some(self.records.link),
+            }],
+            stats: Vec::new(),
+            warnings,
+            quirks,
+        }
+    }
 }
 
 /// Which of a pcap record's two length fields is the captured length.
@@ -675,26 +722,33 @@ struct Records {
     lengths: Lengths,
 }
 
-/// Decodes the records after the file header; returns where an incomplete last record
-/// starts, if any.
+/// Decodes records from `c.off` until the builder holds `limit` packets (`None`: more to
+/// come) or the file ends (`Some`, with where an incomplete last record starts, if any).
 fn pcap_records<const BE: bool>(
     data: &[u8],
-    r: &Records,
+    c: &mut PcapCursor,
     b: &mut Builder,
     quirks: &mut Quirks,
     release: &mut dyn FnMut(usize),
-) -> Result<Option<usize>, ReadError> {
+    limit: usize,
+) -> Result<Option<Option<usize>>, ReadError> {
+    let r = &c.records;
     // a sub-second field at or above one second is out of range (tshark flags it)
     let frac_limit = (1_000_000_000 / r.frac_ns) as u32;
-    let mut off = 24usize;
-    let mut next_release = RELEASE_CHUNK;
-    while off < data.len() {
-        if off >= next_release {
+    let mut off = c.off;
+    let result = loop {
+        if off >= data.len() {
+            break Some(None);
+        }
+        if b.len() >= limit {
+            break None;
+        }
+        if off >= c.next_release {
             release(off);
-            next_release = off + RELEASE_CHUNK;
+            c.next_release = off + RELEASE_CHUNK;
         }
         if data.len() - off < 16 {
-            return Ok(Some(off));
+            break Some(Some(off));
         }
         let (mut caplen, mut wire) = (rd32(data, off + 8, BE), rd32(data, off + 12, BE));
         if r.lengths == Lengths::Swapped || (r.lengths == Lengths::Either && caplen > wire) {
@@ -706,7 +760,7 @@ fn pcap_records<const BE: bool>(
         }
         let start = off + 16;
         if data.len() - start < caplen {
-            return Ok(Some(off));
+            break Some(Some(off));
         }
         let sec = rd32(data, off, BE);
         let frac = rd32(data, off + 4, BE);
@@ -719,8 +773,9 @@ fn pcap_records<const BE: bool>(
         };
         b.packet(t_ns, 0, wire, r.link, &data[start..start + caplen]);
         off = start + caplen;
-    }
-    Ok(None)
+    };
+    c.off = off;
+    Ok(result)
 }
 
 /// How many packets to allocate columns for: the packets per byte of the first records
@@ -749,7 +804,10 @@ fn estimate_packets(
     (rest * 1.1) as usize + 64
 }
 
+mod chunks;
 mod pcapng;
+
+pub use chunks::ChunkReader;
 
 #[cfg(test)]
 mod tests;

@@ -4,10 +4,12 @@ use pyo3::prelude::*;
 
 mod matching;
 mod reading;
+mod streaming;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reading::register(m)?;
     matching::register(m)?;
+    streaming::register(m)?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// `OSError(errno, strerror, filename)`: Python picks the subclass from the errno
 /// (`FileNotFoundError`, `PermissionError`, `IsADirectoryError`, ...).
-fn os_error(e: std::io::Error, path: &Path) -> PyErr {
+pub(crate) fn os_error(e: std::io::Error, path: &Path) -> PyErr {
     match e.raw_os_error() {
         Some(errno) => {
             let mut msg = e.to_string();
@@ -22,7 +22,7 @@ fn os_error(e: std::io::Error, path: &Path) -> PyErr {
     }
 }
 
-fn to_py_err(e: ReadError, path: &Path) -> PyErr {
+pub(crate) fn to_py_err(e: ReadError, path: &Path) -> PyErr {
     match e {
         ReadError::Io(e) => os_error(e, path),
         ReadError::Invalid { message, offset } => PyValueError::new_err((message, offset)),
@@ -30,7 +30,14 @@ fn to_py_err(e: ReadError, path: &Path) -> PyErr {
 }
 
 fn columns_dict<'py>(py: Python<'py>, cap: &mut Capture) -> PyResult<Bound<'py, PyDict>> {
-    let c = std::mem::take(&mut cap.columns);
+    columns_to_dict(py, std::mem::take(&mut cap.columns))
+}
+
+/// The columns as numpy arrays (moved, not copied).
+pub(crate) fn columns_to_dict(
+    py: Python<'_>,
+    c: cga_core::pcap::Columns,
+) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("t_ns", c.t_ns.into_pyarray(py))?;
     d.set_item("interface_id", c.interface_id.into_pyarray(py))?;
@@ -66,7 +73,14 @@ fn columns_dict<'py>(py: Python<'py>, cap: &mut Capture) -> PyResult<Bound<'py, 
 }
 
 fn flows_dict<'py>(py: Python<'py>, cap: &Capture) -> PyResult<Bound<'py, PyDict>> {
-    let keys = &cap.flows.keys;
+    flow_keys_dict(py, &cap.flows.keys)
+}
+
+/// The flows' 5-tuples as columns.
+pub(crate) fn flow_keys_dict<'py>(
+    py: Python<'py>,
+    keys: &[cga_core::decode::FlowKey],
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let ip_version: Vec<u8> = keys.iter().map(|k| k.ip_version()).collect();
     let proto: Vec<u8> = keys.iter().map(|k| k.proto()).collect();
@@ -82,13 +96,19 @@ fn flows_dict<'py>(py: Python<'py>, cap: &Capture) -> PyResult<Bound<'py, PyDict
 }
 
 fn capture_dict<'py>(py: Python<'py>, mut cap: Capture) -> PyResult<Bound<'py, PyDict>> {
+    let d = info_dict(py, &cap)?;
+    d.set_item("columns", columns_dict(py, &mut cap)?)?;
+    d.set_item("flows", flows_dict(py, &cap)?)?;
+    Ok(d)
+}
+
+/// Everything but the columns and flows: format, interfaces, statistics, warnings, quirks.
+pub(crate) fn info_dict<'py>(py: Python<'py>, cap: &Capture) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("format", cap.format.as_str())?;
     d.set_item("big_endian", cap.big_endian)?;
     d.set_item("nanosecond", cap.nanosecond)?;
     d.set_item("snaplen", cap.snaplen)?;
-    d.set_item("columns", columns_dict(py, &mut cap)?)?;
-    d.set_item("flows", flows_dict(py, &cap)?)?;
 
     let interfaces = PyList::empty(py);
     for (i, iface) in cap.interfaces.iter().enumerate() {

@@ -309,13 +309,97 @@ impl Ng {
 }
 
 fn read(data: &[u8]) -> Capture {
-    match read_bytes(data) {
+    let whole = match read_bytes(data) {
         Ok(c) => c,
         Err(e) => panic!("read failed: {e}"),
+    };
+    // Read in chunks of 1, 2 and 3 packets, every capture of these tests gives the same.
+    for size in 1..=3 {
+        check_chunked(data, &whole, size);
     }
+    whole
+}
+
+fn append(all: &mut Columns, c: Columns) {
+    macro_rules! cat {
+        ($($f:ident),*) => { $(all.$f.extend(c.$f);)* };
+    }
+    cat!(
+        t_ns,
+        interface_id,
+        wire_len,
+        cap_len,
+        ip_version,
+        flow_idx,
+        flow_hash,
+        proto,
+        sport,
+        dport,
+        has_ports,
+        ip_id,
+        has_ip_id,
+        ip_len,
+        dscp,
+        ecn,
+        ttl,
+        tcp_seq,
+        tcp_ack,
+        tcp_flags,
+        tcp_payload_len,
+        has_tcp,
+        has_rtp,
+        rtp_ssrc,
+        rtp_seq,
+        rtp_ts,
+        rtp_marker,
+        rtp_pt,
+        l4_hash,
+        truncated
+    );
+}
+
+fn check_chunked(data: &[u8], whole: &Capture, size: usize) {
+    let mut reader = ChunkReader::from_bytes(data.to_vec()).expect("open");
+    let mut all = Columns::default();
+    while let Some(c) = reader.next_chunk(size).expect("chunk") {
+        assert!(
+            !c.is_empty() && c.len() <= size,
+            "chunk of {} packets",
+            c.len()
+        );
+        append(&mut all, c);
+    }
+    assert_eq!(reader.packets(), whole.columns.len());
+    let rest = reader.finish().expect("finish");
+    assert_eq!(all, whole.columns, "chunks of {size}");
+    assert!(rest.columns.is_empty());
+    assert_eq!(rest.flows.keys, whole.flows.keys);
+    assert_eq!(rest.interfaces, whole.interfaces);
+    assert_eq!(rest.stats, whole.stats);
+    assert_eq!(rest.warnings, whole.warnings);
+    assert_eq!(rest.quirks, whole.quirks);
+    assert_eq!(rest.snaplen, whole.snaplen);
 }
 
 fn read_err(data: &[u8]) -> (String, u64) {
+    // A chunked read fails the same way, at the latest when it is finished.
+    let chunked = ChunkReader::from_bytes(data.to_vec()).and_then(|mut r| {
+        while r.next_chunk(2)?.is_some() {}
+        r.finish()
+    });
+    match (chunked, read_bytes(data)) {
+        (
+            Err(ReadError::Invalid { message, offset }),
+            Err(ReadError::Invalid {
+                message: m,
+                offset: o,
+            }),
+        ) => {
+            assert_eq!((&message, offset), (&m, o));
+        }
+        (Ok(_), _) => panic!("a chunked read succeeded where a whole read must fail"),
+        _ => {}
+    }
     match read_bytes(data) {
         Ok(_) => panic!("expected an error"),
         Err(ReadError::Invalid { message, offset }) => (message, offset),

@@ -1,0 +1,167 @@
+//! The streaming matcher against the whole-capture matcher on random pairs of captures,
+//! pushed in small chunks so that chunk boundaries cut through look-alike groups.
+
+use super::*;
+use crate::matcher::{match_points, MatchResult};
+
+/// SplitMix64: a small deterministic generator (no external crates).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        crate::keys::finalize(self.0)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random point: keys from a small set (look-alikes), times mostly increasing with
+/// some disorder, now and then no timestamp.
+fn point(rng: &mut Rng, n: usize, keys: u64, disorder: i64, start: i64) -> (Vec<u64>, Vec<i64>) {
+    let mut t = start;
+    let (mut k, mut ts) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        t += rng.below(400) as i64;
+        k.push(rng.below(keys));
+        let jitter = if disorder > 0 {
+            rng.below(disorder as u64) as i64
+        } else {
+            0
+        };
+        ts.push(if rng.below(50) == 0 {
+            NO_TIMESTAMP
+        } else {
+            t - jitter
+        });
+    }
+    (k, ts)
+}
+
+/// The least time at or after each chunk start (the watermark a pre-pass gives).
+fn suffix_min(ts: &[i64], chunk: usize) -> Vec<i64> {
+    let starts: Vec<usize> = (0..ts.len()).step_by(chunk).collect();
+    let mut out = vec![i64::MAX; starts.len() + 1];
+    for (c, &s) in starts.iter().enumerate().rev() {
+        let m = ts[s..(s + chunk).min(ts.len())]
+            .iter()
+            .filter(|&&t| t != NO_TIMESTAMP)
+            .min()
+            .copied()
+            .unwrap_or(i64::MAX);
+        out[c] = m.min(out[c + 1]);
+    }
+    out
+}
+
+fn streamed(
+    ik: &[u64],
+    it: &[i64],
+    ek: &[u64],
+    et: &[i64],
+    max_delay: i64,
+    chunk: usize,
+) -> MatchResult {
+    let mut m = StreamMatcher::new(max_delay);
+    let tos: Vec<u8> = (0..ek.len()).map(|i| i as u8).collect();
+    let (wi, we) = (suffix_min(it, chunk), suffix_min(et, chunk));
+    let (mut ci, mut ce) = (0usize, 0usize);
+    let (ni, ne) = (wi.len() - 1, we.len() - 1);
+    while ci < ni || ce < ne {
+        // read from the point that is behind in time
+        if ci < ni && (ce >= ne || wi[ci] <= we[ce]) {
+            let r = ci * chunk..(ci * chunk + chunk).min(ik.len());
+            m.push_ingress(&ik[r.clone()], &it[r]);
+            ci += 1;
+        } else {
+            let r = ce * chunk..(ce * chunk + chunk).min(ek.len());
+            m.push_egress(&ek[r.clone()], &et[r.clone()], &tos[r]);
+            ce += 1;
+        }
+        m.advance(wi[ci].min(we[ce]));
+    }
+    m.advance(i64::MAX);
+    assert_eq!(m.pending(), 0);
+    let mut r = MatchResult {
+        in_to_eg: vec![-1; ik.len()],
+        eg_to_in: vec![-1; ek.len()],
+        reverse_twin: vec![false; ek.len()],
+    };
+    for (i, x) in r.in_to_eg.iter_mut().enumerate() {
+        let f = m.ingress_fate(i as u64).expect("kept");
+        assert!(f.resolved);
+        *x = f.twin;
+        if f.twin >= 0 {
+            assert_eq!(f.twin_ts, et[f.twin as usize]);
+            assert_eq!(f.twin_tos, tos[f.twin as usize]);
+        }
+    }
+    for (i, (x, rev)) in r.eg_to_in.iter_mut().zip(&mut r.reverse_twin).enumerate() {
+        let f = m.egress_fate(i as u64).expect("kept");
+        assert!(f.resolved);
+        (*x, *rev) = (f.twin, f.reverse);
+    }
+    r
+}
+
+#[test]
+fn streaming_pairs_as_the_whole_capture_matcher() {
+    let mut rng = Rng(7);
+    for case in 0..400 {
+        let n_in = 1 + rng.below(300) as usize;
+        let keys = 1 + rng.below(if case % 2 == 0 { 20 } else { 400 });
+        let disorder = [0, 0, 50, 3000][rng.below(4) as usize];
+        let (ik, it) = point(&mut rng, n_in, keys, disorder, 1_000_000);
+        // egress: a delayed, thinned, slightly duplicated copy plus strays
+        let (mut ek, mut et) = (Vec::new(), Vec::new());
+        for (&k, &t) in ik.iter().zip(&it) {
+            let copies = match rng.below(10) {
+                0 => 0,
+                1 => 2,
+                _ => 1,
+            };
+            for _ in 0..copies {
+                if t == NO_TIMESTAMP {
+                    continue;
+                }
+                ek.push(k);
+                et.push(t + rng.below(1500) as i64 - 100);
+            }
+        }
+        let strays = rng.below(20) as usize;
+        let (sk, st) = point(&mut rng, strays, keys, 0, 1_000_000);
+        ek.extend(sk);
+        et.extend(st);
+        // disorder at egress too: swap a few neighbours
+        for i in 1..et.len() {
+            if rng.below(8) == 0 {
+                et.swap(i - 1, i);
+                ek.swap(i - 1, i);
+            }
+        }
+        let max_delay = [0, 300, 1000, 5000][rng.below(4) as usize];
+        let whole = match_points(&ik, &it, &ek, &et, max_delay);
+        for chunk in [1, 2, 7, 64] {
+            let s = streamed(&ik, &it, &ek, &et, max_delay, chunk);
+            assert_eq!(s, whole, "case {case}, chunks of {chunk}");
+        }
+    }
+}
+
+#[test]
+fn released_rows_are_forgotten_and_pending_packets_counted() {
+    let mut m = StreamMatcher::new(10);
+    m.push_ingress(&[1, 2], &[0, 5]);
+    m.push_egress(&[1], &[3], &[7]);
+    assert_eq!(m.pending(), 3);
+    m.advance(14); // key 1's last packet at 3: 3 + 10 < 14; key 2 at 5: not yet
+    assert_eq!(m.pending(), 1);
+    let f = m.ingress_fate(0).unwrap();
+    assert_eq!((f.resolved, f.twin, f.twin_ts, f.twin_tos), (true, 0, 3, 7));
+    assert!(!m.ingress_fate(1).unwrap().resolved);
+    m.release_ingress(1);
+    assert_eq!(m.ingress_fate(0), None);
+    m.advance(i64::MAX);
+    assert_eq!(m.ingress_fate(1).unwrap().twin, -1);
+}
