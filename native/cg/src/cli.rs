@@ -39,6 +39,10 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
   --qdelay-target-ms M          SCReAM queue delay target (default 60)
   --profile P                   SCReAM: ericsson (default: Ericsson's SCReAM V2 code, as
                                 the papers ran it) or draft (the IETF draft's constants)
+  --delay-sampling P            SCReAM: how the queue is sampled, whatever the profile:
+                                ericsson (every acknowledged packet feeds the base delay
+                                and jitter, reports every 32 packets and at frame ends)
+                                or draft (the newest packet of a report every 16)
   --reduce-jitter               SCReAM: jitter filtering (REDUCE_JITTER; on in ericsson)
   --adapt-qdelay-target         SCReAM: optional qdelay target adaptation against
                                 loss-based competing flows
@@ -203,6 +207,7 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         "burst-us",
         "l4s-alpha-gain",
         "profile",
+        "delay-sampling",
         "feedback-timeout-ms",
         "reorder-window-ms",
         "num-reports",
@@ -285,6 +290,15 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
             "draft" => Profile::Draft,
             other => return Err(format!("--profile {other:?}: expected ericsson or draft")),
         },
+        delay_sampling: get("delay-sampling")
+            .map(|v| match v {
+                "ericsson" => Ok(Profile::Ericsson),
+                "draft" => Ok(Profile::Draft),
+                other => Err(format!(
+                    "--delay-sampling {other:?}: expected ericsson or draft"
+                )),
+            })
+            .transpose()?,
         reduce_jitter: get("reduce-jitter").is_some(),
         adapt_qdelay_target: get("adapt-qdelay-target").is_some(),
         conditional_loss_backoff: get("conditional-loss-backoff").is_some(),
@@ -377,6 +391,11 @@ mod tests {
         assert_eq!(c.scream_profile, Profile::Ericsson);
         let d = parse_send(&s(&["10.0.0.1:5000", "--profile", "draft"])).unwrap();
         assert_eq!(d.scream_profile, Profile::Draft);
+        assert_eq!(d.delay_sampling, None);
+        let m = parse_send(&s(&["10.0.0.1:5000", "--delay-sampling", "draft"])).unwrap();
+        assert_eq!(m.delay_sampling, Some(Profile::Draft));
+        let e = parse_send(&s(&["10.0.0.1:5000", "--delay-sampling", "x"])).unwrap_err();
+        assert!(e.contains("--delay-sampling \"x\""), "{e}");
         // A cloud-gaming encoder: I-frames on request only, unless periodic ones are asked.
         assert_eq!(c.keyframe_interval_s, 0.0);
         let k = parse_send(&s(&["10.0.0.1:5000", "--keyframe-interval", "2"])).unwrap();

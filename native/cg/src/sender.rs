@@ -65,6 +65,8 @@ pub struct SenderConfig {
     pub qdelay_target_s: f64,
     /// SCReAM: whose constants where the draft and Ericsson's code differ.
     pub scream_profile: Profile,
+    /// SCReAM: whose queue sampling (None: the profile's).
+    pub delay_sampling: Option<Profile>,
     pub reduce_jitter: bool,
     pub adapt_qdelay_target: bool,
     pub conditional_loss_backoff: bool,
@@ -145,6 +147,11 @@ fn build_controller(cfg: &SenderConfig, frame_period_s: f64) -> Box<dyn Controll
             sc.qdelay_target_s = cfg.qdelay_target_s;
             // The options turn on what the profile leaves off (Ericsson's has both on).
             sc.reduce_jitter |= cfg.reduce_jitter;
+            if let Some(sampling) = cfg.delay_sampling {
+                let p = sampling.params();
+                sc.every_packet_delay = p.every_packet_delay;
+                sc.sparse_feedback = p.sparse_feedback;
+            }
             sc.adapt_qdelay_target = cfg.adapt_qdelay_target;
             sc.conditional_loss_backoff |= cfg.conditional_loss_backoff;
             sc.relaxed_pacing = cfg.relaxed_pacing;

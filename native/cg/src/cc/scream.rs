@@ -462,7 +462,7 @@ impl Controller for Scream {
             // includes each frame's own queue ramp from first to last packet; the queue
             // delay it acts on is still the newest packet's (E:1018-1050). The draft
             // profile takes the newest packet only.
-            let (lo, hi) = if self.p.every_packet_delay {
+            let (lo, hi) = if self.cfg.every_packet_delay {
                 (
                     fb.owd_min_ns.map_or(owd, |m| m.min(owd)),
                     fb.owd_max_ns.map_or(owd, |m| m.max(owd)),
@@ -567,7 +567,7 @@ impl Controller for Scream {
     }
 
     fn wants_sparse_feedback(&self) -> bool {
-        self.p.sparse_feedback
+        self.cfg.sparse_feedback
     }
 
     fn state(&self) -> ControllerState {

@@ -153,6 +153,10 @@ pub struct ScreamConfig {
     pub profile: Profile,
     /// Jitter damping; on in the Ericsson profile, optional in the draft's.
     pub reduce_jitter: bool,
+    /// How the queue is sampled (Params::every_packet_delay and ::sparse_feedback): the
+    /// profile's by default, either one's with `--delay-sampling`.
+    pub every_packet_delay: bool,
+    pub sparse_feedback: bool,
     /// Optional qdelay target adaptation against loss-based competitors (draft 4.4.3).
     pub adapt_qdelay_target: bool,
     /// Conditional loss backoff (draft 4.4.2); on in the Ericsson profile.
@@ -188,6 +192,8 @@ impl ScreamConfig {
             frame_period_s,
             profile,
             reduce_jitter: p.reduce_jitter,
+            every_packet_delay: p.every_packet_delay,
+            sparse_feedback: p.sparse_feedback,
             adapt_qdelay_target: false,
             conditional_loss_backoff: p.conditional_loss_backoff,
             relaxed_pacing: false,
