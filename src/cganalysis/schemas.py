@@ -170,8 +170,8 @@ RUN_TIMESERIES: Schema = {
     "capacity_mbps": pl.Float64,  # null when not given
 }
 
-#: One row per run: the top-level metrics of a metrics JSON (``metrics.rows.run_rows``).
-METRICS_RUNS: Schema = {
+#: What names a run in the metrics tables: its labels and the capacity it is filed under.
+RUN_KEYS: Schema = {
     "run_id": pl.String,
     "campaign": pl.String,
     "qdisc": pl.String,
@@ -180,6 +180,11 @@ METRICS_RUNS: Schema = {
     "queue": pl.String,
     "repetition": pl.Int64,
     "capacity_mbps": pl.Float64,  # configured (the condition's name), else the one used
+}
+
+#: One row per run: the top-level metrics of a metrics JSON (``metrics.rows.run_rows``).
+METRICS_RUNS: Schema = {
+    **RUN_KEYS,
     "capacity_used_mbps": pl.Float64,  # what utilisation and fairness divided by
     "capacity_source": pl.String,  # configured, measured or trace
     "utilisation_total": pl.Float64,  # [0, 1]
@@ -194,14 +199,7 @@ METRICS_RUNS: Schema = {
 
 #: One row per run, phase and role (``metrics.rows.role_rows``).
 METRICS_ROLES: Schema = {
-    "run_id": pl.String,
-    "campaign": pl.String,
-    "qdisc": pl.String,
-    "cca": pl.String,
-    "system": pl.String,
-    "queue": pl.String,
-    "repetition": pl.Int64,
-    "capacity_mbps": pl.Float64,
+    **RUN_KEYS,
     "phase": pl.String,  # window, before_competitor, with_competitor
     "role": pl.String,  # cg, competitor, other
     "packets": pl.Int64,

@@ -83,27 +83,16 @@ class SendOptions:
             raise ConfigError(
                 f"--num-reports {self.num_reports!r}: expected count or count-minus-one"
             )
-        for name, value in (
-            ("--duration", self.duration_s),
-            ("--min-mbps", self.min_mbps),
-            ("--start-mbps", self.start_mbps),
-            ("--max-mbps", self.max_mbps),
-            ("--rate-mbps", self.rate_mbps),
-            ("--gtfrc-target-mbps", self.gtfrc_target_mbps),
-            ("--fps", self.fps),
-            ("--qdelay-target-ms", self.qdelay_target_ms),
-        ):
+        for name, value in self._quantities():
             _positive(name, value)
         if self.min_mbps > self.max_mbps:
             raise ConfigError(f"--min-mbps {self.min_mbps} is above --max-mbps {self.max_mbps}")
         if self.frames is not None and not Path(self.frames).is_file():
             raise ConfigError(f"--frames {self.frames}: no such file (a CSV of t_s,size_bytes)")
 
-    def argv(self, binary: Path, log_dir: Path | None = None) -> list[str]:
-        """The command line; ``log_dir`` overrides where the binary writes its CSV logs."""
-        out = [str(binary), "send", self.dest, "--cc", self.cc]
-        opt: list[tuple[str, object | None]] = [
-            ("--ecn", self.ecn),
+    def _quantities(self) -> tuple[tuple[str, float | None], ...]:
+        """The options that are positive numbers (None: not given), as cga-cg names them."""
+        return (
             ("--duration", self.duration_s),
             ("--min-mbps", self.min_mbps),
             ("--start-mbps", self.start_mbps),
@@ -111,8 +100,16 @@ class SendOptions:
             ("--rate-mbps", self.rate_mbps),
             ("--gtfrc-target-mbps", self.gtfrc_target_mbps),
             ("--fps", self.fps),
-            ("--frames", self.frames),
             ("--qdelay-target-ms", self.qdelay_target_ms),
+        )
+
+    def argv(self, binary: Path, log_dir: Path | None = None) -> list[str]:
+        """The command line; ``log_dir`` overrides where the binary writes its CSV logs."""
+        out = [str(binary), "send", self.dest, "--cc", self.cc]
+        opt: list[tuple[str, object | None]] = [
+            ("--ecn", self.ecn),
+            *self._quantities(),
+            ("--frames", self.frames),
             ("--num-reports", self.num_reports),
             ("--seed", self.seed),
             ("--bind", self.bind),

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS, check_schema
+from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS, RUN_KEYS, check_schema
 
 #: Phase name of the analysis window in METRICS_ROLES (the others come from the documents).
 WINDOW_PHASE = "window"
@@ -64,7 +64,7 @@ def run_rows(docs: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
 
 def role_rows(docs: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
     """Every role of every phase of every run; metric columns as in METRICS_ROLES."""
-    metric_cols = [c for c in METRICS_ROLES if c not in _labels_columns()]
+    metric_cols = [c for c in METRICS_ROLES if c not in (*RUN_KEYS, "phase", "role")]
     rows = []
     for doc in docs:
         labels = _labels(doc)
@@ -73,25 +73,10 @@ def role_rows(docs: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
         for phase, roles in phases.items():
             for role, values in roles.items():
                 row = {**labels, "phase": phase, "role": role}
-                row.update({c: values.get(c) for c in metric_cols if c not in ("phase", "role")})
+                row.update({c: values.get(c) for c in metric_cols})
                 rows.append(row)
     return check_schema(
         pl.DataFrame(rows, schema=dict(METRICS_ROLES), orient="row"),
         METRICS_ROLES,
         "METRICS_ROLES",
-    )
-
-
-def _labels_columns() -> tuple[str, ...]:
-    return (
-        "run_id",
-        "campaign",
-        "qdisc",
-        "cca",
-        "system",
-        "queue",
-        "repetition",
-        "capacity_mbps",
-        "phase",
-        "role",
     )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cganalysis.io import sha256_file
-from cganalysis.testbed.hosts import Result, TestbedError
+from cganalysis.testbed.hosts import LocalProc, Result, TestbedError
 
 
 @dataclass(frozen=True)
@@ -193,27 +193,23 @@ class SshHost:
         )
 
 
-class SshProc:
-    def __init__(self, label: str, host: SshHost, pid: int, popen: subprocess.Popen[bytes]):
-        self.label = label
-        self.host = host
-        self.pid = pid
-        self.popen = popen
+class SshProc(LocalProc):
+    """A remote process: ``popen`` is the local ssh session that runs it (its exit is the
+    remote process's), ``pid`` the remote process, which signals go to."""
 
-    def returncode(self) -> int | None:
-        return self.popen.poll()
+    def __init__(self, label: str, host: SshHost, pid: int, popen: subprocess.Popen[bytes]):
+        super().__init__(label, popen)
+        self.host = host
+        self.remote_pid = pid
+
+    @property
+    def pid(self) -> int:
+        return self.remote_pid
 
     def send(self, sig: int) -> None:
         if self.popen.poll() is None:
             name = signal.Signals(sig).name.removeprefix("SIG")
             self.host.run(["kill", "-s", name, str(self.pid)], check=False)
-
-    def wait(self, timeout_s: float) -> bool:
-        try:
-            self.popen.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
 
 
 def control_dir() -> Path:
