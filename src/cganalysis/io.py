@@ -74,6 +74,22 @@ def _dump(obj: Any, fh: IO[str]) -> None:
     fh.write("\n")
 
 
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """A JSON file whose top level is an object; a missing file or bad JSON is a
+    :class:`~cganalysis.errors.ConfigError` naming ``what`` and the file."""
+    from cganalysis.errors import ConfigError
+
+    if not path.is_file():
+        raise ConfigError(f"{what} {path}: no such file")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{what} {path}: not valid JSON ({err})") from None
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{what} {path}: expected a JSON object at the top level")
+    return obj
+
+
 def sha256_file(path: Path) -> str:
     """The SHA-256 of a file, read in 1 MiB blocks (captures are large)."""
     h = hashlib.sha256()

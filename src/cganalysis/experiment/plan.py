@@ -4,7 +4,6 @@ that decides (:func:`probing`)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.schedule import Schedule
 from cganalysis.experiment.sources import SOURCES
+from cganalysis.io import read_json_object
 from cganalysis.testbed import backend
 from cganalysis.testbed.hosts import Host, NetnsHost, TestbedError
 from cganalysis.testbed.probe import missing_tools
@@ -68,7 +68,7 @@ def plan(cfg: RunConfig, opts: RunOptions, probe_host: Host) -> Plan:
     resolution = backend.resolve(cfg.bottleneck, cfg.propagation, probe_host)
     calib = None
     if opts.calibration_file is not None:
-        calib = json.loads(opts.calibration_file.read_text(encoding="utf-8"))
+        calib = read_json_object(opts.calibration_file, "calibration")
         if calib.get("bottleneck") != cfg.bottleneck.to_dict():
             raise ConfigError(
                 f"{opts.calibration_file}: calibrated another bottleneck than {cfg.source}'s; "

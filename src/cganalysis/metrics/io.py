@@ -6,7 +6,6 @@ Writes are atomic (:mod:`cganalysis.io`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from cganalysis.errors import ConfigError
-from cganalysis.io import write_json, write_parquet
+from cganalysis.io import read_json_object, write_json, write_parquet
 from cganalysis.metrics.compute import link_capacity, run_metrics
 from cganalysis.metrics.docschema import validate_meta, validate_metrics
 from cganalysis.metrics.spec import RunSpec, spec_from_meta
@@ -38,18 +37,6 @@ def read_packets(path: Path) -> pl.DataFrame:
     )
     check_columns(df, f"packets table {path}")
     return df
-
-
-def read_json_object(path: Path, what: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise ConfigError(f"{what} {path}: no such file")
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{what} {path}: not valid JSON ({err})") from None
-    if not isinstance(obj, dict):
-        raise ConfigError(f"{what} {path}: expected a JSON object at the top level")
-    return obj
 
 
 def read_meta(path: Path) -> dict[str, Any]:
