@@ -38,8 +38,13 @@ PLACEHOLDER = re.compile(r"[*<>{}]|\b[A-Z][A-Z0-9_]+\b")
 
 
 def _tracked() -> list[str]:
+    """What git tracks, and what it would (new files not yet committed)."""
     out = subprocess.run(
-        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return [p for p in out.splitlines() if (REPO / p).exists()]
 
