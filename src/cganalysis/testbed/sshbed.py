@@ -11,7 +11,9 @@
       router: {address: 192.0.2.11, in_dev: eth1, out_dev: eth2}
       client: {address: 192.0.2.12, dev: eth1, data_ip: 10.0.2.1}
 
-Each host may override ``user``, ``port``, ``identity`` and ``become``. The hosts' links,
+Each host may override ``user``, ``port``, ``identity`` and ``become``. The router may
+instead be a VM guest booted here for the run, with its own kernel and sshd
+(``router: {vm: {...}, in_bridge, out_bridge, in_ip, out_ip, ...}``, vmrouter.py). The hosts' links,
 addresses and routes are the operator's: the testbed checks them (read-only) before
 anything is touched, then turns offloads off on the data interfaces and sets the TCP
 sysctls it needs, and restores both afterwards. Teardown also removes the qdiscs it put
@@ -37,6 +39,7 @@ from cganalysis.testbed.netns import OFFLOADS
 from cganalysis.testbed.ssh import SshHost, SshTarget, control_dir
 from cganalysis.testbed.topology import Layout, Topology
 from cganalysis.testbed.validate import HOSTNAME, IFNAME, IPV4, SAFE_PATH, USERNAME, Section
+from cganalysis.testbed.vmrouter import VmRouter, VmRouterSpec, is_vm_router, parse_router
 
 ROLES = ("server", "router", "client")
 SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1"}
@@ -48,6 +51,8 @@ class HostSpec:
     target: SshTarget
     devs: dict[str, str]  # key in the file -> interface name
     data_ip: str | None
+    #: The router as a VM guest booted for the run (its target is known once it runs).
+    vm: VmRouterSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,14 @@ def parse_testbed(data: Any, where: str) -> SshTestbedConfig:
         h = hosts_sec.sub(role)
         if not h.data:
             raise hosts_sec.error(role, "required: address and interfaces of this host")
+        if role == "router" and is_vm_router(h):
+            vm = parse_router(h)
+            key = h.opt_string("identity", pattern=SAFE_PATH) or identity
+            h.finish()
+            target = SshTarget("127.0.0.1", "root", 22, key, None, "yes", "none", timeout)
+            devs = {f"{s}_dev": d for s, d in vm.devs.items()}
+            hosts[role] = HostSpec(role, target, devs, None, vm)
+            continue
         target = SshTarget(
             address=h.string("address", pattern=HOSTNAME),
             user=h.string("user", user, pattern=USERNAME),
@@ -146,20 +159,51 @@ def _check_host(cfg: SshTestbedConfig, spec: HostSpec, host: SshHost) -> None:
             )
 
 
+def boot_router(cfg: SshTestbedConfig, progress: Any = None) -> VmRouter | None:
+    """The VM router of ``cfg``, booted (or the one a probe in this process booted)."""
+    spec = cfg.hosts["router"]
+    if spec.vm is None:
+        return None
+    from cganalysis.testbed import vmrouter
+
+    router = vmrouter.take(str(cfg.path.resolve()))
+    if router is None:
+        router = VmRouter(spec.vm, str(cfg.path), spec.target, progress)
+        router.boot()
+    return router
+
+
+def _target(spec: HostSpec, router: VmRouter | None) -> SshTarget:
+    if spec.vm is not None and router is not None and router.target is not None:
+        return router.target
+    return spec.target
+
+
 @contextmanager
 def probing_ssh(path: Path) -> Iterator[SshHost]:
-    """Checks every host (read-only) and yields the router, where qdiscs are probed."""
+    """Checks every host (read-only) and yields the router, where qdiscs are probed. A VM
+    router is booted for it and kept for the run that follows in this process."""
     cfg = load_testbed(path)
     ctl = control_dir()
-    hosts = {r: SshHost(r, s.target, ctl) for r, s in cfg.hosts.items()}
+    router = boot_router(cfg)
+    hosts = {r: SshHost(r, _target(s, router), ctl) for r, s in cfg.hosts.items()}
     try:
         for role, spec in cfg.hosts.items():
             _check_host(cfg, spec, hosts[role])
         yield hosts["router"]
+    except BaseException:
+        if router is not None:
+            router.stop()
+            router = None
+        raise
     finally:
         for h in hosts.values():
             h.close()
         shutil.rmtree(ctl, ignore_errors=True)
+        if router is not None:
+            from cganalysis.testbed import vmrouter
+
+            vmrouter.park(str(cfg.path.resolve()), router)
 
 
 class SshTestbed:
@@ -181,6 +225,7 @@ class SshTestbed:
         self.hosts: dict[str, SshHost] = {}
         self.remote_dirs: dict[str, str] = {}
         self.saved: dict[str, dict[str, Any]] = {}
+        self.vm: VmRouter | None = None
 
     @classmethod
     def from_file(cls, path: Path, layout: Layout, workdir: Path) -> SshTestbed:
@@ -193,11 +238,16 @@ class SshTestbed:
             pids={r: [p.pid for p in h.procs] for r, h in self.hosts.items()},
             devs={r: list(s.devs.values()) for r, s in self.cfg.hosts.items()},
             saved=self.saved,
+            # Nothing to undo in a guest that is gone (its own state file kills its QEMU).
+            vm_roles=["router"] if self.vm is not None else [],
         )
 
     def up(self) -> Topology:
+        self.vm = boot_router(self.cfg)
+        if self.vm is not None:
+            self.vm.attach()
         for role, spec in self.cfg.hosts.items():
-            host = SshHost(role, spec.target, self.ctl)
+            host = SshHost(role, _target(spec, self.vm), self.ctl)
             self.hosts[role] = host
             _check_host(self.cfg, spec, host)
             tmpl = f"{self.cfg.workdir}/cgatb-{self.tag}-XXXXXX"
@@ -246,13 +296,16 @@ class SshTestbed:
     def down(self) -> None:
         stop_all([p for host in self.hosts.values() for p in host.procs], timeout_s=2.0)
         for role, host in self.hosts.items():
-            undo(
-                host,
-                list(self.cfg.hosts[role].devs.values()),
-                self.saved.get(role, {}),
-                self.remote_dirs.get(role),
-            )
+            if not (role == "router" and self.vm is not None):  # the guest goes whole
+                undo(
+                    host,
+                    list(self.cfg.hosts[role].devs.values()),
+                    self.saved.get(role, {}),
+                    self.remote_dirs.get(role),
+                )
             host.close()
+        if self.vm is not None:
+            self.vm.stop()
         shutil.rmtree(self.ctl, ignore_errors=True)
         self.state.remove()
 
@@ -266,6 +319,7 @@ class SshTestbed:
             },
             "offloads_off": list(OFFLOADS),
             "saved_settings": self.saved,
+            **({"vm": self.vm.describe()} if self.vm is not None else {}),
         }
 
 
@@ -289,6 +343,8 @@ def clean_remote(st: dict[str, Any], dry_run: bool) -> Iterator[str]:
     ctl = control_dir()
     try:
         for role, target in st.get("hosts", {}).items():
+            if role in st.get("vm_roles", []):
+                continue  # a guest: its QEMU is killed through its own state file
             host = SshHost(role, SshTarget(**target), ctl)
             pids = st.get("pids", {}).get(role, [])
             yield (

@@ -97,9 +97,12 @@ class Guest:
         opts: VmOptions | None = None,
         rwdirs: list[Path] | None = None,
         progress: Any = None,
+        qemu_opts: list[str] | None = None,
     ) -> None:
         self.opts = opts or VmOptions()
         self.job = job
+        #: Extra QEMU words (the VM router's NICs, vmrouter.py): validated by the caller.
+        self.qemu_opts = list(qemu_opts or [])
         self.rwdirs = [p.resolve() for p in rwdirs or []]
         self.say = progress or (lambda _m: None)
         self.version, self.vmlinuz = find_kernel(self.opts)
@@ -182,6 +185,8 @@ class Guest:
             *[w for d in self.rwdirs for w in ("--rwdir", str(d))],
             *(["--disable-kvm"] if accel == "tcg" else []),
             "--exec", script,
+            # vng runs virtme-run through a shell with these words last, space-joined.
+            *([f"--qemu-opts={' '.join(self.qemu_opts)}"] if self.qemu_opts else []),
         ]  # fmt: skip
         console = (self.ctl / f"console-{accel}.log").open("wb")
         try:
@@ -193,6 +198,8 @@ class Guest:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 cwd=ctl,
+                # vng starts virtme-run from the PATH: the one beside it, venv not activated.
+                env={**os.environ, "PATH": f"{Path(self.vng).parent}:{os.environ.get('PATH', '')}"},
             )
         finally:
             console.close()

@@ -11,9 +11,12 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cganalysis.testbed.hosts import TestbedError
+
+if TYPE_CHECKING:
+    from cganalysis.testbed.validate import Section
 
 MODULES = Path("/usr/lib/modules")
 MARKER = ".cganalysis-vm"
@@ -44,14 +47,19 @@ class VmOptions:
 
 
 def parse_options(data: Any, where: str) -> VmOptions:
-    from cganalysis.testbed.validate import SAFE_PATH, Section
+    from cganalysis.testbed.validate import Section
 
     sec = Section(data, where)
     sec.choice("backend", ("vm",))
     vm = sec.opt_sub("vm")
     sec.finish()
-    if vm is None:
-        return VmOptions()
+    return VmOptions() if vm is None else parse_vm_section(vm)
+
+
+def parse_vm_section(vm: Section) -> VmOptions:
+    """A ``vm`` mapping (the vm testbed's, or an ssh testbed's VM router's)."""
+    from cganalysis.testbed.validate import SAFE_PATH
+
     opts = VmOptions(
         memory_mb=vm.integer("memory_mb", 2048, minimum=512, maximum=65536),
         cpus=vm.integer("cpus", 1, minimum=1, maximum=64),
