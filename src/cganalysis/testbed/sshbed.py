@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -168,7 +169,8 @@ def boot_router(cfg: SshTestbedConfig, progress: Any = None) -> VmRouter | None:
 
     router = vmrouter.take(str(cfg.path.resolve()))
     if router is None:
-        router = VmRouter(spec.vm, str(cfg.path), spec.target, progress)
+        say = progress or (lambda m: print(m, file=sys.stderr, flush=True))
+        router = VmRouter(spec.vm, str(cfg.path), spec.target, say)
         router.boot()
     return router
 
