@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,15 @@ NO_TIMESTAMP = np.iinfo(np.int64).min
 
 def read_raw(path: Path) -> dict[str, Any]:
     """Calls the native reader, turning its errors into :class:`CaptureError`."""
-    try:
+    with native_errors(path):
         return _native.read_capture(str(path))
+
+
+@contextmanager
+def native_errors(path: Path) -> Iterator[None]:
+    """Turns the native reader's errors about ``path`` into :class:`CaptureError`."""
+    try:
+        yield
     except FileNotFoundError:
         raise CaptureError(path, "no such file") from None
     except IsADirectoryError:

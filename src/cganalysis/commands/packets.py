@@ -89,18 +89,34 @@ def print_summary(s: MatchSummary, seconds: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    from cganalysis.io import write_json, write_parquet
-    from cganalysis.matching import MatchOptions, match_files
+    from cganalysis.io import write_json
+    from cganalysis.matching import MatchOptions
 
     options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
+    eg_only = args.egress_only or egress_only_path(args.output)
+    if args.engine == "native":
+        # Streaming: memory does not grow with the captures (cganalysis.matching.streaming).
+        from cganalysis.matching.streaming import match_to_files
+
+        summary = match_to_files(
+            args.ingress, args.egress, args.output, eg_only, flows=args.flows, options=options
+        )
+    else:  # tshark reads a whole capture anyway: the in-memory match
+        summary = _match_in_memory(args, options, eg_only)
+    if args.summary:
+        write_json(summary.to_dict(), args.summary)
+    print_summary(summary, time.perf_counter() - started)
+    return 0
+
+
+def _match_in_memory(args: argparse.Namespace, options: Any, eg_only: Path) -> MatchSummary:
+    from cganalysis.io import write_parquet
+    from cganalysis.matching import match_files
+
     result = match_files(args.ingress, args.egress, engine=args.engine, options=options)
     provenance = {"summary": result.summary.to_dict()}
     write_parquet(result.packets, args.output, provenance, fast=True)
-    eg_only = args.egress_only or egress_only_path(args.output)
     write_parquet(result.egress_only, eg_only, provenance, fast=True)
     if args.flows:
         write_parquet(result.flows, args.flows, provenance)
-    if args.summary:
-        write_json(result.summary.to_dict(), args.summary)
-    print_summary(result.summary, time.perf_counter() - started)
-    return 0
+    return result.summary

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from cganalysis.capture.rtp import mark_rtp
 from cganalysis.errors import MatchError
 from cganalysis.matching.flows import flow_table
 from cganalysis.matching.pairing import pair_packets
-from cganalysis.matching.summary import MatchSummary
+from cganalysis.matching.summary import MatchSummary, SummaryCounts, make_summary
 from cganalysis.matching.table import (
     NS_PER_MS,
     assign_flow_ids,
@@ -181,43 +181,23 @@ def _summarise(
     options: MatchOptions,
 ) -> MatchSummary:
     lost = packets["lost"]
-    warnings: list[str] = []
-    notes = [f"{c.info.path}: {n}" for c in (ingress, egress) for n in c.info.quirks.notes()]
-    drops = (ingress.info.capture_drops, egress.info.capture_drops)
-    for name, cap, dropped in (("ingress", ingress, drops[0]), ("egress", egress, drops[1])):
-        if dropped:
-            warnings.append(
-                f"the {name} capture {cap.info.path} lost {dropped} packets itself: loss "
-                "figures are suspect (bigger capture buffer, -B, or a smaller snaplen)"
-            )
-        warnings.extend(f"{cap.info.path}: {w}" for w in cap.info.warnings)
-    if egress_only.height:
-        warnings.append(
-            f"{egress_only.height} packets seen only at egress (not from the ingress link, "
-            "or the ingress capture missed them)"
-        )
     is_rev = _in_flows(reverse)
-    return MatchSummary(
-        ingress=str(ingress.info.path),
-        egress=str(egress.info.path),
-        engine=ingress.info.engine,
-        packets_in=packets.height,
-        packets_delivered=int(lost.eq(False).sum()),
-        packets_lost=int(lost.eq(True).sum()),
-        packets_unknown=int(lost.is_null().sum()),
-        egress_only_packets=egress_only.height,
-        reverse_packets_in=int(ing_all.select(is_rev.sum()).item()),
-        reverse_packets_out=int(eg_all.select(is_rev.sum()).item()),
-        non_ip_packets_in=ingress.packets.height - ing_all.height,
-        non_ip_packets_out=egress.packets.height - eg_all.height,
-        truncated_packets_in=int(ing_all["truncated"].sum()),
-        capture_drops_ingress=drops[0],
-        capture_drops_egress=drops[1],
-        egress_span_ns=span,
-        end_guard_ms=guard_ns / NS_PER_MS,
-        max_delay_ms=options.max_delay_ms,
-        warnings=warnings,
-        notes=notes,
-        quirks_ingress=asdict(ingress.info.quirks),
-        quirks_egress=asdict(egress.info.quirks),
+    return make_summary(
+        ingress.info,
+        egress.info,
+        SummaryCounts(
+            packets_in=packets.height,
+            packets_delivered=int(lost.eq(False).sum()),
+            packets_lost=int(lost.eq(True).sum()),
+            packets_unknown=int(lost.is_null().sum()),
+            egress_only_packets=egress_only.height,
+            reverse_packets_in=int(ing_all.select(is_rev.sum()).item()),
+            reverse_packets_out=int(eg_all.select(is_rev.sum()).item()),
+            non_ip_packets_in=ingress.packets.height - ing_all.height,
+            non_ip_packets_out=egress.packets.height - eg_all.height,
+            truncated_packets_in=int(ing_all["truncated"].sum()),
+        ),
+        span,
+        guard_ns,
+        options.max_delay_ms,
     )

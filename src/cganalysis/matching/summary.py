@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cganalysis.capture.model import CaptureInfo
+
+NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -44,3 +49,60 @@ class MatchSummary:
         out = asdict(self)
         out["loss_suspect"] = self.loss_suspect
         return out
+
+
+@dataclass(frozen=True)
+class SummaryCounts:
+    """The packet counts of a match (however they were counted)."""
+
+    packets_in: int
+    packets_delivered: int
+    packets_lost: int
+    packets_unknown: int
+    egress_only_packets: int
+    reverse_packets_in: int
+    reverse_packets_out: int
+    non_ip_packets_in: int
+    non_ip_packets_out: int
+    truncated_packets_in: int
+
+
+def make_summary(
+    ingress: CaptureInfo,
+    egress: CaptureInfo,
+    counts: SummaryCounts,
+    span: tuple[int, int] | None,
+    guard_ns: int,
+    max_delay_ms: float,
+) -> MatchSummary:
+    """The summary, with the warnings and notes the counts and the captures call for."""
+    warnings: list[str] = []
+    notes = [f"{c.path}: {n}" for c in (ingress, egress) for n in c.quirks.notes()]
+    drops = (ingress.capture_drops, egress.capture_drops)
+    for name, cap, dropped in (("ingress", ingress, drops[0]), ("egress", egress, drops[1])):
+        if dropped:
+            warnings.append(
+                f"the {name} capture {cap.path} lost {dropped} packets itself: loss "
+                "figures are suspect (bigger capture buffer, -B, or a smaller snaplen)"
+            )
+        warnings.extend(f"{cap.path}: {w}" for w in cap.warnings)
+    if counts.egress_only_packets:
+        warnings.append(
+            f"{counts.egress_only_packets} packets seen only at egress (not from the ingress "
+            "link, or the ingress capture missed them)"
+        )
+    return MatchSummary(
+        ingress=str(ingress.path),
+        egress=str(egress.path),
+        engine=ingress.engine,
+        **asdict(counts),
+        capture_drops_ingress=drops[0],
+        capture_drops_egress=drops[1],
+        egress_span_ns=span,
+        end_guard_ms=guard_ns / NS_PER_MS,
+        max_delay_ms=max_delay_ms,
+        warnings=warnings,
+        notes=notes,
+        quirks_ingress=asdict(ingress.quirks),
+        quirks_egress=asdict(egress.quirks),
+    )

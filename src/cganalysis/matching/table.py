@@ -81,45 +81,39 @@ def build_packet_table(
         _gather_egress(egress, twin, "dscp").alias("dscp_egress"),
         pl.Series("_matched", twin >= 0),
     )
-    is_rtp = pl.col("is_rtp")
-    rtp_order = ["flow_id"]
     if not table["t_ns"].is_sorted():  # captures are usually, not always, in time order
         table = table.sort("t_ns", "_row", nulls_last=True)
     table = table.with_columns(
-        rtp_seq_ext=pl.when(is_rtp).then(unwrap_rtp_seq(pl.col("rtp_seq"), rtp_order)),
-    ).select(
-        "flow_id",
-        "proto",
-        "ip_version",
-        "src",
-        "dst",
-        "sport",
-        "dport",
-        "size_bytes",
-        pl.col("t_ns").alias("t_ingress_ns"),
-        "t_egress_ns",
-        delay_ms=(pl.col("t_egress_ns") - pl.col("t_ns")) / NS_PER_MS,
-        lost=loss_verdict(pl.col("_matched"), pl.col("t_ns"), egress_span_ns, guard_ns),
-        ecn_ingress=pl.col("ecn"),
-        ecn_egress=pl.col("ecn_egress"),
-        ce_marked=pl.when(pl.col("_matched")).then(
-            (pl.col("ecn_egress") == 3) & (pl.col("ecn") != 3)
-        ),
-        dscp_ingress=pl.col("dscp"),
-        dscp_egress=pl.col("dscp_egress"),
-        ip_id=pl.col("ip_id"),
-        tcp_seq=pl.col("tcp_seq"),
-        tcp_ack=pl.col("tcp_ack"),
-        tcp_flags=pl.col("tcp_flags"),
-        tcp_payload_bytes=pl.col("tcp_payload_bytes"),
-        rtp_ssrc=pl.when(is_rtp).then(pl.col("rtp_ssrc")),
-        rtp_seq=pl.when(is_rtp).then(pl.col("rtp_seq")),
-        rtp_seq_ext=pl.col("rtp_seq_ext"),
-        rtp_ts=pl.when(is_rtp).then(pl.col("rtp_ts")),
-        rtp_marker=pl.when(is_rtp).then(pl.col("rtp_marker")),
-        rtp_pt=pl.when(is_rtp).then(pl.col("rtp_pt")),
-    )
+        rtp_seq_ext=pl.when(pl.col("is_rtp")).then(unwrap_rtp_seq(pl.col("rtp_seq"), ["flow_id"])),
+    ).select(packet_columns(egress_span_ns, guard_ns))
     return schemas.check_schema(table, schemas.PACKETS, "packets")
+
+
+def packet_columns(egress_span_ns: tuple[int, int] | None, guard_ns: int) -> list[pl.Expr]:
+    """The PACKETS columns of ingress rows in table order, with their egress twin's
+    ``t_egress_ns``, ``ecn_egress``, ``dscp_egress``, ``_matched`` and ``rtp_seq_ext``."""
+    is_rtp = pl.col("is_rtp")
+    return [
+        pl.col(c)
+        for c in ("flow_id", "proto", "ip_version", "src", "dst", "sport", "dport", "size_bytes")
+    ] + [
+        pl.col("t_ns").alias("t_ingress_ns"),
+        pl.col("t_egress_ns"),
+        ((pl.col("t_egress_ns") - pl.col("t_ns")) / NS_PER_MS).alias("delay_ms"),
+        loss_verdict(pl.col("_matched"), pl.col("t_ns"), egress_span_ns, guard_ns).alias("lost"),
+        pl.col("ecn").alias("ecn_ingress"),
+        pl.col("ecn_egress"),
+        pl.when(pl.col("_matched"))
+        .then((pl.col("ecn_egress") == 3) & (pl.col("ecn") != 3))
+        .alias("ce_marked"),
+        pl.col("dscp").alias("dscp_ingress"),
+        pl.col("dscp_egress"),
+        *(pl.col(c) for c in ("ip_id", "tcp_seq", "tcp_ack", "tcp_flags", "tcp_payload_bytes")),
+        pl.when(is_rtp).then(pl.col("rtp_ssrc")).alias("rtp_ssrc"),
+        pl.when(is_rtp).then(pl.col("rtp_seq")).alias("rtp_seq"),
+        pl.col("rtp_seq_ext"),
+        *(pl.when(is_rtp).then(pl.col(c)).alias(c) for c in ("rtp_ts", "rtp_marker", "rtp_pt")),
+    ]
 
 
 def build_egress_only(

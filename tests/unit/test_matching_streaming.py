@@ -1,0 +1,199 @@
+"""The streaming match (bounded memory) against the whole-capture match: on random
+synthetic pairs, read in small chunks so that chunk boundaries cut through look-alike
+groups, RTP sequence and IP ID wraps, reordering and the end guard, the tables and the
+summary must be the same."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from cganalysis.capture.writer import write_pcap
+from cganalysis.errors import MatchError
+from cganalysis.matching import MatchOptions, match_files
+from cganalysis.matching.streaming import match_to_files
+from tests.support.synthetic import Knobs, make_scenario
+from tests.unit.test_matching_directions import _acks
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "dualpoint"
+
+
+def assert_same(
+    ingress: Path, egress: Path, chunk: int, options: MatchOptions | None = None
+) -> None:
+    try:
+        ref = match_files(ingress, egress, options=options)
+    except MatchError as err:
+        with pytest.raises(MatchError) as got, tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp)
+            match_to_files(
+                ingress,
+                egress,
+                out / "p.parquet",
+                out / "e.parquet",
+                options=options,
+                chunk_packets=chunk,
+            )
+        assert str(got.value) == str(err)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        summary = match_to_files(
+            ingress,
+            egress,
+            out / "p.parquet",
+            out / "e.parquet",
+            flows=out / "f.parquet",
+            options=options,
+            chunk_packets=chunk,
+        )
+        packets = pl.read_parquet(out / "p.parquet")
+        alone = pl.read_parquet(out / "e.parquet")
+        flows = pl.read_parquet(out / "f.parquet")
+    assert_frame_equal(packets, ref.packets)
+    assert_frame_equal(alone, ref.egress_only)
+    # the mean is exact here (integer sum), polars' float sum may differ in the last bits
+    assert_frame_equal(flows.drop("delay_mean_ms"), ref.flows.drop("delay_mean_ms"))
+    assert_frame_equal(
+        flows.select("delay_mean_ms"), ref.flows.select("delay_mean_ms"), rel_tol=1e-12
+    )
+    assert summary.to_dict() == ref.summary.to_dict()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 100, 1 << 20])
+def test_the_dualpoint_fixture_streams_to_the_same_tables(chunk: int) -> None:
+    assert_same(FIXTURE / "ingress.pcap", FIXTURE / "egress.pcap", chunk)
+
+
+def _disorder(df: pl.DataFrame, rng: np.random.Generator, share: float) -> pl.DataFrame:
+    """Moves a share of the packets elsewhere in the file (their times stay)."""
+    n = df.height
+    order = np.arange(n)
+    moved = np.flatnonzero(rng.random(n) < share)
+    order[moved] = rng.permutation(order[moved]) if len(moved) else order[moved]
+    return df[order]
+
+
+def _spoil_timestamps(path: Path, rng: np.random.Generator, share: float) -> None:
+    """Gives a share of the records an out-of-range sub-second field (no time)."""
+    data = bytearray(path.read_bytes())
+    off = 24
+    while off + 16 <= len(data):
+        caplen = int.from_bytes(data[off + 8 : off + 12], "little")
+        if rng.random() < share:
+            data[off + 4 : off + 8] = (0xFFFFFFFF).to_bytes(4, "little")
+        off += 16 + caplen
+    path.write_bytes(bytes(data))
+
+
+cases = st.fixed_dictionaries(
+    {
+        "knobs": st.builds(
+            Knobs,
+            seed=st.integers(0, 2**32 - 1),
+            n_rtp=st.integers(0, 200),
+            n_tcp=st.integers(0, 200),
+            n_udp=st.integers(1, 40),
+            p_drop=st.sampled_from([0.0, 0.05, 0.3]),
+            p_dup=st.sampled_from([0.0, 0.05, 0.2]),
+            p_retx=st.sampled_from([0.0, 0.1]),
+            p_ce=st.sampled_from([0.0, 0.3]),
+            jitter_us=st.sampled_from([0, 500, 5_000]),
+            rtp_seq_start=st.sampled_from([0, 65_450, 65_535]),
+            ip_id_start=st.sampled_from([0, 65_450, 65_535]),
+        ),
+        "chunk": st.sampled_from([1, 3, 16, 64]),
+        "disorder_in": st.sampled_from([0.0, 0.0, 0.05, 0.3]),
+        "disorder_eg": st.sampled_from([0.0, 0.0, 0.05]),
+        "acks": st.sampled_from([0, 0, 10, 200]),
+        "strays": st.integers(0, 3),
+        "egress_stops_at": st.sampled_from([1.0, 0.5, 0.8]),
+        "no_time": st.sampled_from([0.0, 0.0, 0.0, 0.02]),
+        "max_delay_ms": st.sampled_from([2000.0, 4.0, 9.0]),
+        "end_guard_ms": st.sampled_from([None, None, 0.0, 3.0]),
+    }
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases)
+def test_streaming_equals_the_whole_capture_match(case: dict[str, object]) -> None:
+    k = case["knobs"]
+    assert isinstance(k, Knobs)
+    scenario = make_scenario(k)
+    if scenario.egress.height == 0:
+        return
+    rng = np.random.default_rng(k.seed)
+    ingress, egress = scenario.ingress, scenario.egress
+    n_acks = int(case["acks"])  # type: ignore[call-overload]
+    if n_acks:  # a tap that sees both directions: ACKs reach egress first
+        start = int(ingress["t_ns"].min())  # type: ignore[arg-type]
+        at_eg = _acks(start + np.arange(n_acks, dtype=np.int64) * 1_000_000, 7)
+        at_in = at_eg.with_columns(pl.col("t_ns") + 50_000)
+        ingress = pl.concat([ingress, at_in.cast(ingress.schema)]).sort("t_ns")
+        egress = pl.concat([egress, at_eg.cast(egress.schema)]).sort("t_ns")
+    strays = int(case["strays"])  # type: ignore[call-overload]
+    if strays:  # packets seen only at egress
+        extra = egress.head(strays).with_columns(
+            pl.col("payload_tag") + 1_000_000, pl.col("ip_id") ^ 0x5A5A
+        )
+        egress = pl.concat([egress, extra]).sort("t_ns")
+    stop = float(case["egress_stops_at"])  # type: ignore[arg-type]
+    if stop < 1.0:  # the egress capture stopped before the ingress capture
+        t0, t1 = int(ingress["t_ns"].min()), int(ingress["t_ns"].max())  # type: ignore[arg-type]
+        egress = egress.filter(pl.col("t_ns") < t0 + int((t1 - t0) * stop))
+        if egress.height == 0:
+            return
+    ingress = _disorder(ingress, rng, float(case["disorder_in"]))  # type: ignore[arg-type]
+    egress = _disorder(egress, rng, float(case["disorder_eg"]))  # type: ignore[arg-type]
+    options = MatchOptions(
+        max_delay_ms=float(case["max_delay_ms"]),  # type: ignore[arg-type]
+        end_guard_ms=case["end_guard_ms"],  # type: ignore[arg-type]
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_pcap(folder / "in.pcap", ingress)
+        write_pcap(folder / "eg.pcap", egress)
+        no_time = float(case["no_time"])  # type: ignore[arg-type]
+        if no_time:
+            _spoil_timestamps(folder / "in.pcap", rng, no_time)
+            _spoil_timestamps(folder / "eg.pcap", rng, no_time)
+        assert_same(folder / "in.pcap", folder / "eg.pcap", int(case["chunk"]), options)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("max_delay_ms", [4.0, 9.0])
+def test_an_egress_capture_that_stops_first_waits_for_the_end_guard(
+    tmp_path: Path, seed: int, max_delay_ms: float
+) -> None:
+    """Packets lost in the last max-delay before the egress capture stopped get their
+    verdict from the largest delay, known only at the end: they must wait for it."""
+    scenario = make_scenario(Knobs(seed=seed, n_rtp=300, n_tcp=300, n_udp=100, p_drop=0.3))
+    ingress = scenario.ingress
+    t0, t1 = int(ingress["t_ns"].min()), int(ingress["t_ns"].max())  # type: ignore[arg-type]
+    egress = scenario.egress.filter(pl.col("t_ns") < (t0 + t1) // 2)
+    write_pcap(tmp_path / "in.pcap", ingress)
+    write_pcap(tmp_path / "eg.pcap", egress)
+    assert_same(tmp_path / "in.pcap", tmp_path / "eg.pcap", 5, MatchOptions(max_delay_ms))
+
+
+@pytest.mark.parametrize("max_delay_ms", [9.0, 2000.0])
+def test_packets_without_time_in_a_capture_out_of_order(
+    tmp_path: Path, max_delay_ms: float
+) -> None:
+    """Rows without a time go last in time order; their flows are numbered last."""
+    scenario = make_scenario(Knobs(seed=11, n_rtp=150, n_tcp=150, n_udp=50))
+    rng = np.random.default_rng(11)
+    write_pcap(tmp_path / "in.pcap", _disorder(scenario.ingress, rng, 0.2))
+    write_pcap(tmp_path / "eg.pcap", scenario.egress)
+    _spoil_timestamps(tmp_path / "in.pcap", rng, 0.05)
+    _spoil_timestamps(tmp_path / "eg.pcap", rng, 0.05)
+    for chunk in (1, 4, 64):
+        assert_same(tmp_path / "in.pcap", tmp_path / "eg.pcap", chunk, MatchOptions(max_delay_ms))
