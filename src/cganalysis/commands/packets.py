@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 # cganalysis.matching.MatchOptions.
 ENGINES = ("native", "pyshark")
 DEFAULT_MAX_DELAY_MS = 2000.0
+DEFAULT_CHUNK_PACKETS = 1 << 20
 
 
 def add_parser(sub: Any) -> None:
@@ -53,6 +54,13 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="packets entering this close to the end of the egress capture have an unknown "
         "fate (default: the largest delay measured)",
+    )
+    p.add_argument(
+        "--chunk-packets",
+        type=int,
+        default=DEFAULT_CHUNK_PACKETS,
+        help="packets read at a time: memory is about 400 bytes times this, plus the "
+        "traffic of --max-delay-ms (default %(default)s)",
     )
     p.set_defaults(run=run)
 
@@ -94,12 +102,20 @@ def run(args: argparse.Namespace) -> int:
 
     options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
     eg_only = args.egress_only or egress_only_path(args.output)
+    if args.chunk_packets <= 0:
+        raise SystemExit(f"--chunk-packets must be positive, not {args.chunk_packets}")
     if args.engine == "native":
         # Streaming: memory does not grow with the captures (cganalysis.matching.streaming).
         from cganalysis.matching.streaming import match_to_files
 
         summary = match_to_files(
-            args.ingress, args.egress, args.output, eg_only, flows=args.flows, options=options
+            args.ingress,
+            args.egress,
+            args.output,
+            eg_only,
+            flows=args.flows,
+            options=options,
+            chunk_packets=args.chunk_packets,
         )
     else:  # tshark reads a whole capture anyway: the in-memory match
         summary = _match_in_memory(args, options, eg_only)

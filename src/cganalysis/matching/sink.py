@@ -17,7 +17,7 @@ from cganalysis import schemas
 from cganalysis.io import METADATA_KEY
 
 #: Rows gathered before a row group is written (small batches are merged).
-ROW_GROUP = 1 << 19
+ROW_GROUP = 1 << 17
 
 
 class ParquetSink:
