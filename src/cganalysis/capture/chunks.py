@@ -18,7 +18,7 @@ from cganalysis.errors import CaptureError
 
 #: Packets per chunk: large enough that per-chunk overheads vanish, small enough that a
 #: chunk's tables (~200 bytes a packet) stay far below any machine's memory.
-DEFAULT_CHUNK = 1 << 20
+DEFAULT_CHUNK = 1 << 17
 
 
 class CaptureChunks:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # cganalysis.matching.MatchOptions.
 ENGINES = ("native", "pyshark")
 DEFAULT_MAX_DELAY_MS = 2000.0
-DEFAULT_CHUNK_PACKETS = 1 << 20
+DEFAULT_CHUNK_PACKETS = 1 << 17
 
 
 def add_parser(sub: Any) -> None:
@@ -59,8 +59,8 @@ def add_parser(sub: Any) -> None:
         "--chunk-packets",
         type=int,
         default=DEFAULT_CHUNK_PACKETS,
-        help="packets read at a time: memory is about 400 bytes times this, plus the "
-        "traffic of --max-delay-ms (default %(default)s)",
+        help="packets read at a time per capture: memory grows with it and with the "
+        "traffic of --max-delay-ms, never with the captures (default %(default)s)",
     )
     p.set_defaults(run=run)
 
