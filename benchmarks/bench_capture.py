@@ -1,6 +1,7 @@
 """Reading and matching speed on a ~2 million packet dual-point pair, next to dpkt.
 
     python -m benchmarks.bench_capture [--packets 2000000] [--dpkt-packets 200000]
+    python -m benchmarks.bench_capture --pair-packets 100000000 [--tmpdir DIR]
 
 Generates a synthetic ingress/egress pair (snaplen 128, RTP + TCP + UDP through a model
 bottleneck), warms the page cache, then prints:
@@ -13,11 +14,16 @@ bottleneck), warms the page cache, then prints:
   classification), the issue's target being 10 M packets/s per core;
 - dpkt parsing the same file (object parsing of Ethernet/IP/UDP/TCP, the same fields),
   on its first `--dpkt-packets` packets because it is ~100x slower;
-- matching: identity keys and pairing (the native matcher), target 5 M packets/s per core;
-  then the whole packet table with loss verdicts, the flow table on its own, and writing
-  the packet table (parquet, as the command writes it).
-Each figure is the median of `--repeat` runs. The reader and the matcher's sorts use a
-second core for the second capture; polars may use it for parts of the tables.
+- the command's steps (the streaming match, `cganalysis.matching.streaming`): the chunked
+  reader alone, the prescan of both captures, the matching pass (reading both again,
+  pairing, writing the packet table) and the flow table (`--flows`);
+- for comparison, the whole-capture matcher (identity keys and pairing) in memory.
+Each figure is the median of `--repeat` runs.
+
+`--pair-packets N` instead generates a pair of N ingress packets (and their egress twins)
+slice by slice into a temporary folder (`--tmpdir`; about 150 bytes a packet each) and
+measures only the whole command (peak memory, bytes per packet) next to dpkt on the
+first `--dpkt-packets` packets: what memory does as the captures outgrow it.
 """
 
 from __future__ import annotations
@@ -34,13 +40,14 @@ from pathlib import Path
 from typing import Any
 
 import dpkt  # type: ignore[import-untyped,unused-ignore]
+import polars as pl
 
 from cganalysis import _native
 from cganalysis.capture import read_capture
-from cganalysis.io import write_parquet
-from cganalysis.matching import match_captures
-from cganalysis.matching.flows import flow_table
+from cganalysis.capture.chunks import CaptureChunks
+from cganalysis.capture.writer import pcap_header, pcap_records
 from cganalysis.matching.pairing import pair_packets
+from cganalysis.matching.streaming import match_to_files
 from tests.support.synthetic import Knobs, make_scenario
 
 
@@ -120,6 +127,17 @@ def dpkt_read(path: Path, limit: int) -> int:
     return min(limit, i + 1)
 
 
+def _chunked_read(path: Path) -> int:
+    return sum(chunk.height for chunk in CaptureChunks(path))
+
+
+def _in_memory_pairing(ingress: Path, egress: Path, repeat: int) -> tuple[float, int]:
+    """The whole-capture matcher's keys and pairing (seconds) and the egress packets."""
+    ing, eg = read_capture(ingress), read_capture(egress)
+    t, _ = timed(lambda: pair_packets(ing.packets, eg.packets, 2_000_000_000), repeat)
+    return t, eg.packets.height
+
+
 def stages(ingress: Path, egress: Path, args: argparse.Namespace) -> list[tuple[str, int, float]]:
     """Per-stage figures, in this process: (what, packets, median seconds)."""
     n_in = read_capture(ingress).packets.height
@@ -131,17 +149,86 @@ def stages(ingress: Path, egress: Path, args: argparse.Namespace) -> list[tuple[
     n_dpkt = min(args.dpkt_packets, n_in)
     t, _ = timed(lambda: dpkt_read(ingress, n_dpkt), max(1, args.repeat // 2))
     rows.append((f"dpkt (first {n_dpkt:,} packets)", n_dpkt, t))
-    eg = read_capture(egress)
-    t, _ = timed(lambda: pair_packets(ing.packets, eg.packets, 2_000_000_000), args.repeat)
-    rows.append(("matching: keys + pairing", n_in, t))
-    t, matched = timed(lambda: match_captures(ing, eg), args.repeat)
-    rows.append(("matching: packet table, verdicts", n_in, t))
-    t, _ = timed(lambda: flow_table(matched.packets), args.repeat)
-    rows.append(("flow table (--flows)", n_in, t))
+    t, _ = timed(lambda: _chunked_read(ingress), args.repeat)
+    rows.append(("chunked reader (typed chunks)", n_in, t))
+    del ing
+    t, n_out = _in_memory_pairing(ingress, egress, args.repeat)
+    n_both = n_in + n_out
+    rows.append(("in memory: keys + pairing", n_in, t))
     out = ingress.with_name("stage.parquet")
-    t, _ = timed(lambda: write_parquet(matched.packets, out, fast=True), args.repeat)
-    rows.append(("writing the packet table", n_in, t))
+    steps: list[dict[str, float]] = []
+    for _ in range(args.repeat):
+        steps.append({})
+        match_to_files(
+            ingress,
+            egress,
+            out,
+            out.with_name("stage.egress-only.parquet"),
+            flows=out.with_name("stage.flows.parquet"),
+            timings=steps[-1],
+        )
+    for name, what in (
+        ("prescan", "prescan (both captures)"),
+        ("match", "matching pass (read, pair, write)"),
+        ("flows", "flow table (--flows)"),
+    ):
+        rows.append((what, n_both, statistics.median(s[name] for s in steps)))
     return rows
+
+
+def generate_pair(folder: Path, packets: int, slice_packets: int = 1_000_000) -> tuple[Path, Path]:
+    """A dual-point pair of ``packets`` ingress packets written slice by slice (memory of
+    one slice): each slice a fresh scenario, shifted in time to follow the previous one."""
+    ingress, egress = folder / "ingress.pcap", folder / "egress.pcap"
+    shift = 0
+    with ingress.open("wb") as fin, egress.open("wb") as feg:
+        fin.write(pcap_header())
+        feg.write(pcap_header())
+        for s, start in enumerate(range(0, packets, slice_packets)):
+            n = min(slice_packets, packets - start)
+            third = n // 3
+            sc = make_scenario(
+                Knobs(seed=s, n_rtp=third, n_tcp=third, n_udp=n - 2 * third, p_dup=0.0)
+            )
+            t0 = int(sc.ingress["t_ns"].min())  # type: ignore[arg-type]
+            offset = shift - t0 if s else 0
+            fin.write(pcap_records(sc.ingress.with_columns(pl.col("t_ns") + offset)))
+            feg.write(pcap_records(sc.egress.with_columns(pl.col("t_ns") + offset)))
+            shift = int(sc.ingress["t_ns"].max()) + offset + 1_000_000  # type: ignore[arg-type]
+            print(f"  generated {start + n:,} of {packets:,} ingress packets", flush=True)
+    return ingress, egress
+
+
+def _count_records(path: Path) -> int:
+    return sum(len(c) for c in _native_chunks(path))
+
+
+def _native_chunks(path: Path) -> Any:
+    reader = _native.CaptureChunks(str(path))
+    while (chunk := reader.next_chunk(1 << 20)) is not None:
+        yield chunk["columns"]["t_ns"]
+
+
+def big_pair(args: argparse.Namespace) -> None:
+    """The whole command on a generated pair of ``--pair-packets`` ingress packets."""
+    with tempfile.TemporaryDirectory(dir=args.tmpdir) as tmp:
+        folder = Path(tmp)
+        print(f"generating a pair of {args.pair_packets:,} ingress packets in {folder} ...")
+        start = time.perf_counter()
+        ingress, egress = generate_pair(folder, args.pair_packets)
+        gen_s = time.perf_counter() - start
+        n_both = _count_records(ingress) + _count_records(egress)
+        size_gb = (ingress.stat().st_size + egress.stat().st_size) / 1e9
+        print(f"generated {n_both:,} packets ({size_gb:.1f} GB) in {gen_s:.0f} s", flush=True)
+        n_dpkt = args.dpkt_packets
+        t_dpkt, _ = timed(lambda: dpkt_read(ingress, n_dpkt), 1)
+        whole, cpu, peak = whole_command(ingress, egress, folder / "out.parquet", args.repeat)
+    reference = n_dpkt / t_dpkt
+    print(f"\nwhole `cganalysis packets`: {whole:.1f} s for {n_both:,} packets of both captures")
+    print(f"  {n_both / whole / 1e6:.2f} M packets/s, {n_both / whole / reference:,.0f}x dpkt")
+    print(f"  CPU time (user + sys, all threads): {cpu:.1f} s")
+    print(f"  peak memory: {peak / 1e6:,.0f} MB, {peak / n_both:,.1f} bytes per packet")
+    print(f"dpkt (first {n_dpkt:,} packets): {reference / 1e6:.3f} M packets/s")
 
 
 def main() -> None:
@@ -149,7 +236,14 @@ def main() -> None:
     parser.add_argument("--packets", type=int, default=2_000_000)
     parser.add_argument("--dpkt-packets", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--pair-packets", type=int, help="only the whole command, on a pair this large"
+    )
+    parser.add_argument("--tmpdir", type=Path, help="where --pair-packets writes the pair")
     args = parser.parse_args()
+    if args.pair_packets:
+        big_pair(args)
+        return
 
     third = args.packets // 3
     print(f"generating a {args.packets:,} packet dual-point pair ...", flush=True)
@@ -170,9 +264,9 @@ def main() -> None:
         whole, cpu, peak = whole_command(ingress, egress, Path(tmp) / "out.parquet", args.repeat)
         rows.append(("whole `cganalysis packets` (both)", n_both, whole))
 
-    print(f"\n{'what':<34} {'packets':>11} {'seconds':>9} {'M packets/s':>12}")
+    print(f"\n{'what':<36} {'packets':>11} {'seconds':>9} {'M packets/s':>12}")
     for name, n, seconds in rows:
-        print(f"{name:<34} {n:>11,} {seconds:>9.3f} {n / seconds / 1e6:>12.2f}")
+        print(f"{name:<36} {n:>11,} {seconds:>9.3f} {n / seconds / 1e6:>12.2f}")
     native = rows[0][1] / rows[0][2]
     reference = rows[2][1] / rows[2][2]
     print(f"\nnative reader / dpkt: {native / reference:,.0f}x")

@@ -110,20 +110,8 @@ def build_frames(
     return frame, caplen
 
 
-def write_pcap(
-    path: Path,
-    table: pl.DataFrame,
-    *,
-    snaplen: int = 128,
-    nanosecond: bool = True,
-    big_endian: bool = False,
-) -> None:
-    """Writes ``table`` (:data:`SYNTHETIC_COLUMNS`) as a pcap file, in the table's order."""
-    missing = [c for c in SYNTHETIC_COLUMNS if c not in table.columns]
-    if missing:
-        raise ValueError(f"synthetic packet table lacks columns {missing}")
-    frame, caplen = build_frames(table, snaplen)
-    n = table.height
+def pcap_header(*, snaplen: int = 128, nanosecond: bool = True, big_endian: bool = False) -> bytes:
+    """The 24-byte pcap file header (Ethernet link type)."""
     order = ">" if big_endian else "<"
     magic = 0xA1B23C4D if nanosecond else 0xA1B2C3D4
     header = np.array(
@@ -138,6 +126,24 @@ def write_pcap(
             ("lt", f"{order}u4"),
         ],
     )
+    return header.tobytes()
+
+
+def pcap_records(
+    table: pl.DataFrame,
+    *,
+    snaplen: int = 128,
+    nanosecond: bool = True,
+    big_endian: bool = False,
+) -> bytes:
+    """The records of ``table`` (:data:`SYNTHETIC_COLUMNS`), to follow a :func:`pcap_header`
+    (so that a large file can be written a slice at a time)."""
+    missing = [c for c in SYNTHETIC_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"synthetic packet table lacks columns {missing}")
+    frame, caplen = build_frames(table, snaplen)
+    n = table.height
+    order = ">" if big_endian else "<"
     t = table["t_ns"].to_numpy().astype(np.int64)
     frac = t % 1_000_000_000 if nanosecond else (t % 1_000_000_000) // 1000
     rec = np.zeros(
@@ -151,20 +157,32 @@ def write_pcap(
     )
     rec["s"], rec["f"] = t // 1_000_000_000, frac
     rec["cap"], rec["len"] = caplen, ETH_LEN + table["size_bytes"].to_numpy().astype(np.int64)
-    # Lay the records out back to back: 16-byte header then caplen bytes, scattered by column.
-    sizes = 16 + caplen
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-    out = np.zeros(int(sizes.sum()), dtype=np.uint8)
-    rec_bytes = rec.view(np.uint8).reshape(n, 16)
-    for k in range(16):
-        out[starts + k] = rec_bytes[:, k]
-    for k in range(int(caplen.max(initial=0))):
-        keep = caplen > k
-        out[starts[keep] + 16 + k] = frame[keep, k]
+    # Each record as a row (16-byte header, then the frame); the captured bytes of the rows,
+    # in row-major order, are the records back to back.
+    rows = np.concatenate([rec.view(np.uint8).reshape(n, 16), frame], axis=1)
+    keep = np.arange(rows.shape[1]) < (16 + caplen)[:, None]
+    return rows[keep].tobytes()
+
+
+def write_pcap(
+    path: Path,
+    table: pl.DataFrame,
+    *,
+    snaplen: int = 128,
+    nanosecond: bool = True,
+    big_endian: bool = False,
+) -> None:
+    """Writes ``table`` (:data:`SYNTHETIC_COLUMNS`) as a pcap file, in the table's order."""
+    options: dict[str, Any] = {
+        "snaplen": snaplen,
+        "nanosecond": nanosecond,
+        "big_endian": big_endian,
+    }
+    records = pcap_records(table, **options)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as fh:
-        fh.write(header.tobytes())
-        fh.write(out.tobytes())
+        fh.write(pcap_header(**options))
+        fh.write(records)
     tmp.replace(path)
 
 

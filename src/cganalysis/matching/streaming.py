@@ -18,6 +18,7 @@ table's ``delay_mean_ms`` up to the last bits, see :mod:`.flowacc`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -198,16 +199,19 @@ def match_to_files(
     flows: Path | None = None,
     options: MatchOptions | None = None,
     chunk_packets: int = DEFAULT_CHUNK,
+    timings: dict[str, float] | None = None,
 ) -> MatchSummary:
     """Matches two captures into the packet table (``output``), the egress-only table and,
     given ``flows``, the flow table; returns the summary (each file's provenance holds it,
-    under "summary")."""
+    under "summary"). ``timings`` receives the seconds of each step (benchmarks)."""
     options = options or MatchOptions()
+    clock = _Clock(timings)
     for path in (ingress, egress):
         if not path.exists():
             raise CaptureError(path, "no such file")
     ing_scan = scan_ingress(CaptureChunks(ingress, chunk_packets))
     eg_scan = scan_egress(CaptureChunks(egress, chunk_packets))
+    clock.lap("prescan")
     for path, scan in ((ingress, ing_scan.point), (egress, eg_scan)):
         if scan.ip_rows == 0:
             raise MatchError(
@@ -238,14 +242,29 @@ def match_to_files(
         provenance = {"summary": summary.to_dict()}
         packets.commit(provenance)
         alone.commit(provenance)
+    clock.lap("match")
     if renumber is not None:
         change = _renumber(renumber)
         rewrite(output, schemas.PACKETS, change, provenance)
         rewrite(egress_only, schemas.EGRESS_ONLY, change, provenance)
+        clock.lap("reverse")
     if flows is not None:
         table = state.flows.table(lambda: _delays(output), state.max_delay_ns)
         write_parquet(table, flows, provenance)
+        clock.lap("flows")
     return summary
+
+
+class _Clock:
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        if self.timings is not None:
+            self.timings[name] = now - self.last
+        self.last = now
 
 
 def _append(buf: pl.DataFrame | None, chunk: pl.DataFrame, file_order: bool) -> pl.DataFrame:
