@@ -15,6 +15,68 @@
 
 use crate::matcher::{pair_group, Rec, Scratch, Twin, NO_TIMESTAMP};
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Identity keys are already well-mixed 64-bit hashes: the map uses them as they are
+/// (SipHash cost more than the rest of the matcher).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    #[inline(always)]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn write_u64(&mut self, w: u64) {
+        self.0 = w;
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+}
+
+/// The packets of one key at one point: nearly always one, kept without an allocation.
+#[derive(Default)]
+enum Recs {
+    #[default]
+    None,
+    One(Rec),
+    Many(Vec<Rec>),
+}
+
+impl Recs {
+    fn push(&mut self, r: Rec) {
+        *self = match std::mem::take(self) {
+            Recs::None => Recs::One(r),
+            Recs::One(a) => Recs::Many(vec![a, r]),
+            Recs::Many(mut v) => {
+                v.push(r);
+                Recs::Many(v)
+            }
+        };
+    }
+    fn len(&self) -> usize {
+        match self {
+            Recs::None => 0,
+            Recs::One(_) => 1,
+            Recs::Many(v) => v.len(),
+        }
+    }
+    /// In (time, row) order.
+    fn sorted(&mut self) -> &[Rec] {
+        match self {
+            Recs::None => &[],
+            Recs::One(r) => std::slice::from_ref(r),
+            Recs::Many(v) => {
+                v.sort_unstable_by_key(|r| (r.ts, r.idx));
+                v
+            }
+        }
+    }
+}
 
 /// What became of an ingress packet (kept per row until released).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,8 +118,8 @@ const PENDING_EG: EgFate = EgFate {
 
 #[derive(Default)]
 struct Group {
-    ins: Vec<Rec>,
-    egs: Vec<Rec>,
+    ins: Recs,
+    egs: Recs,
     last_ts: i64,
 }
 
@@ -89,7 +151,7 @@ impl<T: Copy> Rows<T> {
 /// Pairs ingress and egress packets pushed in chunks (see the module documentation).
 pub struct StreamMatcher {
     max_delay_ns: i64,
-    groups: HashMap<u64, Group>,
+    groups: HashMap<u64, Group, BuildHasherDefault<KeyHasher>>,
     /// (time + max_delay_ns, key) of each pushed packet, in push order: a key is looked at
     /// once the watermark passes an entry of it.
     due: VecDeque<(i64, u64)>,
@@ -103,7 +165,7 @@ impl StreamMatcher {
         assert!(max_delay_ns >= 0, "max_delay_ns must not be negative");
         StreamMatcher {
             max_delay_ns,
-            groups: HashMap::new(),
+            groups: HashMap::default(),
             due: VecDeque::new(),
             ins: Rows {
                 base: 0,
@@ -177,7 +239,7 @@ impl StreamMatcher {
 
     fn add(&mut self, key: u64, rec: Rec, ingress: bool) {
         let g = self.groups.entry(key).or_default();
-        if g.ins.is_empty() && g.egs.is_empty() {
+        if g.ins.len() + g.egs.len() == 0 {
             g.last_ts = rec.ts;
         }
         g.last_ts = g.last_ts.max(rec.ts);
@@ -213,12 +275,11 @@ impl StreamMatcher {
     }
 
     fn resolve(&mut self, mut g: Group) {
-        g.ins.sort_unstable_by_key(|r| (r.ts, r.idx));
-        g.egs.sort_unstable_by_key(|r| (r.ts, r.idx));
         let (ins, egs) = (&mut self.ins, &mut self.egs);
+        let (group_in, group_eg) = (g.ins.sorted(), g.egs.sorted());
         pair_group(
-            &g.ins,
-            &g.egs,
+            group_in,
+            group_eg,
             self.max_delay_ns,
             &mut self.scratch,
             |a, found| match found {
@@ -235,10 +296,10 @@ impl StreamMatcher {
                 Twin::Reverse => egs.get_mut(a).reverse = true,
             },
         );
-        for r in &g.ins {
+        for r in group_in {
             ins.get_mut(r.idx).resolved = true;
         }
-        for r in &g.egs {
+        for r in group_eg {
             egs.get_mut(r.idx).resolved = true;
         }
     }

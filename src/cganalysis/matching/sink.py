@@ -31,10 +31,13 @@ class ParquetSink:
         os.close(fd)
         self._tmp = Path(name)
         self._arrow = schemas.empty(schema).to_arrow().schema
-        # as cganalysis.io.write_parquet(fast=True): zstd level 1, no column statistics
-        options: dict[str, Any] = (
-            {"compression_level": 1, "write_statistics": False} if fast else {}
-        )
+        # as cganalysis.io.write_parquet(fast=True): zstd level 1, no column statistics; and
+        # dictionaries only for the address strings (for every column they took 2.5 times
+        # as long to write, for a file 13% smaller)
+        options: dict[str, Any] = {}
+        if fast:
+            strings = [c for c, t in schema.items() if t == pl.String]
+            options = {"compression_level": 1, "write_statistics": False, "use_dictionary": strings}
         self._writer = pq.ParquetWriter(self._tmp, self._arrow, compression="zstd", **options)
         self._pending: list[pl.DataFrame] = []
         self._pending_rows = 0
