@@ -25,18 +25,22 @@ class CaptureChunks:
     """``for packets in CaptureChunks(path)``: CAPTURE tables without ``is_rtp``; after
     the last one, :attr:`info` says what the file says about itself."""
 
-    def __init__(self, path: Path, chunk_packets: int = DEFAULT_CHUNK) -> None:
+    def __init__(
+        self, path: Path, chunk_packets: int = DEFAULT_CHUNK, *, addresses: bool = True
+    ) -> None:
+        """``addresses=False``: ``src`` and ``dst`` stay null (cheaper, when not needed)."""
         if chunk_packets <= 0:
             raise ValueError("chunk_packets must be positive")
         self.path = path
         self.chunk_packets = chunk_packets
+        self.addresses = addresses
         self._info: CaptureInfo | None = None
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
         if not self.path.exists():
             raise CaptureError(self.path, "no such file")
-        src: list[str] = []
-        dst: list[str] = []
+        src = pl.Series("src", [], dtype=pl.String)
+        dst = pl.Series("dst", [], dtype=pl.String)
         with native_errors(self.path):
             reader = _native.CaptureChunks(str(self.path))
         while True:
@@ -44,11 +48,13 @@ class CaptureChunks:
                 chunk = reader.next_chunk(self.chunk_packets)
             if chunk is None:
                 break
-            # Flow addresses come once, with the chunk that first sees the flow.
-            src.extend(chunk["flows"]["src"])
-            dst.extend(chunk["flows"]["dst"])
-            raw: dict[str, Any] = {"columns": chunk["columns"], "flows": {"src": src, "dst": dst}}
-            yield packets_from_raw(raw)
+            if self.addresses:
+                # Flow addresses come once, with the chunk that first sees the flow.
+                new = chunk["flows"]
+                src.append(pl.Series("src", new["src"], dtype=pl.String))
+                dst.append(pl.Series("dst", new["dst"], dtype=pl.String))
+            raw: dict[str, Any] = {"columns": chunk["columns"]}
+            yield packets_from_raw(raw, (src, dst))
         with native_errors(self.path):
             raw_info = reader.finish()
         info = info_from_raw(self.path, raw_info)

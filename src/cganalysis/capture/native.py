@@ -144,22 +144,32 @@ _ORDER = [
 ]
 
 
-def packets_from_raw(raw: dict[str, Any]) -> pl.DataFrame:
+def packets_from_raw(
+    raw: dict[str, Any], addresses: tuple[pl.Series, pl.Series] | None = None
+) -> pl.DataFrame:
     """The CAPTURE table (without ``is_rtp``) from the native reader's columns, which are
-    taken out of ``raw`` (so that they can be freed as soon as they are converted)."""
+    taken out of ``raw`` (so that they can be freed as soon as they are converted).
+
+    ``addresses``: each flow's source and destination (default: ``raw["flows"]``'s); empty
+    Series leave ``src`` and ``dst`` null (when they are not needed)."""
     cols: dict[str, np.ndarray[Any, Any]] = raw["columns"]
-    flows = raw["flows"]
     del cols["cap_len"]  # not part of the table
     frame = pl.DataFrame([pl.Series(name, cols.pop(name)) for name in list(cols)])
+    if addresses is None:
+        flows = raw["flows"]
+        addresses = (
+            pl.Series("src", flows["src"], dtype=pl.String),
+            pl.Series("dst", flows["dst"], dtype=pl.String),
+        )
     # Addresses are interned per flow by the reader; expand them with one gather each.
-    n_flows = len(flows["src"])
+    n_flows = addresses[0].len()
     if n_flows:
         index = frame["flow_idx"].clip(0, n_flows - 1)
-        src = pl.Series("src", flows["src"], dtype=pl.String).gather(index)
-        dst = pl.Series("dst", flows["dst"], dtype=pl.String).gather(index)
+        src = addresses[0].gather(index).alias("src")
+        dst = addresses[1].gather(index).alias("dst")
     else:
-        src = pl.Series("src", [None] * frame.height, dtype=pl.String)
-        dst = pl.Series("dst", [None] * frame.height, dtype=pl.String)
+        src = pl.repeat(None, frame.height, dtype=pl.String, eager=True).alias("src")
+        dst = pl.repeat(None, frame.height, dtype=pl.String, eager=True).alias("dst")
     frame = frame.drop("flow_idx").with_columns(src, dst)
     out: dict[str, pl.Series] = {}
     for exprs, used in _GROUPS:

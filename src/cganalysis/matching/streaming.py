@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -209,8 +210,12 @@ def match_to_files(
     for path in (ingress, egress):
         if not path.exists():
             raise CaptureError(path, "no such file")
-    ing_scan = scan_ingress(CaptureChunks(ingress, chunk_packets))
-    eg_scan = scan_egress(CaptureChunks(egress, chunk_packets))
+    # The egress scan on a second core (the reader and polars release the GIL).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        chunks = [CaptureChunks(p, chunk_packets, addresses=False) for p in (ingress, egress)]
+        eg_future = pool.submit(scan_egress, chunks[1])
+        ing_scan = scan_ingress(chunks[0])
+        eg_scan = eg_future.result()
     clock.lap("prescan")
     for path, scan in ((ingress, ing_scan.point), (egress, eg_scan)):
         if scan.ip_rows == 0:
