@@ -197,3 +197,27 @@ def test_packets_without_time_in_a_capture_out_of_order(
     _spoil_timestamps(tmp_path / "eg.pcap", rng, 0.05)
     for chunk in (1, 4, 64):
         assert_same(tmp_path / "in.pcap", tmp_path / "eg.pcap", chunk, MatchOptions(max_delay_ms))
+
+
+def test_the_command_streams_large_captures_and_gives_the_same_files(tmp_path: Path) -> None:
+    """`cganalysis packets` matches small captures in memory and large ones streaming
+    (--stream-above-mb): the files are the same either way."""
+    from cganalysis.cli import main
+    from cganalysis.io import read_provenance
+
+    ingress, egress = FIXTURE / "ingress.pcap", FIXTURE / "egress.pcap"
+    out: dict[str, dict[str, pl.DataFrame]] = {}
+    for how, limit in (("memory", "1000"), ("streaming", "0")):
+        folder = tmp_path / how
+        argv = ["packets", str(ingress), str(egress), "-o", str(folder / "p.parquet")]
+        argv += ["--flows", str(folder / "f.parquet"), "--stream-above-mb", limit]
+        assert main([*argv, "--chunk-packets", "64"]) == 0
+        out[how] = {
+            name: pl.read_parquet(folder / name)
+            for name in ("p.parquet", "p.egress-only.parquet", "f.parquet")
+        }
+        out[how]["summary"] = pl.DataFrame([read_provenance(folder / "p.parquet")])
+    for name in ("p.parquet", "p.egress-only.parquet", "summary"):
+        assert_frame_equal(out["memory"][name], out["streaming"][name])
+    flows = out["memory"]["f.parquet"], out["streaming"]["f.parquet"]
+    assert_frame_equal(flows[0], flows[1], rel_tol=1e-12)
