@@ -221,3 +221,32 @@ def test_the_command_streams_large_captures_and_gives_the_same_files(tmp_path: P
         assert_frame_equal(out["memory"][name], out["streaming"][name])
     flows = out["memory"]["f.parquet"], out["streaming"]["f.parquet"]
     assert_frame_equal(flows[0], flows[1], rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("egress_stops_at", [1.0, 0.1])
+def test_memory_holds_max_delay_of_packets_not_the_capture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, egress_stops_at: float
+) -> None:
+    """The buffers hold about max-delay of traffic plus a chunk, also when the ingress
+    capture runs on long after the egress capture stopped."""
+    from cganalysis.matching import streaming
+
+    scenario = make_scenario(Knobs(seed=5, n_rtp=20_000, n_tcp=20_000, n_udp=10_000))
+    ingress = scenario.ingress  # ~5,000 packets/s for ~10 s
+    t0, t1 = int(ingress["t_ns"].min()), int(ingress["t_ns"].max())  # type: ignore[arg-type]
+    egress = scenario.egress.filter(pl.col("t_ns") < t0 + int((t1 - t0) * egress_stops_at))
+    write_pcap(tmp_path / "in.pcap", ingress)
+    write_pcap(tmp_path / "eg.pcap", egress)
+    largest = 0
+    append = streaming._append
+
+    def watched(buf: pl.DataFrame | None, chunk: pl.DataFrame, file_order: bool) -> pl.DataFrame:
+        nonlocal largest
+        out = append(buf, chunk, file_order)
+        largest = max(largest, out.height)
+        return out
+
+    monkeypatch.setattr(streaming, "_append", watched)
+    # 100 ms of traffic is ~500 packets: with chunks of 1,000, a few thousand at most
+    assert_same(tmp_path / "in.pcap", tmp_path / "eg.pcap", 1_000, MatchOptions(100.0))
+    assert 0 < largest < 4_000, f"{largest} packets buffered of {ingress.height}"

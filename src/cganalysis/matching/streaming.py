@@ -45,7 +45,7 @@ from cganalysis.matching.prescan import (
 )
 from cganalysis.matching.rows import SeqUnwrap, packet_rows
 from cganalysis.matching.sink import ParquetSink, rewrite
-from cganalysis.matching.streamstate import FlowHashCounts, emit_ready, summary_of
+from cganalysis.matching.streamstate import FlowHashCounts, emit_ready, fates, summary_of
 from cganalysis.matching.summary import MatchSummary
 from cganalysis.matching.table import NS_PER_MS, flow_key
 
@@ -99,12 +99,12 @@ class _Matching:
         self.span = eg_scan.span_ns
         given = options.end_guard_ms
         self.given_guard = None if given is None else round(given * NS_PER_MS)
-        # Unmatched packets this close to the end wait for the end guard (the largest
-        # delay); the verdict of any packet before does not depend on it.
-        self.hold_after = (
+        # Packets that entered in the last max-delay of the egress capture wait for the
+        # end guard (the largest delay): their verdict may depend on it; no other's does.
+        self.hold: tuple[int, int] | None = (
             None
             if self.given_guard is not None or self.span is None
-            else self.span[1] - self.max_delay_ns
+            else (self.span[1] - self.max_delay_ns, self.span[1])
         )
         # the guard of the rows written before the end: any up to max_delay gives them the
         # same verdict
@@ -138,8 +138,10 @@ class _Matching:
             m.advance(NO_WATERMARK if ing.done and eg.done else min(ing.watermark, eg.watermark))
             self._drain_egress(egress_only)
             if self.ing_buf is not None and not (ing.done and eg.done):
+                if self.hold is not None and eg.done and not self.eg_buf_left:
+                    self._decide_guard()
                 ready, self.ing_buf = emit_ready(
-                    m, self.ing_buf, self.file_order, ing.watermark, self.hold_after
+                    m, self.ing_buf, self.file_order, ing.watermark, self.hold
                 )
                 if ready.height:
                     self.counts.add_ingress(ready)
@@ -152,6 +154,20 @@ class _Matching:
         rest = emit_ready(m, self.ing_buf, self.file_order, NO_WATERMARK, None)[0]
         self.counts.add_ingress(rest)
         return rest
+
+    @property
+    def eg_buf_left(self) -> bool:
+        return self.eg_buf is not None and self.eg_buf.height > 0
+
+    def _decide_guard(self) -> None:
+        """Every egress packet's fate is known: so are every pair and reverse twin, and with
+        them the end guard; the rows that waited for it need not wait any longer (an
+        ingress capture running on after the egress capture stopped streams on)."""
+        assert self.ing_buf is not None
+        resolved, with_fates = fates(self.matcher, self.ing_buf)
+        known = self.counts.with_ingress(with_fates.filter(pl.Series(resolved)))
+        self.guard_before_end = known.largest_delay(known.reverse_flows())
+        self.hold = None
 
     def _write(self, sink: ParquetSink, batch: pl.DataFrame, guard_ns: int) -> None:
         rows = packet_rows(batch, self.flow_ids, self.unwrap, self.span, guard_ns)

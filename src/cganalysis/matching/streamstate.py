@@ -5,6 +5,7 @@ other way and how large the end guard is; and which buffered ingress rows are fi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -70,6 +71,13 @@ class FlowHashCounts:
             )
         )
 
+    def with_ingress(self, rows: pl.DataFrame) -> FlowHashCounts:
+        """A copy with ``rows`` added (to decide before they are written)."""
+        copy = FlowHashCounts()
+        copy.table = self.table
+        copy.add_ingress(rows)
+        return copy
+
     def reverse_flows(self) -> set[int]:
         """Flows whose packets reach the egress tap before the ingress tap."""
         t = self.table.with_columns(pl.col(c).fill_null(0) for c in ("rev", "fwd"))
@@ -97,38 +105,46 @@ class FlowHashCounts:
         return int(self.table.filter(chosen if inside else ~chosen)[column].sum())
 
 
+def fates(
+    matcher: _native.StreamMatcher, buf: pl.DataFrame
+) -> tuple[np.ndarray[Any, Any], pl.DataFrame]:
+    """(resolved, ``buf`` with its rows' fates: ``_matched``, ``t_egress_ns``,
+    ``_tos_egress``)."""
+    resolved, matched, twin_ts, twin_tos = matcher.ingress_fates(
+        buf["_row"].to_numpy().astype(np.uint64, copy=False)
+    )
+    return resolved, buf.with_columns(
+        _matched=pl.Series(matched),
+        t_egress_ns=pl.Series(twin_ts),
+        _tos_egress=pl.Series(twin_tos),
+    )
+
+
 def emit_ready(
     matcher: _native.StreamMatcher,
     buf: pl.DataFrame,
     file_order: bool,
     watermark: int,
-    hold_after: int | None,
+    hold: tuple[int, int] | None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(rows ready to be written, with their fates; the rest of the buffer).
 
     A row is ready when its fate is known, its place in the table is final (in time
     order: no ingress packet still to be read is earlier; ``watermark``) and it does not
-    wait for the end guard (entered after ``hold_after``); and so are the rows before it.
+    wait for the end guard (entered in ``hold``, ``(start, end]``); and so are the rows
+    before it.
     """
-    resolved, matched, twin_ts, twin_tos = matcher.ingress_fates(
-        buf["_row"].to_numpy().astype(np.uint64, copy=False)
-    )
-    ok = resolved
+    ok, with_fates = fates(matcher, buf)
     t = buf["t_ns"]
     has_t = t.is_not_null().to_numpy()
     t_np = t.fill_null(0).to_numpy()
     if not file_order and watermark != NO_WATERMARK:
         # rows without a time go last: only once no ingress packet is left to read
         ok = ok & has_t & (t_np <= watermark)
-    if hold_after is not None:
-        ok = ok & ~(has_t & (t_np > hold_after))
+    if hold is not None:
+        ok = ok & ~(has_t & (t_np > hold[0]) & (t_np <= hold[1]))
     k = int(np.argmin(ok)) if not ok.all() else buf.height
-    ready = buf.head(k).with_columns(
-        _matched=pl.Series(matched[:k]),
-        t_egress_ns=pl.Series(twin_ts[:k]),
-        _tos_egress=pl.Series(twin_tos[:k]),
-    )
-    return ready, buf.slice(k)
+    return with_fates.head(k), buf.slice(k)
 
 
 def summary_of(
