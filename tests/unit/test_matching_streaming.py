@@ -31,16 +31,18 @@ def assert_same(
     try:
         ref = match_files(ingress, egress, options=options)
     except MatchError as err:
-        with pytest.raises(MatchError) as got, tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp)
-            match_to_files(
-                ingress,
-                egress,
-                out / "p.parquet",
-                out / "e.parquet",
-                options=options,
-                chunk_packets=chunk,
-            )
+            with pytest.raises(MatchError) as got:
+                match_to_files(
+                    ingress,
+                    egress,
+                    out / "p.parquet",
+                    out / "e.parquet",
+                    options=options,
+                    chunk_packets=chunk,
+                )
+            assert list(out.iterdir()) == [], "a failed match leaves no file"
         assert str(got.value) == str(err)
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,6 +56,8 @@ def assert_same(
             options=options,
             chunk_packets=chunk,
         )
+        # nothing left behind (the tables kept aside while reverse flows are taken out)
+        assert sorted(f.name for f in out.iterdir()) == ["e.parquet", "f.parquet", "p.parquet"]
         packets = pl.read_parquet(out / "p.parquet")
         alone = pl.read_parquet(out / "e.parquet")
         flows = pl.read_parquet(out / "f.parquet")
@@ -250,3 +254,9 @@ def test_memory_holds_max_delay_of_packets_not_the_capture(
     # 100 ms of traffic is ~500 packets: with chunks of 1,000, a few thousand at most
     assert_same(tmp_path / "in.pcap", tmp_path / "eg.pcap", 1_000, MatchOptions(100.0))
     assert 0 < largest < 4_000, f"{largest} packets buffered of {ingress.height}"
+
+
+def test_captures_given_the_wrong_way_round_fail_alike() -> None:
+    with pytest.raises(MatchError):
+        match_files(FIXTURE / "egress.pcap", FIXTURE / "ingress.pcap")
+    assert_same(FIXTURE / "egress.pcap", FIXTURE / "ingress.pcap", 100)

@@ -58,8 +58,9 @@ class ParquetSink:
         self._writer.write_table(table)
         self._pending, self._pending_rows = [], 0
 
-    def commit(self, provenance: dict[str, Any] | None = None) -> None:
-        """Writes what is left and the footer, then renames the file into place."""
+    def commit(self, provenance: dict[str, Any] | None = None, to: Path | None = None) -> None:
+        """Writes what is left and the footer, then renames the file into place (or to
+        ``to``)."""
         self._flush()
         if provenance:
             self._writer.add_key_value_metadata({METADATA_KEY: json.dumps(provenance, default=str)})
@@ -67,7 +68,7 @@ class ParquetSink:
         umask = os.umask(0)
         os.umask(umask)
         self._tmp.chmod(0o666 & ~umask)
-        self._tmp.replace(self.path)
+        self._tmp.replace(to or self.path)
 
     def abort(self) -> None:
         try:
@@ -88,13 +89,19 @@ class ParquetSink:
             self.abort()
 
 
-def rewrite(path: Path, schema: schemas.Schema, change: Any, provenance: dict[str, Any]) -> None:
-    """Rewrites a parquet file a row group at a time: ``change(batch) -> batch``."""
-    source = pq.ParquetFile(path)
-    with ParquetSink(path, schema) as sink:
-        for group in range(source.num_row_groups):
-            batch = pl.from_arrow(source.read_row_group(group))
-            assert isinstance(batch, pl.DataFrame)
-            sink.write(change(batch))
-        sink.commit(provenance)
-    source.close()
+def rewrite(
+    source: Path, dest: Path, schema: schemas.Schema, change: Any, provenance: dict[str, Any]
+) -> None:
+    """Writes ``dest`` from ``source`` a row group at a time (``change(batch) -> batch``),
+    then removes ``source``."""
+    reader = pq.ParquetFile(source)
+    try:
+        with ParquetSink(dest, schema) as sink:
+            for group in range(reader.num_row_groups):
+                batch = pl.from_arrow(reader.read_row_group(group))
+                assert isinstance(batch, pl.DataFrame)
+                sink.write(change(batch))
+            sink.commit(provenance)
+    finally:
+        reader.close()
+        source.unlink(missing_ok=True)

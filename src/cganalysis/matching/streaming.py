@@ -261,13 +261,18 @@ def match_to_files(
             options,
         )
         provenance = {"summary": summary.to_dict()}
-        packets.commit(provenance)
-        alone.commit(provenance)
+        # with flows to take out, the tables as written are only a step: kept aside
+        aside = [_aside(output), _aside(egress_only)] if renumber is not None else [None, None]
+        packets.commit(provenance, aside[0])
+        alone.commit(provenance, aside[1])
     clock.lap("match")
     if renumber is not None:
         change = _renumber(renumber)
-        rewrite(output, schemas.PACKETS, change, provenance)
-        rewrite(egress_only, schemas.EGRESS_ONLY, change, provenance)
+        for source, dest, schema in zip(
+            aside, (output, egress_only), (schemas.PACKETS, schemas.EGRESS_ONLY), strict=True
+        ):
+            assert source is not None
+            rewrite(source, dest, schema, change, provenance)
         clock.lap("reverse")
     if flows is not None:
         table = state.flows.table(lambda: _delays(output), state.max_delay_ns)
@@ -310,6 +315,10 @@ def _delays(path: Path) -> Iterator[pl.DataFrame]:
         df = pl.from_arrow(batch)
         assert isinstance(df, pl.DataFrame)
         yield df
+
+
+def _aside(path: Path) -> Path:
+    return path.with_name(f".{path.name}.with-reverse-flows.partial")
 
 
 def _renumbering(flow_ids: pl.DataFrame, reverse: set[int]) -> pl.DataFrame:
