@@ -71,9 +71,12 @@ def test_experiment_runs_in_the_guest_kernel(tmp_path: Path) -> None:
     if unknown.height:
         last = int(p["t_ingress_ns"].max())  # type: ignore[arg-type]
         assert int(unknown["t_ingress_ns"].min()) > last - 1_000_000_000, unknown  # type: ignore[arg-type]
-    # Calibration ran (its saturation window reads 0 Mbit/s in the guest under TCG
-    # although the flow crossed the qdisc: open, see docs/testbed.md).
-    assert meta["calibration"]["attempts"][0]["offered_mbps"] == 12.0
+    # Calibration measured the shaper (not HTB's accuracy: TCG timers are late): its
+    # window lay inside the flow, even when the loaded host stalled the guest.
+    cal = meta["calibration"]
+    assert cal["attempts"][0]["offered_mbps"] == 12.0
+    assert "problem" not in cal["attempts"][0], cal["attempts"]
+    assert meta["capacity_measured_mbps"] > 0.5 * 8, cal
     c0, c1 = (meta["counters"][k] for k in ("at_capture_start", "at_capture_end"))
     qdisc_drops = c1["dropped"] - c0["dropped"]
     assert abs(m.summary.packets_lost - qdisc_drops) <= max(2, 0.02 * qdisc_drops), (
