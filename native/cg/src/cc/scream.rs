@@ -17,6 +17,9 @@
 //!
 //! Where the draft and Ericsson's SCReAM V2 code differ, `Profile` (params.rs) chooses; the
 //! default follows Ericsson's code (what the papers ran).
+//!
+//! This file holds the controller's state, the media rate (draft 4.4) and the `Controller`
+//! interface; the congestion signals are in signals.rs, the reference window in window.rs.
 
 use std::collections::VecDeque;
 
@@ -24,33 +27,11 @@ use super::{smooth_rtt, Controller, ControllerState};
 use crate::history::FeedbackSummary;
 
 mod params;
+mod signals;
+mod window;
 pub use params::*;
 
-/// LEDBAT base-delay history: this many one-minute minima.
-const BASE_HISTORY: usize = 10;
-
-/// LEDBAT's base delay: the minimum one-way delay over the last ten minutes, kept as
-/// per-minute minima so that a route change is forgotten in ten minutes.
-#[derive(Clone, Debug, Default)]
-struct BaseDelay {
-    minutes: VecDeque<(i64, i64)>, // (minute index, min owd ns)
-}
-
-impl BaseDelay {
-    fn update(&mut self, now_ns: i64, owd_ns: i64) -> i64 {
-        let minute = now_ns.div_euclid(60_000_000_000);
-        match self.minutes.back_mut() {
-            Some((m, v)) if *m == minute => *v = (*v).min(owd_ns),
-            _ => {
-                self.minutes.push_back((minute, owd_ns));
-                while self.minutes.len() > BASE_HISTORY {
-                    self.minutes.pop_front();
-                }
-            }
-        }
-        self.minutes.iter().map(|&(_, v)| v).min().unwrap_or(owd_ns)
-    }
-}
+use signals::BaseDelay;
 
 /// Which congestion signal caused a reduction (counted for tests and logs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -185,188 +166,6 @@ impl Scream {
 
     fn ref_wnd_ratio(&self) -> f64 {
         (self.mss() / self.ref_wnd).min(1.0)
-    }
-
-    /// Draft 4.2.1.4: qdelay samples, their averages and (optionally) the jitter scale.
-    /// `qdelay` is the newest packet's; `lowest` and `highest` bound the report's packets
-    /// for the jitter trackers (all three equal when only the newest packet counts).
-    fn update_qdelay(&mut self, now: f64, s_rtt: f64, qdelay: f64, lowest: f64, highest: f64) {
-        self.qdelay = qdelay;
-        self.qdelay_max_avg = self.qdelay_target.min(highest.max(self.qdelay_max_avg));
-        self.qdelay_min_avg = lowest.min(self.qdelay_min_avg);
-        if now - self.last_update_qdelay_avg >= self.p.reaction_interval_s.min(s_rtt) {
-            // Slow attack, fast decay: delay spikes alone do not cause a backoff.
-            if qdelay < self.qdelay_avg {
-                self.qdelay_avg = qdelay;
-            } else {
-                self.qdelay_avg = QDELAY_AVG_G * qdelay + (1.0 - QDELAY_AVG_G) * self.qdelay_avg;
-            }
-            if self.cfg.reduce_jitter {
-                // E:829-846: the spread of max and min averages, capped at twice the
-                // threshold, is taken before both averages decay toward each other.
-                let spread = (self.qdelay_max_avg - self.qdelay_min_avg)
-                    .clamp(0.0, 2.0 * QDELAY_DEV_THRESHOLD);
-                self.qdelay_dev_avg =
-                    (1.0 - QDELAY_DEV_AVG_G) * self.qdelay_dev_avg + QDELAY_DEV_AVG_G * spread;
-                self.ref_wnd_delay_scale =
-                    (1.0 - self.qdelay_dev_avg / QDELAY_DEV_THRESHOLD).clamp(0.0, 1.0);
-                self.qdelay_max_avg *= 1.0 - QDELAY_MIN_MAX_AVG_G;
-                self.qdelay_min_avg = self.qdelay_min_avg * (1.0 - QDELAY_MIN_MAX_AVG_G)
-                    + self.qdelay_max_avg * QDELAY_MIN_MAX_AVG_G;
-            }
-            self.last_update_qdelay_avg = now;
-        }
-    }
-
-    /// Draft 4.2.1.3: fast attack, slow decay average of the CE-marked fraction.
-    fn update_l4s_alpha(&mut self, now: f64, s_rtt: f64, acked: u64, marked: u64) {
-        self.units_delivered_this_rtt += acked;
-        self.units_marked_this_rtt += marked;
-        if now - self.last_update_l4s_alpha >= 0.01_f64.min(s_rtt)
-            && self.units_delivered_this_rtt > 0
-        {
-            let fraction = self.units_marked_this_rtt as f64 / self.units_delivered_this_rtt as f64;
-            if let Some(g) = self.cfg.l4s_alpha_gain {
-                self.l4s_alpha = g * fraction + (1.0 - g) * self.l4s_alpha;
-            } else if fraction >= self.l4s_alpha {
-                self.l4s_alpha = L4S_AVG_G_UP * fraction + (1.0 - L4S_AVG_G_UP) * self.l4s_alpha;
-            } else {
-                self.l4s_alpha *= 1.0 - L4S_AVG_G_DOWN;
-            }
-            self.last_update_l4s_alpha = now;
-            self.units_delivered_this_rtt = 0;
-            self.units_marked_this_rtt = 0;
-        }
-    }
-
-    /// Draft 4.4.3 (optional): raise the qdelay target when loss-based flows share the
-    /// bottleneck, so that SCReAM is not starved; lower it again otherwise.
-    fn adjust_qdelay_target(&mut self, qdelay: f64) {
-        self.qdelay_norm_history
-            .push_back(qdelay / QDELAY_TARGET_LO);
-        while self.qdelay_norm_history.len() > 200 {
-            self.qdelay_norm_history.pop_front();
-        }
-        let h = &self.qdelay_norm_history;
-        let mean_all = h.iter().sum::<f64>() / h.len() as f64;
-        let var = h.iter().map(|v| (v - mean_all).powi(2)).sum::<f64>() / h.len() as f64;
-        let recent: Vec<f64> = h.iter().rev().take(50).copied().collect();
-        let avg = recent.iter().sum::<f64>() / recent.len() as f64;
-        let new_target = (avg + var.sqrt()) * QDELAY_TARGET_LO;
-        if self.loss_event_rate > 0.002 {
-            self.qdelay_target = 1.5 * new_target;
-        } else if var < 0.2 {
-            self.qdelay_target = new_target;
-        } else if new_target < QDELAY_TARGET_LO {
-            self.qdelay_target = (self.qdelay_target * 0.5).max(new_target);
-        } else {
-            self.qdelay_target *= 0.9;
-        }
-        self.qdelay_target = self.qdelay_target.clamp(QDELAY_TARGET_LO, QDELAY_TARGET_HI);
-    }
-
-    /// Draft 4.2.2.1: reduce `ref_wnd` at most once per min(VIRTUAL_RTT, s_rtt).
-    fn reduce_ref_wnd(&mut self, now: f64, s_rtt: f64) {
-        let mut scl = (self.ref_wnd - self.ref_wnd_i) / self.ref_wnd_i * 8.0;
-        scl = (scl * scl).clamp(0.1, 1.0);
-        if self.loss_detected || self.data_units_marked {
-            self.last_congestion_detected = now;
-        }
-        let (mut is_loss, mut is_ce, mut is_virtual_ce) = (false, false, false);
-        let mut alpha_v = 0.0;
-        let interval = self.p.reaction_interval_s;
-        if now - self.last_reaction_to_congestion >= interval.min(s_rtt) {
-            if self.loss_detected {
-                is_loss = true;
-            } else if self.data_units_marked {
-                is_ce = true;
-            } else if self.qdelay_avg > self.qdelay_target / 2.0 {
-                // Delay acts as a virtual CE fraction growing from 0 at qdelay_target/2 to 1
-                // at qdelay_target.
-                alpha_v = ((self.qdelay_avg - self.qdelay_target / 2.0)
-                    / (self.qdelay_target / 2.0))
-                    .clamp(0.0, 1.0);
-                if self.p.virtual_backoff_scaled_twice {
-                    alpha_v /= (s_rtt / interval).max(1.0); // E:880
-                }
-                is_virtual_ce = true;
-            }
-            self.l4s_alpha_v = alpha_v;
-        }
-        if (is_loss || is_ce || is_virtual_ce) && now - self.last_ref_wnd_i_update > 10.0 * s_rtt {
-            self.last_ref_wnd_i_update = now;
-            self.ref_wnd_i = self.ref_wnd;
-        }
-        if is_loss {
-            self.ref_wnd *= BETA_LOSS;
-            self.reactions.loss += 1;
-        }
-        if is_ce {
-            self.reactions.ce += 1;
-            if self.cfg.l4s {
-                let mut backoff = self.l4s_alpha / 2.0;
-                if self.target_bitrate < self.acked_bitrate * ACKED_BITRATE_MARGIN {
-                    backoff *= BACKOFF_SCALE_LOW_TARGET_RATE;
-                }
-                backoff /= (s_rtt / interval).max(1.0);
-                if self.qdelay < self.qdelay_target * 0.25 {
-                    backoff *= scl.max(0.25);
-                    backoff *= self.ref_wnd_delay_scale.max(0.25);
-                }
-                if now - self.last_reaction_to_congestion > 100.0 * VIRTUAL_RTT.max(s_rtt)
-                    && self.max_bytes_in_flight_prev > 0.0
-                {
-                    // Long uncongested (source-limited): bring ref_wnd back near what is
-                    // actually in flight before backing off.
-                    self.ref_wnd = self.ref_wnd.min(self.max_bytes_in_flight_prev);
-                }
-                self.ref_wnd *= 1.0 - backoff;
-            } else {
-                self.ref_wnd *= self.p.beta_ecn;
-            }
-        }
-        if is_virtual_ce {
-            self.reactions.virtual_ce += 1;
-            let mut backoff = alpha_v / 2.0;
-            if self.target_bitrate < self.acked_bitrate * ACKED_BITRATE_MARGIN {
-                backoff *= BACKOFF_SCALE_LOW_TARGET_RATE;
-            }
-            backoff /= (s_rtt / interval).max(1.0);
-            self.ref_wnd *= 1.0 - backoff;
-        }
-        self.ref_wnd = self.ref_wnd.max(MIN_REF_WND);
-        if is_loss || is_ce || is_virtual_ce {
-            self.last_reaction_to_congestion = now;
-            self.loss_detected = false;
-            self.data_units_marked = false;
-        }
-    }
-
-    /// Draft 4.2.2.2: increase `ref_wnd` on every feedback.
-    fn increase_ref_wnd(&mut self, now: f64, s_rtt: f64) {
-        let mut scl = (self.ref_wnd - self.ref_wnd_i) / self.ref_wnd_i * 8.0;
-        scl = (scl * scl).clamp(0.1, 1.0);
-        let post_congestion_scale = ((now - self.last_congestion_detected)
-            / (self.p.post_congestion_delay_rtts * VIRTUAL_RTT.max(s_rtt)))
-        .clamp(0.0, 1.0);
-        let scale_factor = 1.0 + (self.p.mul_increase_factor * self.ref_wnd) / self.mss();
-        let mut increment =
-            (self.bytes_newly_acked - self.bytes_newly_acked_ce) * self.ref_wnd_ratio();
-        increment *= (s_rtt / VIRTUAL_RTT).min(1.0);
-        increment *= scl.max(0.25);
-        increment *= self.ref_wnd_delay_scale.max(0.1);
-        let mut tmp = scale_factor;
-        if tmp > 1.0 {
-            tmp = 1.0 + (tmp - 1.0) * post_congestion_scale * scl;
-        }
-        increment *= tmp;
-        let max_allowed = self.mss()
-            + self.max_bytes_in_flight.max(self.max_bytes_in_flight_prev)
-                * self.p.bytes_in_flight_headroom;
-        let candidate = self.ref_wnd + increment.max(0.0);
-        if candidate <= max_allowed && self.target_bitrate < self.cfg.limits.max_bps {
-            self.ref_wnd = candidate;
-        }
     }
 
     /// Draft 4.4: target bitrate from ref_wnd and the smoothed RTT.
