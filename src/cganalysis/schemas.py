@@ -194,7 +194,7 @@ METRICS_RUNS: Schema = {
     "response_status": pl.String,  # reached, never, not_applicable
     "recovery_time_s": pl.Float64,
     "recovery_status": pl.String,
-    "flags": pl.String,  # meta.json's flags joined by "; ", "" for a clean run
+    "flags": pl.String,  # the metrics' flags (meta.json's + late flows) by "; ", "" if none
 }
 
 #: One row per run, phase and role (``metrics.rows.role_rows``).

@@ -116,3 +116,22 @@ def calls(tmp: Path) -> list[str]:
 def namespaces() -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
     return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def assert_flows_started(meta: dict[str, Any], run_dir: Path, packets: Any) -> None:
+    """The CG flow and each competitor step are in the captures, at the ingress tap within
+    the tolerance of their scheduled start: the check the metrics flag a run by
+    (``cganalysis.metrics.starts``), on this run's matched ``packets`` (PACKETS)."""
+    from cganalysis.metrics.spec import spec_from_meta
+    from cganalysis.metrics.starts import start_checks
+    from cganalysis.metrics.timebase import prepare
+
+    spec = spec_from_meta(meta, run_dir)
+    prepared = prepare(packets, spec)
+    cg = prepared.packets.filter(prepared.packets["role"] == "cg")
+    assert cg.height > 0, "no CG packet in the captures"
+    assert cg["t_egress_ns"].drop_nulls().len() > 0, "no CG packet crossed the bottleneck"
+    checks = start_checks(prepared, spec.planned_starts)
+    assert {c.planned.role for c in checks} == {"cg", "competitor"}, checks
+    late = [c.flag() for c in checks if not c.ok]
+    assert not late, late

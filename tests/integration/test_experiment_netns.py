@@ -21,7 +21,15 @@ import pytest
 from cganalysis.matching import match_files
 from cganalysis.metrics.spec import spec_from_meta
 from tests.conftest import need_root, need_tool
-from tests.integration.experiment_helpers import TOOLS, cli, namespaces, popen, short_run, write
+from tests.integration.experiment_helpers import (
+    TOOLS,
+    assert_flows_started,
+    cli,
+    namespaces,
+    popen,
+    short_run,
+    write,
+)
 
 pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 
@@ -71,6 +79,9 @@ def test_cg_and_tcp_queue_when_tcp_saturates_and_not_before(tmp_path: Path, cca:
     # queue drained and the capture tools handed over their last packets.
     assert m.summary.egress_only_packets == 0
     assert m.summary.packets_unknown == 0
+    # The CG flow and the TCP flow are in the captures and started on schedule (a loaded
+    # host can keep a sender from starting; the metrics flag such a run).
+    assert_flows_started(meta, out, m.packets)
     p = m.packets.with_columns(((pl.col("t_ingress_ns") - meta["start_ns"]) / 1e9).alias("t_s"))
     cg = p.filter((pl.col("proto") == 17) & (pl.col("dport") == CG_PORT) & ~pl.col("lost"))
     tcp = p.filter((pl.col("proto") == 6) & (pl.col("size_bytes") > 1000) & ~pl.col("lost"))

@@ -4,7 +4,8 @@
 ``backend: kernel``) runs inside the guest's kernel, which has sch_sfq; this machine's
 does not. The run directory is an ordinary one: the metadata say vm (and KVM or TCG),
 the captures measure exactly the bottleneck (an idle floor well under a millisecond,
-every egress packet has its ingress twin, losses between the taps are the qdisc's drops).
+every egress packet has its ingress twin, losses between the taps are the qdisc's drops),
+and the CG and TCP flows started when scheduled.
 Slow under TCG (~5 min): Python starts 10-20x slower in the guest than here.
 """
 
@@ -22,6 +23,7 @@ import pytest
 
 from cganalysis.matching import match_files
 from tests.conftest import REPO, need_root
+from tests.integration.experiment_helpers import assert_flows_started
 
 RUN = REPO / "configs" / "runs" / "quick-htb-sfq-vm.yaml"
 
@@ -64,6 +66,10 @@ def test_experiment_runs_in_the_guest_kernel(tmp_path: Path) -> None:
     # run, 0 in another, no capture drops counted) had none: open, see docs/testbed.md.
     limit = (m.summary.capture_drops_ingress or 0) + 0.01 * m.packets.height
     assert m.summary.egress_only_packets <= limit, m.summary
+    # The CG and TCP flows are in the captures and started on time (beside a loaded host
+    # the guest once started the rtp-cbr sender over 30 s late, and the checks above
+    # passed without a CG packet).
+    assert_flows_started(meta, out, m.packets)
     # Undecided packets only at the very end: a sender the guest ran late, still sending
     # when the egress tap stopped.
     p = m.packets

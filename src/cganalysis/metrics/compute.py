@@ -31,6 +31,7 @@ from cganalysis.metrics.response import (
 from cganalysis.metrics.roles import OTHER
 from cganalysis.metrics.single import rtp_jitter
 from cganalysis.metrics.spec import BitratePoint, RunSpec, Step, Window
+from cganalysis.metrics.starts import start_checks, start_flags
 from cganalysis.metrics.timebase import NS_PER_S, Prepared, Resolved, prepare, resolve_window
 
 SCHEMA_VERSION = 1
@@ -386,6 +387,7 @@ def run_metrics(
     response = first_of(adaptations, "arrival")
     recovery = first_of(adaptations, "departure")
 
+    starts = start_checks(prepared, spec.planned_starts)
     cap = spec.capacity
     excluded = prepared.excluded
     doc: dict[str, Any] = {
@@ -444,6 +446,8 @@ def run_metrics(
             prepared, spec=spec, point=point, capacity=capacity, spans=spans, warnings=warnings
         ),
         "warnings": warnings,
-        "flags": list(spec.run_flags),
+        "flow_starts": [c.to_json() for c in starts],
+        # The run's own flags, then the metrics' (a flow that did not start on time).
+        "flags": [*spec.run_flags, *start_flags(starts)],
     }
     return doc

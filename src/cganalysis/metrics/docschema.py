@@ -136,6 +136,20 @@ METRICS_JSON_SCHEMA: dict[str, Any] = {
             },
         },
         "warnings": {"type": "array", "items": {"type": "string"}},
+        "flow_starts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["role", "scheduled_s", "first_packet_s", "allowed_s", "ok"],
+                "properties": {
+                    "scheduled_s": {"type": "number"},
+                    "first_packet_s": _num,
+                    "late_s": _num,
+                    "allowed_s": {"type": "number", "minimum": 0},
+                    "ok": {"type": "boolean"},
+                },
+            },
+        },
         "flags": {"type": "array", "items": {"type": "string"}},
     },
 }
@@ -177,15 +191,15 @@ META_SCHEMA: dict[str, Any] = {
                 ]
             },
         },
-        "schedule": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["t_s", "rate_mbps"],
-                "properties": {
-                    "t_s": {"type": "number"},
-                    "rate_mbps": {"type": ["number", "null"], "minimum": 0},
-                },
+        "schedule": {"$ref": "#/$defs/steps"},
+        "schedule_detail": {
+            "type": "object",
+            "properties": {
+                "cg_start_s": {"type": "number", "minimum": 0},
+                "cg_stop_s": {"type": ["number", "null"], "minimum": 0},
+                "duration_s": {"type": "number", "exclusiveMinimum": 0},
+                "time_scale": {"type": "number", "exclusiveMinimum": 0},
+                "steps": {"$ref": "#/$defs/steps"},
             },
         },
         "analysis": {
@@ -217,12 +231,23 @@ META_SCHEMA: dict[str, Any] = {
         },
     },
     "$defs": {
+        "steps": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["t_s", "rate_mbps"],
+                "properties": {
+                    "t_s": {"type": "number"},
+                    "rate_mbps": {"type": ["number", "null"], "minimum": 0},
+                },
+            },
+        },
         "window": {
             "type": "array",
             "prefixItems": [{"type": "number"}, {"type": ["number", "null"]}],
             "minItems": 2,
             "maxItems": 2,
-        }
+        },
     },
 }
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.docschema import validate_meta
 from cganalysis.metrics.roles import RoleRule, rules_from_mapping
+from cganalysis.metrics.starts import PlannedStart, planned_starts
 
 CapacitySource = Literal["configured", "measured", "trace"]
 BitratePoint = Literal["egress", "ingress"]
@@ -160,6 +161,10 @@ class RunSpec:
     #: meta.json's ``flags`` (what went wrong in the run), carried into the metrics so
     #: that the tables can say which runs they hold are suspect.
     run_flags: tuple[str, ...] = ()
+    #: When the testbed started each flow (meta.json's ``schedule_detail``; empty for
+    #: runs it did not make): checked against the captures (starts.py). Overriding the
+    #: schedule for the analysis does not change them.
+    planned_starts: tuple[PlannedStart, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.bin_s > 0:
@@ -259,6 +264,9 @@ def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.j
             labels=labels_from_meta(meta),
             source=where,
             run_flags=tuple(str(f) for f in meta.get("flags") or ()),
+            planned_starts=planned_starts(
+                meta.get("schedule_detail") or {}, meta.get("schedule") or ()
+            ),
         )
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}") from None

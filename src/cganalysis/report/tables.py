@@ -166,8 +166,9 @@ def runs_of_all(runs: pl.DataFrame, qdiscs: Sequence[str], ccas: Sequence[str]) 
 
 
 def flagged_note(runs: pl.DataFrame) -> tuple[str, ...]:
-    """A note naming the runs in a table whose meta.json has flags (e.g. a CG sender that
-    fell behind its pacing schedule), so that their figures are read with care."""
+    """A note naming the runs in a table that are flagged (meta.json's flags, e.g. a CG
+    sender that fell behind its pacing schedule, and the metrics', e.g. a flow that did not
+    start on time), so that their figures are read with care."""
     if "flags" not in runs.columns:
         return ()
     bad = runs.filter(pl.col("flags").fill_null("") != "")
