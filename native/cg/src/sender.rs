@@ -2,236 +2,31 @@
 //! queue, paced out on an absolute schedule within the controller's send window, and
 //! feedback from the receiver drives the controller. One thread, one socket; it sleeps in
 //! `ppoll` until the next due packet, the next frame, or feedback.
+//!
+//! This file is the loop; the settings and the controller they choose are in config.rs,
+//! the CSV logs in logs.rs, the end-of-run summary in summary.rs.
 
 use std::collections::VecDeque;
-use std::net::{SocketAddr, UdpSocket};
-use std::path::PathBuf;
+use std::net::UdpSocket;
 
-use crate::cc::none::NoControl;
-use crate::cc::scream::{Profile, Scream, ScreamConfig};
-use crate::cc::tfrc::Tfrc;
-use crate::cc::{Controller, RateLimits};
 use crate::clock::{mono_ns, process_cpu_ns, reduce_timer_slack, Clock};
 use crate::encoder::{EncoderModel, EncoderSettings, FrameSource, FrameTrace, TraceReplay};
 use crate::history::{FeedbackSummary, TxHistory};
-use crate::log::{CsvLog, JsonObject, CONTROLLER, SENDER_FRAMES, SENDER_PACKETS};
-use crate::net::{self, Ecn};
-use crate::rfc8888::{Feedback, NumReports, FMT_CCFB, PT_RTPFB};
+use crate::net;
+use crate::rfc8888::{Feedback, FMT_CCFB, PT_RTPFB};
 use crate::rtcp::{self, TfrcReport};
 use crate::rtp::{flags, Packetizer, PayloadHeader, QueuedPacket};
 use crate::stop;
 
-/// Which controller drives the rate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CcKind {
-    Scream,
-    None,
-    Tfrc,
-    Gtfrc,
-}
+mod config;
+mod logs;
+mod summary;
 
-impl CcKind {
-    pub fn parse(name: &str) -> Option<CcKind> {
-        match name {
-            "scream" => Some(CcKind::Scream),
-            "none" => Some(CcKind::None),
-            "tfrc" => Some(CcKind::Tfrc),
-            "gtfrc" => Some(CcKind::Gtfrc),
-            _ => None,
-        }
-    }
-}
+pub use config::{CcKind, SenderConfig};
 
-#[derive(Clone, Debug)]
-pub struct SenderConfig {
-    pub dest: SocketAddr,
-    pub bind: Option<SocketAddr>,
-    pub cc: CcKind,
-    pub ecn: Ecn,
-    pub dscp: u8,
-    pub duration_s: Option<f64>,
-    pub limits: RateLimits,
-    /// Constant bitrate of `none`.
-    pub rate_bps: f64,
-    /// gTFRC target rate g.
-    pub gtfrc_target_bps: Option<f64>,
-    pub fps: f64,
-    pub frames_trace: Option<PathBuf>,
-    pub keyframe_interval_s: f64,
-    pub keyframe_factor: f64,
-    pub frame_size_cv: f64,
-    pub encoder_lag_s: f64,
-    pub seed: u64,
-    pub qdelay_target_s: f64,
-    /// SCReAM: whose constants where the draft and Ericsson's code differ.
-    pub scream_profile: Profile,
-    /// SCReAM: whose queue sampling (None: the profile's).
-    pub delay_sampling: Option<Profile>,
-    pub reduce_jitter: bool,
-    pub adapt_qdelay_target: bool,
-    pub conditional_loss_backoff: bool,
-    /// SCReAM: relaxed pacing near the maximum bitrate (off by default).
-    pub relaxed_pacing: bool,
-    /// SCReAM: one EWMA gain for l4s_alpha both ways (older drafts), instead of 1/8 up and
-    /// 1/128 down.
-    pub l4s_alpha_gain: Option<f64>,
-    /// Pacing rate over the target for `none`, `tfrc`, `gtfrc` (SCReAM paces itself).
-    pub pace_factor: f64,
-    pub ssrc: u32,
-    pub payload_type: u8,
-    pub max_payload: usize,
-    /// RTP queue delay beyond which the queue is discarded (and an I-frame requested).
-    pub max_rtp_queue_s: f64,
-    /// Busy-wait this long before a due packet instead of sleeping (ns).
-    pub spin_ns: i64,
-    /// Packets due within this window are sent together (a microburst), so the sender
-    /// wakes about once per window rather than once per packet (ns).
-    pub burst_ns: i64,
-    pub feedback_timeout_ns: i64,
-    pub reorder_window_ns: i64,
-    pub num_reports: NumReports,
-    pub log_dir: Option<PathBuf>,
-    pub quiet: bool,
-}
-
-/// Pacing error statistics (send time minus due time).
-fn percentile(sorted: &[i64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let idx = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[idx] as f64
-}
-
-struct Logs {
-    packets: CsvLog,
-    frames: CsvLog,
-    controller: CsvLog,
-}
-
-impl Logs {
-    fn open(dir: &Option<PathBuf>) -> Result<Logs, String> {
-        match dir {
-            None => Ok(Logs {
-                packets: CsvLog::disabled(),
-                frames: CsvLog::disabled(),
-                controller: CsvLog::disabled(),
-            }),
-            Some(d) => {
-                std::fs::create_dir_all(d).map_err(|e| {
-                    format!("{}: cannot create the log directory: {e}", d.display())
-                })?;
-                let open = |name: &str, cols: &[&str]| {
-                    CsvLog::create(d, name, cols)
-                        .map_err(|e| format!("{}: {e}", d.join(name).display()))
-                };
-                Ok(Logs {
-                    packets: open("sender_packets.csv", SENDER_PACKETS)?,
-                    frames: open("sender_frames.csv", SENDER_FRAMES)?,
-                    controller: open("controller.csv", CONTROLLER)?,
-                })
-            }
-        }
-    }
-}
-
-fn build_controller(cfg: &SenderConfig, frame_period_s: f64) -> Box<dyn Controller> {
-    match cfg.cc {
-        CcKind::Scream => {
-            let mut sc = ScreamConfig::with_profile(
-                cfg.ecn == Ecn::Ect1,
-                cfg.limits,
-                frame_period_s,
-                cfg.scream_profile,
-            );
-            sc.qdelay_target_s = cfg.qdelay_target_s;
-            // The options turn on what the profile leaves off (Ericsson's has both on).
-            sc.reduce_jitter |= cfg.reduce_jitter;
-            if let Some(sampling) = cfg.delay_sampling {
-                let p = sampling.params();
-                sc.every_packet_delay = p.every_packet_delay;
-                sc.sparse_feedback = p.sparse_feedback;
-            }
-            sc.adapt_qdelay_target = cfg.adapt_qdelay_target;
-            sc.conditional_loss_backoff |= cfg.conditional_loss_backoff;
-            sc.relaxed_pacing = cfg.relaxed_pacing;
-            sc.l4s_alpha_gain = cfg.l4s_alpha_gain;
-            // The draft's MSS is the largest RTP packet: the window grows by about one
-            // packet per RTT, and L4S's "two marks per RTT" counts packets.
-            sc.mss = (cfg.max_payload + crate::rtp::RTP_HEADER_BYTES) as f64;
-            Box::new(Scream::new(sc))
-        }
-        CcKind::None => Box::new(NoControl::new(cfg.rate_bps, cfg.pace_factor)),
-        CcKind::Tfrc => Box::new(Tfrc::new(cfg.limits, cfg.pace_factor, None)),
-        CcKind::Gtfrc => Box::new(Tfrc::new(
-            cfg.limits,
-            cfg.pace_factor,
-            Some(cfg.gtfrc_target_bps.unwrap_or(cfg.limits.min_bps)),
-        )),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn log_controller(
-    log: &mut CsvLog,
-    clock: &Clock,
-    now: i64,
-    event: &str,
-    cc: &dyn Controller,
-    bif: u64,
-    fb: Option<&FeedbackSummary>,
-    queue_bytes: usize,
-    queue_delay_s: f64,
-) {
-    if !log.enabled() {
-        return;
-    }
-    let st = cc.state();
-    log.int(clock.wall(now))
-        .text(event)
-        .text(cc.name())
-        .opt_float(st.ref_wnd_bytes)
-        .opt_float(cc.send_window(bif))
-        .uint(bif)
-        .float(st.target_bps)
-        .float(st.pace_bps)
-        .opt_float(st.srtt_ms)
-        .opt_float(fb.and_then(|f| f.rtt_sample_ns).map(|r| r as f64 * 1e-6))
-        .opt_float(st.qdelay_ms)
-        .opt_float(st.qdelay_avg_ms)
-        .opt_float(st.qdelay_target_ms)
-        .opt_float(st.l4s_alpha)
-        .opt_float(st.l4s_alpha_v)
-        .opt_float(st.loss_rate)
-        .opt_float(st.loss_event_rate)
-        .opt_float(st.x_recv_bps)
-        .opt_float(st.x_calc_bps)
-        .opt_int(fb.map(|f| f.packets_newly_acked as i64))
-        .opt_int(fb.map(|f| f.packets_newly_ce as i64))
-        .opt_int(fb.map(|f| f.packets_newly_lost as i64))
-        .uint(queue_bytes as u64)
-        .float(queue_delay_s * 1e3);
-    log.end();
-}
-
-/// Counters of one run (the summary).
-#[derive(Default)]
-struct Counts {
-    packets: u64,
-    bytes: u64,
-    frames: u64,
-    keyframes: u64,
-    send_errors: u64,
-    rtcp_malformed: u64,
-    rtcp_unknown: u64,
-    tfrc_reports: u64,
-    discarded_packets: u64,
-    discards: u64,
-    keyframe_requests: u64,
-    /// Wake-ups so late that the pacing schedule was moved rather than caught up in a burst.
-    pacing_slips: u64,
-    pacing_slip_max_ns: i64,
-}
+use config::build_controller;
+use logs::{log_controller, Logs};
+use summary::Counts;
 
 /// Runs the sender until the duration ends or a signal arrives.
 pub fn run(cfg: SenderConfig) -> Result<(), String> {
@@ -308,9 +103,10 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
     let mut last_feedback_ns = start;
     let mut last_discard_ns = i64::MIN / 2;
     let mut frame_id: u32 = 0;
-    let mut counts = Counts::default();
-    // Send time minus due time of every packet (negative within a microburst).
-    let mut pacing_errors_ns: Vec<i64> = Vec::with_capacity(1 << 16);
+    let mut counts = Counts {
+        pacing_errors_ns: Vec::with_capacity(1 << 16),
+        ..Counts::default()
+    };
     let mut buf = vec![0u8; 65_536];
     let mut frame_flags = if cc.wants_tfrc_reports() {
         flags::WANT_TFRC
@@ -527,7 +323,7 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
             history.on_sent(p.seq, send_ns, size);
             cc.on_sent(send_ns, size, history.bytes_in_flight());
             pacer.on_sent(size, cc.pacing_rate());
-            pacing_errors_ns.push(send_ns - due);
+            counts.pacing_errors_ns.push(send_ns - due);
             last_send_ns = send_ns;
             counts.packets += 1;
             counts.bytes += size as u64;
@@ -575,65 +371,20 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
     let now = clock.now();
     let wall_s = (now - start) as f64 * 1e-9;
     let cpu_s = (process_cpu_ns() - cpu_start) as f64 * 1e-9;
-    let mut lateness_ns: Vec<i64> = pacing_errors_ns
-        .iter()
-        .map(|e| e.max(&0).to_owned())
-        .collect();
-    lateness_ns.sort_unstable();
-    let mut abs_error_ns: Vec<i64> = pacing_errors_ns.iter().map(|e| e.abs()).collect();
-    abs_error_ns.sort_unstable();
     for log in [&mut logs.packets, &mut logs.frames, &mut logs.controller] {
         log.finish()
             .map_err(|e| format!("cannot finish a log: {e}"))?;
     }
     let hc = history.counters;
-    let mut j = JsonObject::default();
-    j.text("role", "sender")
-        .text("cc", cc.name())
-        .text("ecn", cfg.ecn.name())
-        .text("dest", &cfg.dest.to_string())
-        .text("num_reports", cfg.num_reports.name())
-        .int("ssrc", cfg.ssrc as i64)
-        .timing(clock.wall(start), wall_s, cpu_s)
-        .int("packets_sent", counts.packets as i64)
-        .int("bytes_sent", counts.bytes as i64)
-        .num(
-            "mean_rate_mbps",
-            counts.bytes as f64 * 8.0 / wall_s.max(1e-9) / 1e6,
-        )
-        .int("frames", counts.frames as i64)
-        .int("keyframes", counts.keyframes as i64)
-        .int("keyframe_requests", counts.keyframe_requests as i64)
-        .int("send_errors", counts.send_errors as i64)
-        .int("rtp_queue_discards", counts.discards as i64)
-        .int("packets_discarded", counts.discarded_packets as i64)
-        .num("burst_us", cfg.burst_ns as f64 / 1e3)
-        .int("pacing_slips", counts.pacing_slips as i64)
-        .num("pacing_slip_max_us", counts.pacing_slip_max_ns as f64 / 1e3)
-        .num("pacing_error_p50_us", percentile(&abs_error_ns, 0.5) / 1e3)
-        .num("pacing_error_p99_us", percentile(&abs_error_ns, 0.99) / 1e3)
-        .num("pacing_error_max_us", percentile(&abs_error_ns, 1.0) / 1e3)
-        .num(
-            "pacing_lateness_p50_us",
-            percentile(&lateness_ns, 0.5) / 1e3,
-        )
-        .num(
-            "pacing_lateness_p99_us",
-            percentile(&lateness_ns, 0.99) / 1e3,
-        )
-        .int("feedback_reports", hc.reports as i64)
-        .int("feedback_nothing_new", hc.reports_nothing_new as i64)
-        .int("feedback_reordered", hc.reports_reordered as i64)
-        .int("feedback_other_ssrc", hc.reports_other_ssrc as i64)
-        .int("feedback_unknown_seq_blocks", hc.blocks_unknown_seq as i64)
-        .int("feedback_malformed", counts.rtcp_malformed as i64)
-        .int("rtcp_unknown", counts.rtcp_unknown as i64)
-        .int("tfrc_reports", counts.tfrc_reports as i64)
-        .int("feedback_timeouts", hc.feedback_timeouts as i64)
-        .int("packets_acked", hc.packets_acked as i64)
-        .int("packets_ce", hc.packets_ce as i64)
-        .int("packets_lost", hc.packets_lost as i64)
-        .int("packets_spurious_loss", hc.packets_spurious_loss as i64);
+    let j = summary::summary(
+        &cfg,
+        cc.name(),
+        clock.wall(start),
+        wall_s,
+        cpu_s,
+        &counts,
+        &hc,
+    );
     if let Some(dir) = &cfg.log_dir {
         j.write(&dir.join("sender_summary.json"))
             .map_err(|e| format!("cannot write the summary: {e}"))?;
