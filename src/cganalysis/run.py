@@ -105,7 +105,9 @@ class Run:
 
     @property
     def flags(self) -> list[str]:
-        return [str(f) for f in self.meta.get("flags", [])]
+        """Every flag of the run: meta.json's (the runner's) and those the metrics derive from
+        the captures (e.g. a flow that started late), as the tables show them."""
+        return [str(f) for f in self.metrics.get("flags", [])]
 
     @cached_property
     def spec(self) -> RunSpec:

@@ -60,11 +60,15 @@ def test_what_the_workflow_made_is_read_not_redone(tmp_path: Path, dualpoint_dir
     metrics = tmp_path / "results" / "metrics" / "c"
     metrics.mkdir(parents=True)
     doc = run_metrics(half, read_run_spec(folder / "meta.json"))
+    # A flag the metrics derived (meta.json has none): run.flags lists it, as the tables do.
+    derived = "CG flow: no packet at the ingress tap from its scheduled start at 0.0 s on"
+    doc["flags"] = [*doc["flags"], derived]
     (metrics / "r01.json").write_text(json.dumps({**doc, "marker": "from the workflow"}))
     run = cganalysis.open_run(folder, style=STYLE)
     assert run.packets.height == half.height
     assert run.flows is not None and run.flows.equals(matched.flows.select(run.flows.columns))
     assert run.metrics.get("marker") == "from the workflow"
+    assert derived in run.flags and not run.meta.get("flags")
 
 
 def test_a_campaign_compares_its_runs_and_skips_calibrations(
