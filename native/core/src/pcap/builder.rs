@@ -1,0 +1,169 @@
+//! The column builder both halves of the reader share: packets are decoded into a small
+//! batch of rows, which is then spread over the columns, and their flows interned.
+
+use super::*;
+
+/// How many decoded rows are buffered before they are spread over the columns.
+const BATCH: usize = 256;
+
+/// One decoded packet record, before it goes into the columns.
+#[derive(Clone, Copy, Default)]
+struct Row {
+    p: Packet,
+    t_ns: i64,
+    interface_id: u32,
+    wire_len: u32,
+    cap_len: u32,
+    flow_idx: u32,
+    flow_hash: u64,
+}
+
+/// Decodes packets into columns and interns their flows.
+///
+/// Packets are decoded in place into a small buffer of rows that is then copied column by
+/// column: 30 `Vec::push` per packet cost more than decoding (each reloads and stores its
+/// length and checks its capacity), while a column-wise `extend` of a batch is a tight loop.
+pub(crate) struct Builder {
+    pub(super) cols: Columns,
+    pub(super) flows: FlowTable,
+    rows: Box<[Row]>,
+    n_rows: usize,
+    /// Packets per `len_source` value.
+    len_sources: [u64; 3],
+}
+
+impl Builder {
+    pub(super) fn with_capacity(n: usize) -> Builder {
+        Builder {
+            cols: Columns::with_capacity(n),
+            flows: FlowTable::default(),
+            rows: vec![Row::default(); BATCH].into_boxed_slice(),
+            n_rows: 0,
+            len_sources: [0; 3],
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn packet(
+        &mut self,
+        t_ns: i64,
+        interface_id: u32,
+        wire_len: u32,
+        link: Link,
+        frame: &[u8],
+    ) {
+        if self.n_rows == BATCH {
+            self.flush();
+        }
+        let r = &mut self.rows[self.n_rows];
+        self.n_rows += 1;
+        r.p = Packet::default();
+        decode_into(link, frame, wire_len, &mut r.p);
+        self.len_sources[usize::from(r.p.len_source)] += 1;
+        (r.flow_idx, r.flow_hash) = if r.p.ip_version != 0 {
+            self.flows.intern(&r.p)
+        } else {
+            (NO_FLOW, 0)
+        };
+        r.t_ns = t_ns;
+        r.interface_id = interface_id;
+        r.wire_len = wire_len;
+        r.cap_len = frame.len() as u32;
+    }
+
+    #[inline(never)]
+    pub(super) fn flush(&mut self) {
+        let rows = &self.rows[..self.n_rows];
+        let c = &mut self.cols;
+        c.t_ns.extend(rows.iter().map(|r| r.t_ns));
+        c.interface_id.extend(rows.iter().map(|r| r.interface_id));
+        c.wire_len.extend(rows.iter().map(|r| r.wire_len));
+        c.cap_len.extend(rows.iter().map(|r| r.cap_len));
+        c.ip_version.extend(rows.iter().map(|r| r.p.ip_version));
+        c.flow_idx.extend(rows.iter().map(|r| r.flow_idx));
+        c.flow_hash.extend(rows.iter().map(|r| r.flow_hash));
+        c.proto.extend(rows.iter().map(|r| r.p.proto));
+        c.sport.extend(rows.iter().map(|r| r.p.sport()));
+        c.dport.extend(rows.iter().map(|r| r.p.dport()));
+        c.has_ports.extend(rows.iter().map(|r| r.p.has_ports));
+        c.ip_id.extend(rows.iter().map(|r| r.p.ip_id));
+        c.has_ip_id.extend(rows.iter().map(|r| r.p.has_ip_id));
+        c.ip_len.extend(rows.iter().map(|r| r.p.ip_len));
+        c.dscp.extend(rows.iter().map(|r| r.p.dscp));
+        c.ecn.extend(rows.iter().map(|r| r.p.ecn));
+        c.ttl.extend(rows.iter().map(|r| r.p.ttl));
+        c.tcp_seq.extend(rows.iter().map(|r| r.p.tcp_seq));
+        c.tcp_ack.extend(rows.iter().map(|r| r.p.tcp_ack));
+        c.tcp_flags.extend(rows.iter().map(|r| r.p.tcp_flags));
+        c.tcp_payload_len
+            .extend(rows.iter().map(|r| r.p.tcp_payload_len));
+        c.has_tcp.extend(rows.iter().map(|r| r.p.has_tcp));
+        c.has_rtp.extend(rows.iter().map(|r| r.p.has_rtp));
+        c.rtp_ssrc.extend(rows.iter().map(|r| r.p.rtp_ssrc));
+        c.rtp_seq.extend(rows.iter().map(|r| r.p.rtp_seq));
+        c.rtp_ts.extend(rows.iter().map(|r| r.p.rtp_ts));
+        c.rtp_marker.extend(rows.iter().map(|r| r.p.rtp_marker));
+        c.rtp_pt.extend(rows.iter().map(|r| r.p.rtp_pt));
+        c.l4_hash.extend(rows.iter().map(|r| r.p.l4_hash));
+        c.truncated.extend(rows.iter().map(|r| r.p.truncated));
+        self.n_rows = 0;
+    }
+
+    /// Packets decoded so far (in the columns and the batch).
+    pub(super) fn len(&self) -> usize {
+        self.cols.len() + self.n_rows
+    }
+
+    /// The columns decoded so far, replaced by empty ones with room for `capacity`
+    /// packets; the flows stay (a chunked read keeps numbering them).
+    pub(super) fn take_columns(&mut self, capacity: usize) -> Columns {
+        self.flush();
+        std::mem::replace(&mut self.cols, Columns::with_capacity(capacity))
+    }
+
+    pub(super) fn count_quirks(&self, quirks: &mut Quirks) {
+        quirks.len_from_frame = self.len_sources[usize::from(len_source::FRAME)];
+        quirks.jumbograms = self.len_sources[usize::from(len_source::JUMBO)];
+    }
+
+    /// The columns and flows; capacity beyond the packets read is given back (for big
+    /// columns a remap, not a copy).
+    pub(super) fn finish(mut self, quirks: &mut Quirks) -> (Columns, FlowTable) {
+        self.flush();
+        self.count_quirks(quirks);
+        let mut c = self.cols;
+        if c.t_ns.capacity() - c.t_ns.len() >= 1024 {
+            c.t_ns.shrink_to_fit();
+            c.interface_id.shrink_to_fit();
+            c.wire_len.shrink_to_fit();
+            c.cap_len.shrink_to_fit();
+            c.ip_version.shrink_to_fit();
+            c.flow_idx.shrink_to_fit();
+            c.flow_hash.shrink_to_fit();
+            c.proto.shrink_to_fit();
+            c.sport.shrink_to_fit();
+            c.dport.shrink_to_fit();
+            c.has_ports.shrink_to_fit();
+            c.ip_id.shrink_to_fit();
+            c.has_ip_id.shrink_to_fit();
+            c.ip_len.shrink_to_fit();
+            c.dscp.shrink_to_fit();
+            c.ecn.shrink_to_fit();
+            c.ttl.shrink_to_fit();
+            c.tcp_seq.shrink_to_fit();
+            c.tcp_ack.shrink_to_fit();
+            c.tcp_flags.shrink_to_fit();
+            c.tcp_payload_len.shrink_to_fit();
+            c.has_tcp.shrink_to_fit();
+            c.has_rtp.shrink_to_fit();
+            c.rtp_ssrc.shrink_to_fit();
+            c.rtp_seq.shrink_to_fit();
+            c.rtp_ts.shrink_to_fit();
+            c.rtp_marker.shrink_to_fit();
+            c.rtp_pt.shrink_to_fit();
+            c.l4_hash.shrink_to_fit();
+            c.truncated.shrink_to_fit();
+        }
+        (c, self.flows)
+    }
+}

@@ -1,0 +1,243 @@
+//! What a read yields: the capture's format, interfaces and statistics, the packet columns
+//! and the counts of records that needed a decision.
+
+use super::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Pcap,
+    Pcapng,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Pcap => "pcap",
+            Format::Pcapng => "pcapng",
+        }
+    }
+}
+
+/// Timestamp unit of an interface: 10^-e or 2^-e seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsResolution {
+    Decimal(u8),
+    Binary(u8),
+}
+
+impl TsResolution {
+    /// From the `if_tsresol` byte (high bit set: power of two).
+    pub(super) fn from_option(v: u8) -> TsResolution {
+        if v & 0x80 != 0 {
+            TsResolution::Binary(v & 0x7f)
+        } else {
+            TsResolution::Decimal(v)
+        }
+    }
+
+    /// "1e-6", "1e-9", "2^-20", ...
+    pub fn label(self) -> String {
+        match self {
+            TsResolution::Decimal(e) => format!("1e-{e}"),
+            TsResolution::Binary(e) => format!("2^-{e}"),
+        }
+    }
+
+    /// Nanoseconds in `ts` units (rounded down below one nanosecond).
+    #[inline]
+    pub(super) fn to_ns(self, ts: u64) -> i128 {
+        match self {
+            TsResolution::Decimal(e) if e <= 9 => {
+                i128::from(ts) * i128::from(10u64.pow(u32::from(9 - e)))
+            }
+            TsResolution::Decimal(e) => (u128::from(ts) / 10u128.pow(u32::from(e - 9))) as i128,
+            TsResolution::Binary(e) => ((u128::from(ts) * 1_000_000_000) >> e) as i128,
+        }
+    }
+}
+
+/// One capture interface (pcap: the file header).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interface {
+    pub link_type: u32,
+    pub name: Option<String>,
+    pub snaplen: u32,
+    pub ts_resolution: TsResolution,
+    /// `if_tsoffset`: seconds added to every timestamp of the interface.
+    pub ts_offset_s: i64,
+    /// None: a link type the decoder does not know; its packets are skipped and counted.
+    pub(super) link: Option<Link>,
+}
+
+impl Interface {
+    /// A timestamp of this interface in nanoseconds since the epoch (saturating).
+    #[inline]
+    pub(super) fn ts_ns(&self, ts: u64) -> i64 {
+        // the common cases (µs or ns, no offset) in plain 64-bit arithmetic
+        if self.ts_offset_s == 0 && ts <= i64::MAX as u64 {
+            match self.ts_resolution {
+                TsResolution::Decimal(9) => return ts as i64,
+                TsResolution::Decimal(6) if ts <= (i64::MAX / 1000) as u64 => {
+                    return ts as i64 * 1000
+                }
+                _ => {}
+            }
+        }
+        let ns = self.ts_resolution.to_ns(ts) + i128::from(self.ts_offset_s) * 1_000_000_000;
+        ns.clamp(i128::from(i64::MIN + 1), i128::from(i64::MAX)) as i64
+    }
+}
+
+/// The last interface statistics block of an interface; `None`: option absent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InterfaceStats {
+    pub interface_id: u32,
+    pub start_ns: Option<i64>,
+    pub end_ns: Option<i64>,
+    pub ifrecv: Option<u64>,
+    pub ifdrop: Option<u64>,
+    pub filteraccept: Option<u64>,
+    pub osdrop: Option<u64>,
+    pub usrdeliv: Option<u64>,
+}
+
+/// An empty column with room for `n` values. Big ones ask for transparent huge pages:
+/// faulting in ~90 bytes per packet 4 KiB at a time costs as much kernel time as decoding.
+fn column<T>(n: usize) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes >= 2 * HUGE {
+            let start = v.as_ptr() as usize;
+            let aligned = (start + 4095) & !4095;
+            let end = (start + bytes) & !4095;
+            // SAFETY: advisory only, on pages that belong to this fresh allocation.
+            unsafe {
+                libc::madvise(
+                    aligned as *mut libc::c_void,
+                    end - aligned,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+    v
+}
+
+/// One value per packet record, in file order (see `decode::Packet` for the fields).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Columns {
+    pub t_ns: Vec<i64>,
+    pub interface_id: Vec<u32>,
+    pub wire_len: Vec<u32>,
+    pub cap_len: Vec<u32>,
+    pub ip_version: Vec<u8>,
+    pub flow_idx: Vec<u32>,
+    pub flow_hash: Vec<u64>,
+    pub proto: Vec<u8>,
+    pub sport: Vec<u16>,
+    pub dport: Vec<u16>,
+    pub has_ports: Vec<bool>,
+    pub ip_id: Vec<u32>,
+    pub has_ip_id: Vec<bool>,
+    pub ip_len: Vec<u32>,
+    pub dscp: Vec<u8>,
+    pub ecn: Vec<u8>,
+    pub ttl: Vec<u8>,
+    pub tcp_seq: Vec<u32>,
+    pub tcp_ack: Vec<u32>,
+    pub tcp_flags: Vec<u16>,
+    pub tcp_payload_len: Vec<u32>,
+    pub has_tcp: Vec<bool>,
+    pub has_rtp: Vec<bool>,
+    pub rtp_ssrc: Vec<u32>,
+    pub rtp_seq: Vec<u16>,
+    pub rtp_ts: Vec<u32>,
+    pub rtp_marker: Vec<bool>,
+    pub rtp_pt: Vec<u8>,
+    pub l4_hash: Vec<u64>,
+    pub truncated: Vec<bool>,
+}
+
+impl Columns {
+    pub(super) fn with_capacity(n: usize) -> Columns {
+        Columns {
+            t_ns: column(n),
+            interface_id: column(n),
+            wire_len: column(n),
+            cap_len: column(n),
+            ip_version: column(n),
+            flow_idx: column(n),
+            flow_hash: column(n),
+            proto: column(n),
+            sport: column(n),
+            dport: column(n),
+            has_ports: column(n),
+            ip_id: column(n),
+            has_ip_id: column(n),
+            ip_len: column(n),
+            dscp: column(n),
+            ecn: column(n),
+            ttl: column(n),
+            tcp_seq: column(n),
+            tcp_ack: column(n),
+            tcp_flags: column(n),
+            tcp_payload_len: column(n),
+            has_tcp: column(n),
+            has_rtp: column(n),
+            rtp_ssrc: column(n),
+            rtp_seq: column(n),
+            rtp_ts: column(n),
+            rtp_marker: column(n),
+            rtp_pt: column(n),
+            l4_hash: column(n),
+            truncated: column(n),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.t_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_ns.is_empty()
+    }
+}
+
+/// A capture read into columns.
+pub struct Capture {
+    pub format: Format,
+    /// Byte order of the file (pcapng: of its first section).
+    pub big_endian: bool,
+    /// pcap: nanosecond timestamps (magic a1b23c4d); pcapng: `None`.
+    pub nanosecond: Option<bool>,
+    /// pcap: the header's snaplen; pcapng: the largest interface snaplen.
+    pub snaplen: u32,
+    pub columns: Columns,
+    /// The flows of the IP packets, indexed by `columns.flow_idx`.
+    pub flows: FlowTable,
+    pub interfaces: Vec<Interface>,
+    /// One entry per interface that had a statistics block, by interface id.
+    pub stats: Vec<InterfaceStats>,
+    pub warnings: Vec<String>,
+    /// Records that needed a decision the file does not make plain (counts).
+    pub quirks: Quirks,
+}
+
+/// Counts of records that needed a decision tcpdump and tshark also make.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// IP length field 0, length taken from the frame (TSO, BIG TCP without jumbo option).
+    pub len_from_frame: u64,
+    /// IPv6 jumbograms: length from the hop-by-hop Jumbo Payload option.
+    pub jumbograms: u64,
+    /// pcap records whose sub-second field is out of range (>= 10^6 µs or 10^9 ns): kept,
+    /// their time left unknown (`NO_TIMESTAMP`) rather than seconds off.
+    pub bad_timestamps: u64,
+    /// Byte offset of the first such record.
+    pub first_bad_timestamp_at: Option<u64>,
+    /// Packets of pcapng interfaces whose link type cannot be decoded: skipped, no row.
+    pub skipped_packets: u64,
+}
