@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +90,39 @@ def test_unknown_command_lists_the_commands(capsys: pytest.CaptureFixture[str]) 
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice" in err and "packets" in err
+
+
+#: Stops ``cganalysis cg send`` where it would start cga-cg and lists what was imported by
+#: then: whatever is imported before that moment delays the CG flow's first packet.
+_CG_PROBE = """
+import sys
+from cganalysis.cg import runner
+
+def at_start(argv):
+    print("--- modules ---")
+    print("\\n".join(sorted(sys.modules)))
+    raise SystemExit(0)
+
+runner._run_forwarding_signals = at_start
+from cganalysis.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("role", ["send", "receive"])
+def test_cg_starts_the_generator_before_importing_polars(role: str, tmp_path: Path) -> None:
+    fake = tmp_path / "cga-cg"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "CGA_CG_BIN": str(fake)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CG_PROBE, "cg", role, "127.0.0.1:40000"]
+        + ["--log", str(tmp_path / "log")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    modules = _top(set(proc.stdout.split("--- modules ---\n", 1)[1].split()))
+    assert "cganalysis.cg.runner" in modules
+    assert not modules & set(HEAVY), sorted(modules & set(HEAVY))

@@ -9,12 +9,23 @@ captures of real RTP video so that real sessions can be replayed. See ``docs/cg.
 
 from __future__ import annotations
 
-from cganalysis.cg.binary import BINARY_ENV, find_binary
-from cganalysis.cg.frames import frames_from_capture, read_trace, write_trace
-from cganalysis.cg.logs import LOG_TABLES, convert_logs
-from cganalysis.cg.options import ReceiveOptions, SendOptions
-from cganalysis.cg.runner import run_generator
+import importlib
+from typing import Any
 
+# Exported lazily (PEP 562): ``cganalysis cg send`` imports this package on its way to
+# starting cga-cg, and frames/logs pull in polars (see cganalysis.cg.lognames).
+_EXPORTS = {
+    "BINARY_ENV": "cganalysis.cg.binary",
+    "find_binary": "cganalysis.cg.binary",
+    "frames_from_capture": "cganalysis.cg.frames",
+    "read_trace": "cganalysis.cg.frames",
+    "write_trace": "cganalysis.cg.frames",
+    "LOG_TABLES": "cganalysis.cg.logs",
+    "convert_logs": "cganalysis.cg.logs",
+    "ReceiveOptions": "cganalysis.cg.options",
+    "SendOptions": "cganalysis.cg.options",
+    "run_generator": "cganalysis.cg.runner",
+}
 __all__ = [
     "BINARY_ENV",
     "LOG_TABLES",
@@ -27,3 +38,9 @@ __all__ = [
     "run_generator",
     "write_trace",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

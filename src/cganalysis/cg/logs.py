@@ -15,30 +15,21 @@ from typing import Any
 import polars as pl
 
 from cganalysis import schemas
+from cganalysis.cg.lognames import LOG_FILES, SUMMARIES
 from cganalysis.errors import CganalysisError
 from cganalysis.io import write_parquet
 
+_SCHEMAS: dict[str, schemas.Schema] = {
+    "sender_packets.csv": schemas.CG_SENDER_PACKETS,
+    "sender_frames.csv": schemas.CG_SENDER_FRAMES,
+    "controller.csv": schemas.CG_CONTROLLER,
+    "receiver_packets.csv": schemas.CG_RECEIVER_PACKETS,
+    "receiver_frames.csv": schemas.CG_RECEIVER_FRAMES,
+}
 #: CSV file written by cga-cg -> (parquet file, schema, table name).
 LOG_TABLES: dict[str, tuple[str, schemas.Schema, str]] = {
-    "sender_packets.csv": (
-        "sender_packets.parquet",
-        schemas.CG_SENDER_PACKETS,
-        "cg sender packets",
-    ),
-    "sender_frames.csv": ("sender_frames.parquet", schemas.CG_SENDER_FRAMES, "cg sender frames"),
-    "controller.csv": ("controller.parquet", schemas.CG_CONTROLLER, "cg controller"),
-    "receiver_packets.csv": (
-        "receiver_packets.parquet",
-        schemas.CG_RECEIVER_PACKETS,
-        "cg receiver packets",
-    ),
-    "receiver_frames.csv": (
-        "receiver_frames.parquet",
-        schemas.CG_RECEIVER_FRAMES,
-        "cg receiver frames",
-    ),
+    csv: (parquet, _SCHEMAS[csv], table) for csv, (parquet, table) in LOG_FILES.items()
 }
-SUMMARIES: tuple[str, ...] = ("sender_summary.json", "receiver_summary.json")
 
 
 class LogError(CganalysisError):

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from cganalysis.cg.logs import LOG_TABLES, SUMMARIES, convert_logs
+from cganalysis.cg.lognames import LOG_FILES, SUMMARIES
 from cganalysis.errors import CganalysisError
 
 
@@ -28,7 +28,7 @@ class GeneratorError(CganalysisError):
 
 
 def _existing_logs(log_dir: Path) -> list[str]:
-    names = [parquet for parquet, _, _ in LOG_TABLES.values()] + list(SUMMARIES)
+    names = [parquet for parquet, _ in LOG_FILES.values()] + list(SUMMARIES)
     return [n for n in names if (log_dir / n).exists()]
 
 
@@ -56,6 +56,9 @@ def run_generator(
         if code != 0:
             raise GeneratorError(f"{Path(argv[0]).name} {argv[1]} exited with status {code}")
         meta = {"command": list(argv), **(provenance or {})}
+        # polars only once the generator has run: see cganalysis.cg.lognames
+        from cganalysis.cg.logs import convert_logs
+
         return convert_logs(csv_dir, log_dir, meta)
     finally:
         shutil.rmtree(csv_dir, ignore_errors=True)

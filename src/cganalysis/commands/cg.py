@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.cg.binary import find_binary
-from cganalysis.cg.frames import frames_from_capture, write_trace
 from cganalysis.cg.options import CCS, ECNS, NUM_REPORTS, ReceiveOptions, SendOptions
 from cganalysis.cg.runner import run_generator
 
@@ -149,6 +148,8 @@ def _generate(opts: SendOptions | ReceiveOptions, log: Path) -> int:
 
 
 def run_frames(args: argparse.Namespace) -> int:
+    from cganalysis.cg.frames import frames_from_capture, write_trace  # polars: only here
+
     trace = frames_from_capture(args.capture, ssrc=args.ssrc, dport=args.dport)
     write_trace(trace, args.output)
     duration = trace["t_s"].max()
