@@ -267,8 +267,13 @@ def test_the_cluster_profile_submits_the_analysis_and_keeps_experiments_local(
     (planned here by adding the default campaigns back) stay local rules."""
     if shutil.which("snakemake") is None:
         pytest.skip("snakemake not installed")
-    for name in ("Snakefile", "workflow", "configs", "profiles", "data"):
+    for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp_path / name).symlink_to(REPO / name)
+    # The raw runs and traces only: what a developer's workflow already processed in the
+    # repository (data/processed) must not hide the plan.
+    for name in ("raw", "traces"):
+        (tmp_path / "data").mkdir(exist_ok=True)
+        (tmp_path / "data" / name).symlink_to(REPO / "data" / name)
     dry = ["snakemake", "--profile", "profiles/slurm", "-n"]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     done = subprocess.run(dry, cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
