@@ -115,9 +115,9 @@ def test_cg_starts_the_generator_before_importing_polars(role: str, tmp_path: Pa
     fake.write_text("#!/bin/sh\nexit 0\n")
     fake.chmod(0o755)
     env = {**os.environ, "CGA_CG_BIN": str(fake)}
+    log = str(tmp_path / "log")
     proc = subprocess.run(
-        [sys.executable, "-c", _CG_PROBE, "cg", role, "127.0.0.1:40000"]
-        + ["--log", str(tmp_path / "log")],
+        [sys.executable, "-c", _CG_PROBE, "cg", role, "127.0.0.1:40000", "--log", log],
         capture_output=True,
         text=True,
         check=True,
