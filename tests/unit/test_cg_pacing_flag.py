@@ -13,7 +13,7 @@ from cganalysis.experiment.cgcheck import SLIPS_MIN, cg_flags, pacing_flag
 from cganalysis.experiment.config import parse_run
 from cganalysis.metrics.rows import WINDOW_PHASE, run_rows
 from cganalysis.report.style import load_style
-from cganalysis.report.tables import tma_table2
+from cganalysis.report.tables import tma_table2, xu_table
 from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,3 +92,48 @@ def test_flags_reach_the_rows_and_table_ii() -> None:
     assert "(1 of 2, included)" in note and f"b: {slow}" in note
     clean = tma_table2(roles, run_rows([_doc("a", [])]), style=style, ccas=("cubic",))
     assert not any(n.startswith("Flagged") for n in clean.notes)
+
+
+def test_flags_reach_xu_tables() -> None:
+    """Xu's Tables 2-6 name the flagged runs they include, as Table II does."""
+    slow = "CG sender fell behind its pacing schedule 2400 times in 60 s"
+
+    def doc(run_id: str, cca: str, flags: list[str]) -> dict[str, Any]:
+        d = _doc(run_id, flags)
+        d["run"] = {**d["run"], "qdisc": "pfifo", "cca": cca, "queue": "2x"}
+        d["inputs"] = {"capacity": {"mbps": 25.0, "configured_mbps": 25.0, "source": "configured"}}
+        return d
+
+    docs = [doc("a", "cubic", []), doc("b", "bbr", [slow])]
+    runs = run_rows(docs)
+    roles = pl.DataFrame(
+        [
+            {
+                **dict.fromkeys(METRICS_ROLES),
+                "run_id": r,
+                "qdisc": "pfifo",
+                "cca": c,
+                "queue": "2x",
+                "capacity_mbps": 25.0,
+                "phase": "with_competitor",
+                "role": "cg",
+                "delay_mean_ms": 1.0,
+                "delay_count": 10,
+                "delay_std_ms": 0.0,
+            }
+            for r, c in (("a", "cubic"), ("b", "bbr"))
+        ],
+        schema=dict(METRICS_ROLES),
+        orient="row",
+    )
+    style = load_style(REPO / "configs" / "plotting.yaml")
+
+    def notes(ccas: tuple[str, ...]) -> list[str]:
+        table = xu_table(
+            roles, style=style, metric="delay", phase="with_competitor", ccas=ccas, runs=runs
+        )
+        return [n for n in table.notes if n.startswith("Flagged runs")]
+
+    (note,) = notes(("cubic", "bbr"))
+    assert "(1 of 2, included)" in note and f"b: {slow}" in note
+    assert notes(("cubic",)) == []  # the flagged run is not in this table

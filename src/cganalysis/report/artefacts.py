@@ -107,6 +107,7 @@ def _xu_table(
             phase="with_competitor" if with_competitor else "before_competitor",
             panel_key=options.panel_key,
             ccas=_ccas(docs, style, options) if with_competitor else None,
+            runs=run_rows(docs),
         )
         return [table]
 

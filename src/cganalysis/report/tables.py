@@ -326,13 +326,15 @@ def xu_table(
     capacities: Sequence[float] | None = None,
     queues: Sequence[str] | None = None,
     caption: str | None = None,
+    runs: pl.DataFrame | None = None,
 ) -> Table:
     """Xu & Claypool Tables 2-6 analogue for the CG flow.
 
     Rows: capacities (ascending); columns: queue size, then ``panel_key`` (the paper's game
     system; here the queue discipline by default), then CCA when ``ccas`` is given (Tables 3
     and 5). Without ``ccas`` the runs of every CCA are pooled (Tables 2 and 4: the phase
-    before the TCP flow arrives does not depend on its CCA).
+    before the TCP flow arrives does not depend on its CCA). ``runs`` (the runs' rows, with
+    their flags) adds the note naming the flagged runs the table includes.
     """
     cg = roles.filter((pl.col("phase") == phase) & (pl.col("role") == "cg"))
     kind: Kind = "system" if panel_key == "system" else "qdisc"
@@ -381,7 +383,15 @@ def xu_table(
     )
     if metric == "frame_rate":
         note += "; a frame counts when every one of its packets crossed the bottleneck"
-    return Table(tuple(header), ("Capacity",), tuple(rows), caption or default, (note,))
+    flagged: tuple[str, ...] = ()
+    if runs is not None:
+        shown = runs.filter(
+            pl.col("capacity_mbps").is_in(capacities) & pl.col("queue").is_in(queues)
+        )
+        if ccas is not None:
+            shown = shown.filter(pl.col("cca").is_in(list(ccas)))
+        flagged = flagged_note(shown)
+    return Table(tuple(header), ("Capacity",), tuple(rows), caption or default, (note, *flagged))
 
 
 def xu_cell_keys(panel_key: str, *, by_cca: bool) -> tuple[str, ...]:
