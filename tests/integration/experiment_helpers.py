@@ -118,10 +118,14 @@ def namespaces() -> set[str]:
     return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
 
 
-def assert_flows_started(meta: dict[str, Any], run_dir: Path, packets: Any) -> None:
+def assert_flows_started(
+    meta: dict[str, Any], run_dir: Path, packets: Any, allowed_late_s: float | None = None
+) -> None:
     """The CG flow and each competitor step are in the captures, at the ingress tap within
     the tolerance of their scheduled start: the check the metrics flag a run by
-    (``cganalysis.metrics.starts``), on this run's matched ``packets`` (PACKETS)."""
+    (``cganalysis.metrics.starts``), on this run's matched ``packets`` (PACKETS).
+    ``allowed_late_s`` replaces that tolerance where a testbed is known to be slower (the
+    metrics still flag such a start)."""
     from cganalysis.metrics.spec import spec_from_meta
     from cganalysis.metrics.starts import start_checks
     from cganalysis.metrics.timebase import prepare
@@ -134,4 +138,8 @@ def assert_flows_started(meta: dict[str, Any], run_dir: Path, packets: Any) -> N
     checks = start_checks(prepared, spec.planned_starts)
     assert {c.planned.role for c in checks} == {"cg", "competitor"}, checks
     late = [c.flag() for c in checks if not c.ok]
-    assert not late, late
+    if allowed_late_s is None:
+        assert not late, late
+        return
+    too_late = [c.flag() for c in checks if c.late_s is None or c.late_s > allowed_late_s]
+    assert not too_late, too_late

@@ -66,10 +66,12 @@ def test_experiment_runs_in_the_guest_kernel(tmp_path: Path) -> None:
     # run, 0 in another, no capture drops counted) had none: open, see docs/testbed.md.
     limit = (m.summary.capture_drops_ingress or 0) + 0.01 * m.packets.height
     assert m.summary.egress_only_packets <= limit, m.summary
-    # The CG and TCP flows are in the captures and started on time (beside a loaded host
+    # The CG and TCP flows are in the captures and started in time (beside a loaded host
     # the guest once started the rtp-cbr sender over 30 s late, and the checks above
-    # passed without a CG packet).
-    assert_flows_started(meta, out, m.packets)
+    # passed without a CG packet). Under TCG the guest starts a Python sender 10-20x more
+    # slowly than the host (~3 s on a quiet one): the metrics flag a start over 2 s late,
+    # the test accepts up to 8 s.
+    assert_flows_started(meta, out, m.packets, allowed_late_s=8.0)
     # Undecided packets only at the very end: a sender the guest ran late, still sending
     # when the egress tap stopped.
     p = m.packets
