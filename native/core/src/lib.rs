@@ -8,3 +8,4 @@ pub mod keys;
 pub mod matcher;
 pub mod pcap;
 pub mod stream;
+mod wordhash;

@@ -14,29 +14,8 @@
 //! row the matcher keeps what it found until the caller releases it.
 
 use crate::matcher::{pair_group, Rec, Scratch, Twin, NO_TIMESTAMP};
+use crate::wordhash::WordMap;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Identity keys are already well-mixed 64-bit hashes: the map uses them as they are
-/// (SipHash cost more than the rest of the matcher).
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    #[inline(always)]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline(always)]
-    fn write_u64(&mut self, w: u64) {
-        self.0 = w;
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-}
 
 /// The packets of one key at one point: nearly always one, kept without an allocation.
 #[derive(Default)]
@@ -151,7 +130,7 @@ impl<T: Copy> Rows<T> {
 /// Pairs ingress and egress packets pushed in chunks (see the module documentation).
 pub struct StreamMatcher {
     max_delay_ns: i64,
-    groups: HashMap<u64, Group, BuildHasherDefault<KeyHasher>>,
+    groups: HashMap<u64, Group, WordMap>,
     /// (time + max_delay_ns, key) of each pushed packet, in push order: a key is looked at
     /// once the watermark passes an entry of it.
     due: VecDeque<(i64, u64)>,

@@ -2,7 +2,9 @@
 //! numbers flows in order of first appearance.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
+
+use crate::wordhash::WordMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::packet::Packet;
@@ -109,32 +111,12 @@ impl Hash for FlowKey {
     }
 }
 
-/// A hasher that takes the one word [`FlowKey`] hands it.
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl Hasher for WordHasher {
-    #[inline(always)]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline(always)]
-    fn write_u64(&mut self, w: u64) {
-        self.0 = w;
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-}
-
 /// Flows interned in order of first appearance.
 #[derive(Default)]
 pub struct FlowTable {
     pub keys: Vec<FlowKey>,
     pub hashes: Vec<u64>,
-    index: HashMap<FlowKey, u32, BuildHasherDefault<WordHasher>>,
+    index: HashMap<FlowKey, u32, WordMap>,
     /// The flow of the previous packet (compared with `keys[last]`, so nothing is copied).
     last: usize,
 }
