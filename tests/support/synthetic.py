@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from hypothesis import strategies as st
 
 from cganalysis.capture.writer import SYNTHETIC_COLUMNS, write_pcap
 
@@ -153,3 +154,22 @@ def make_scenario(k: Knobs) -> Scenario:
         .select(list(SYNTHETIC_COLUMNS))
     )
     return Scenario(ingress=packets.select(list(SYNTHETIC_COLUMNS)), egress=egress, truth=truth)
+
+
+def knobs_strategy(max_packets: int = 120, max_udp: int = 60) -> st.SearchStrategy[Knobs]:
+    """Random scenarios for property tests: every kind of disorder the matcher must survive
+    (drops, duplicates, retransmissions, CE marks, jitter, sequence and IP ID wraps)."""
+    return st.builds(
+        Knobs,
+        seed=st.integers(0, 2**32 - 1),
+        n_rtp=st.integers(0, max_packets),
+        n_tcp=st.integers(0, max_packets),
+        n_udp=st.integers(1, max_udp),
+        p_drop=st.sampled_from([0.0, 0.05, 0.3]),
+        p_dup=st.sampled_from([0.0, 0.05, 0.2]),
+        p_retx=st.sampled_from([0.0, 0.1]),
+        p_ce=st.sampled_from([0.0, 0.3]),
+        jitter_us=st.sampled_from([0, 500, 5_000]),
+        rtp_seq_start=st.sampled_from([0, 65_450, 65_535]),
+        ip_id_start=st.sampled_from([0, 65_450, 65_535]),
+    )

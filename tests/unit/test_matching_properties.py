@@ -12,25 +12,11 @@ from pathlib import Path
 
 import polars as pl
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from cganalysis.matching import MatchedPackets, match_files
-from tests.support.synthetic import Knobs, Scenario, make_scenario
+from tests.support.synthetic import Knobs, Scenario, knobs_strategy, make_scenario
 
-knobs = st.builds(
-    Knobs,
-    seed=st.integers(0, 2**32 - 1),
-    n_rtp=st.integers(0, 120),
-    n_tcp=st.integers(0, 120),
-    n_udp=st.integers(1, 60),
-    p_drop=st.sampled_from([0.0, 0.05, 0.3]),
-    p_dup=st.sampled_from([0.0, 0.05, 0.2]),
-    p_retx=st.sampled_from([0.0, 0.1]),
-    p_ce=st.sampled_from([0.0, 0.3]),
-    jitter_us=st.sampled_from([0, 500, 5_000]),
-    rtp_seq_start=st.sampled_from([0, 65_450, 65_535]),
-    ip_id_start=st.sampled_from([0, 65_450, 65_535]),
-)
+knobs = knobs_strategy()
 
 
 def run_pipeline(scenario: Scenario) -> MatchedPackets:
