@@ -40,11 +40,14 @@ def test_captures_measure_the_emulators_sojourn(net: Bed, tmp_path: Path) -> Non
     assert udp.height > 3000
 
     ev = read_events(tmp_path / "events.csv").filter(pl.col("direction") == "a_to_b")
-    arrivals = ev.filter(pl.col("event") == "enqueue").select("pkt", "t_ns", "ip_id", "dport")
+    # iperf3's TCP control connection shares the port: its IP IDs may equal the UDP ones.
+    arrivals = ev.filter(pl.col("event") == "enqueue").select(
+        "pkt", "t_ns", "proto", "ip_id", "dport"
+    )
     sends = ev.filter(pl.col("event") == "send").select("pkt", t_send=pl.col("t_ns"))
     drops = ev.filter(pl.col("event") == "drop").select("pkt", dropped=pl.lit(True))
     truth = arrivals.join(sends, on="pkt", how="left").join(drops, on="pkt", how="left")
-    j = udp.join(truth, on=["dport", "ip_id"], how="inner", validate="1:1")
+    j = udp.join(truth, on=["proto", "dport", "ip_id"], how="inner", validate="1:1")
     assert j.height == udp.height, "every captured UDP packet is in the event log"
 
     # The ingress tap and the emulator read the same kernel receive time stamp.
