@@ -49,8 +49,17 @@ pub struct Scream {
     pub ref_wnd: f64,
     ref_wnd_i: f64,
     s_rtt: Option<f64>,
+    /// Ericsson's first sRTT stage (`sRttSh`) and when sRTT last followed it.
+    s_rtt_short: f64,
+    last_s_rtt_update: f64,
+    /// `ref_wnd` above what the bytes in flight allow it to grow to (E:1829).
+    app_limited: bool,
     qdelay: f64,
     qdelay_avg: f64,
+    /// Ericsson's `queueDelayMin` (since the last slow update) and `queueDelayMinSlowAvg`.
+    qdelay_min: f64,
+    qdelay_min_slow_avg: f64,
+    last_qdelay_min_slow_update: f64,
     qdelay_max_avg: f64,
     qdelay_min_avg: f64,
     qdelay_dev_avg: f64,
@@ -66,6 +75,9 @@ pub struct Scream {
     last_congestion_detected: f64,
     last_reaction_to_congestion: f64,
     last_ref_wnd_i_update: f64,
+    /// Ericsson's `cwndIUpdateBlocked`: `ref_wnd_i` was taken and the window has not grown
+    /// since.
+    ref_wnd_i_blocked: bool,
     loss_detected: bool,
     data_units_marked: bool,
     loss_rate: f64,
@@ -101,8 +113,14 @@ impl Scream {
             ref_wnd: MIN_REF_WND,
             ref_wnd_i: 1.0,
             s_rtt: None,
+            s_rtt_short: 0.0,
+            last_s_rtt_update: f64::NEG_INFINITY,
+            app_limited: false,
             qdelay: 0.0,
             qdelay_avg: 0.0,
+            qdelay_min: f64::INFINITY,
+            qdelay_min_slow_avg: 0.0,
+            last_qdelay_min_slow_update: f64::NEG_INFINITY,
             // E:164-165 start the max average at 0 and the min average high.
             qdelay_max_avg: if ericsson { 0.0 } else { qt },
             qdelay_min_avg: if ericsson { 1000.0 } else { 0.0 },
@@ -119,6 +137,7 @@ impl Scream {
             last_congestion_detected: f64::NEG_INFINITY,
             last_reaction_to_congestion: f64::NEG_INFINITY,
             last_ref_wnd_i_update: f64::NEG_INFINITY,
+            ref_wnd_i_blocked: false,
             loss_detected: false,
             data_units_marked: false,
             loss_rate: 0.0,
@@ -196,6 +215,29 @@ impl Scream {
             + (self.p.ref_wnd_overhead_max - REF_WND_OVERHEAD_MIN) * self.ref_wnd_delay_scale
     }
 
+    /// The next sRTT after an RTT sample (`two_stage_srtt` chooses the filter).
+    fn smooth_rtt(&mut self, now: f64, sample: f64) -> f64 {
+        let Some(s_rtt) = self.s_rtt else {
+            self.s_rtt_short = sample;
+            self.last_s_rtt_update = now;
+            return sample;
+        };
+        if !self.p.two_stage_srtt {
+            return smooth_rtt(Some(s_rtt), sample);
+        }
+        self.s_rtt_short += (sample - self.s_rtt_short) / 8.0;
+        if now - self.last_s_rtt_update <= self.s_rtt_short {
+            return s_rtt;
+        }
+        self.last_s_rtt_update = now;
+        let gain = if self.app_limited && s_rtt > self.s_rtt_short {
+            1.0 / 1024.0
+        } else {
+            1.0 / 8.0
+        };
+        s_rtt + (self.s_rtt_short - s_rtt) * gain
+    }
+
     /// The window that gives the start bitrate at this RTT (inverse of the target formula).
     fn initial_ref_wnd(&self, s_rtt: f64) -> f64 {
         let factor = self.mss() / (self.mss() + PACKET_OVERHEAD) / self.p.target_divisor;
@@ -219,7 +261,7 @@ impl Controller for Scream {
         let now = self.secs(fb.now_ns);
         if let Some(rtt) = fb.rtt_sample_ns {
             let first = self.s_rtt.is_none();
-            let s = smooth_rtt(self.s_rtt, rtt as f64 * 1e-9);
+            let s = self.smooth_rtt(now, rtt as f64 * 1e-9);
             self.s_rtt = Some(s);
             if first {
                 self.ref_wnd = self.initial_ref_wnd(s);
@@ -246,7 +288,9 @@ impl Controller for Scream {
             let conditional_ok = !self.cfg.conditional_loss_backoff
                 || self.loss_rate > LOSS_RATE_THRESHOLD
                 || self.qdelay_avg > self.qdelay_target / 4.0;
-            if conditional_ok {
+            let spaced =
+                !self.p.loss_srtt_after_reaction || now - self.last_reaction_to_congestion > s_rtt;
+            if conditional_ok && spaced {
                 self.loss_detected = true;
             }
             self.loss_in_this_rtt = true;
@@ -302,8 +346,9 @@ impl Controller for Scream {
             self.acked_window_start = now;
         }
 
-        self.reduce_ref_wnd(now, s_rtt);
-        self.increase_ref_wnd(now, s_rtt);
+        let scl = self.inflexion_scale();
+        self.reduce_ref_wnd(now, s_rtt, scl);
+        self.increase_ref_wnd(now, s_rtt, scl);
         self.bytes_newly_acked = 0.0;
         self.bytes_newly_acked_ce = 0.0;
         self.update_target_bitrate();

@@ -91,6 +91,30 @@ pub struct Params {
     /// 50 ms (E:1068), so the first target is 0.1 / 0.051 / 1.1 x the overhead factor =
     /// 1.75 x the start rate (17.5 Mbit/s for a 10 Mbit/s start).
     pub initial_target_over_start: f64,
+    /// When the inflexion point `ref_wnd_i` is taken: at a reaction at most every 10 sRTT
+    /// (this implementation's reading of the draft), or, as Ericsson's code, at every
+    /// reaction after which the window has grown (`cwndIUpdateBlocked`, E:1653-1658, 1830),
+    /// with the increase scaled by the distance measured before the reduction (E:1636-1640).
+    pub ref_wnd_i_every_reaction: bool,
+    /// sRTT as RFC 6298 (1/8 per sample), or, as Ericsson's code, two stages: a 1/8 average
+    /// per report, which sRTT follows with 1/8 once per round trip (1/1024 while the
+    /// window is application-limited and the RTT falls; E:1068-1088). The second stage
+    /// makes the rate loop `8 ref_wnd / s_rtt` about three times slower, which sets how far
+    /// the queue swings around its mean.
+    pub two_stage_srtt: bool,
+    /// A loss is a congestion event only a whole sRTT after the last reaction of any kind
+    /// (Ericsson: `time - lastLossEventT > sRtt` before `setLossEvent`, E:1134, 1206, with
+    /// CE and virtual CE also setting that time, E:893); otherwise it is not acted on. The
+    /// draft reacts to a loss once the reaction interval (min(VIRTUAL_RTT, sRTT)) has
+    /// passed. Matters when drop-tail losses follow delay-based (virtual CE) reductions:
+    /// Ericsson's code then backs off once, the draft twice.
+    pub loss_srtt_after_reaction: bool,
+    /// `qdelay_avg` averages the queue delay minus a slow average of its minima (each
+    /// minimum over 100 sRTT, gain 1/8, taken at once when lower; `queueDelayMinSlowAvg`,
+    /// E:806-825), so a queue that never drains (a competing flow's standing queue, clock
+    /// drift) counts less toward the virtual CE threshold. The draft averages the queue
+    /// delay itself.
+    pub qdelay_minus_slow_min: bool,
 }
 
 impl Profile {
@@ -115,6 +139,10 @@ impl Profile {
                 beta_ecn: 0.8,
                 l4s_alpha_init: 0.0,
                 initial_target_over_start: 1.0,
+                ref_wnd_i_every_reaction: false,
+                two_stage_srtt: false,
+                loss_srtt_after_reaction: false,
+                qdelay_minus_slow_min: false,
             },
             Profile::Ericsson => Params {
                 every_packet_delay: true,
@@ -135,6 +163,10 @@ impl Profile {
                 beta_ecn: 0.7,
                 l4s_alpha_init: 0.1,
                 initial_target_over_start: 1.75,
+                ref_wnd_i_every_reaction: true,
+                two_stage_srtt: true,
+                loss_srtt_after_reaction: true,
+                qdelay_minus_slow_min: true,
             },
         }
     }

@@ -9,6 +9,11 @@ use super::{
     QDELAY_MIN_MAX_AVG_G, QDELAY_TARGET_HI, QDELAY_TARGET_LO,
 };
 
+/// Ericsson's slow average of the queue delay's minima: one minimum per this many sRTT
+/// (`kQueueDelayMinSlowAvgUpdateRtts`, E:95), averaged with this gain (E:73).
+const QDELAY_MIN_SLOW_RTTS: f64 = 100.0;
+const QDELAY_MIN_SLOW_G: f64 = 1.0 / 8.0;
+
 /// LEDBAT base-delay history: this many one-minute minima.
 const BASE_HISTORY: usize = 10;
 
@@ -50,12 +55,27 @@ impl Scream {
         self.qdelay = qdelay;
         self.qdelay_max_avg = self.qdelay_target.min(highest.max(self.qdelay_max_avg));
         self.qdelay_min_avg = lowest.min(self.qdelay_min_avg);
+        self.qdelay_min = self.qdelay_min.min(qdelay);
         if now - self.last_update_qdelay_avg >= self.p.reaction_interval_s.min(s_rtt) {
+            let mut sample = qdelay;
+            if self.p.qdelay_minus_slow_min {
+                if now - self.last_qdelay_min_slow_update > QDELAY_MIN_SLOW_RTTS * s_rtt {
+                    self.qdelay_min_slow_avg = if self.qdelay_min < self.qdelay_min_slow_avg {
+                        self.qdelay_min
+                    } else {
+                        QDELAY_MIN_SLOW_G * self.qdelay_min
+                            + (1.0 - QDELAY_MIN_SLOW_G) * self.qdelay_min_slow_avg
+                    };
+                    self.qdelay_min = f64::INFINITY;
+                    self.last_qdelay_min_slow_update = now;
+                }
+                sample -= self.qdelay_min_slow_avg;
+            }
             // Slow attack, fast decay: delay spikes alone do not cause a backoff.
-            if qdelay < self.qdelay_avg {
-                self.qdelay_avg = qdelay;
+            if sample < self.qdelay_avg {
+                self.qdelay_avg = sample;
             } else {
-                self.qdelay_avg = QDELAY_AVG_G * qdelay + (1.0 - QDELAY_AVG_G) * self.qdelay_avg;
+                self.qdelay_avg = QDELAY_AVG_G * sample + (1.0 - QDELAY_AVG_G) * self.qdelay_avg;
             }
             if self.cfg.reduce_jitter {
                 // E:829-846: the spread of max and min averages, capped at twice the

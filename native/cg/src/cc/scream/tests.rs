@@ -423,13 +423,15 @@ fn fifo_bottleneck_settles_near_half_the_delay_target() {
 }
 
 #[test]
-fn reports_at_frame_ends_keep_the_queue_shorter() {
+fn reports_at_frame_ends_sample_the_top_of_the_ramp() {
     // Paced frames build a queue ramp within each frame (60 fps, 1.5 x pacing into
     // 20 Mbit/s, 15 ms each way). The controller's queue-delay sample is each report's
     // newest packet: with Ericsson's receiver (a report every 32 packets and at each
     // frame's end) that is the top of the ramp, with one every 16 packets often its
-    // middle. Sampled at the top, the estimate sits further above the mean queue every
-    // packet saw, and the controller keeps that mean lower.
+    // middle: sampled at the top, the estimate sits further above the mean queue every
+    // packet saw. What that does to the mean queue depends on the other rules and is not
+    // asserted: with RFC 6298's sRTT the model held 2.9 ms less with the sparse cadence,
+    // with all of Ericsson's rules (two-stage sRTT, min-subtracted average) 3.4 ms more.
     let run = |report_packets| {
         let setup = SimSetup {
             fps: Some(60.0),
@@ -454,12 +456,6 @@ fn reports_at_frame_ends_keep_the_queue_shorter() {
         "estimate over the packets' mean: every 32 {:.2} ms, every 16 {:.2} ms",
         over(&sparse),
         over(&dense)
-    );
-    assert!(
-        sparse.true_qdelay_ms < dense.true_qdelay_ms - 2.0,
-        "mean queue: every 32 {:.2} ms, every 16 {:.2} ms",
-        sparse.true_qdelay_ms,
-        dense.true_qdelay_ms
     );
     for r in [&dense, &sparse] {
         assert_eq!(r.losses, 0);

@@ -8,10 +8,16 @@ use super::{
 };
 
 impl Scream {
-    /// Draft 4.2.2.1: reduce `ref_wnd` at most once per min(VIRTUAL_RTT, s_rtt).
-    pub(super) fn reduce_ref_wnd(&mut self, now: f64, s_rtt: f64) {
-        let mut scl = (self.ref_wnd - self.ref_wnd_i) / self.ref_wnd_i * 8.0;
-        scl = (scl * scl).clamp(0.1, 1.0);
+    /// How far `ref_wnd` is from the last inflexion point, as the scale (0.1..1) that slows
+    /// the increase and the L4S backoff near it.
+    pub(super) fn inflexion_scale(&self) -> f64 {
+        let d = (self.ref_wnd - self.ref_wnd_i) / self.ref_wnd_i * 8.0;
+        (d * d).clamp(0.1, 1.0)
+    }
+
+    /// Draft 4.2.2.1: reduce `ref_wnd` at most once per min(VIRTUAL_RTT, s_rtt). `scl` is
+    /// the inflexion scale before this feedback.
+    pub(super) fn reduce_ref_wnd(&mut self, now: f64, s_rtt: f64, scl: f64) {
         if self.loss_detected || self.data_units_marked {
             self.last_congestion_detected = now;
         }
@@ -36,7 +42,13 @@ impl Scream {
             }
             self.l4s_alpha_v = alpha_v;
         }
-        if (is_loss || is_ce || is_virtual_ce) && now - self.last_ref_wnd_i_update > 10.0 * s_rtt {
+        let reaction = is_loss || is_ce || is_virtual_ce;
+        if self.p.ref_wnd_i_every_reaction {
+            if reaction && !self.ref_wnd_i_blocked {
+                self.ref_wnd_i = self.ref_wnd;
+                self.ref_wnd_i_blocked = true;
+            }
+        } else if reaction && now - self.last_ref_wnd_i_update > 10.0 * s_rtt {
             self.last_ref_wnd_i_update = now;
             self.ref_wnd_i = self.ref_wnd;
         }
@@ -85,10 +97,15 @@ impl Scream {
         }
     }
 
-    /// Draft 4.2.2.2: increase `ref_wnd` on every feedback.
-    pub(super) fn increase_ref_wnd(&mut self, now: f64, s_rtt: f64) {
-        let mut scl = (self.ref_wnd - self.ref_wnd_i) / self.ref_wnd_i * 8.0;
-        scl = (scl * scl).clamp(0.1, 1.0);
+    /// Draft 4.2.2.2: increase `ref_wnd` on every feedback. Ericsson's code scales it by
+    /// the inflexion distance before this feedback's reduction (`scl`), the draft's
+    /// pseudocode by the distance after it.
+    pub(super) fn increase_ref_wnd(&mut self, now: f64, s_rtt: f64, scl_before: f64) {
+        let scl = if self.p.ref_wnd_i_every_reaction {
+            scl_before
+        } else {
+            self.inflexion_scale()
+        };
         let post_congestion_scale = ((now - self.last_congestion_detected)
             / (self.p.post_congestion_delay_rtts * VIRTUAL_RTT.max(s_rtt)))
         .clamp(0.0, 1.0);
@@ -106,8 +123,14 @@ impl Scream {
         let max_allowed = self.mss()
             + self.max_bytes_in_flight.max(self.max_bytes_in_flight_prev)
                 * self.p.bytes_in_flight_headroom;
+        self.app_limited = max_allowed < self.ref_wnd;
         let candidate = self.ref_wnd + increment.max(0.0);
         if candidate <= max_allowed && self.target_bitrate < self.cfg.limits.max_bps {
+            // Ericsson rounds the increment to whole bytes (E:1826-1832): only a real growth
+            // frees the inflexion point.
+            if candidate.round() > self.ref_wnd.round() {
+                self.ref_wnd_i_blocked = false;
+            }
             self.ref_wnd = candidate;
         }
     }
