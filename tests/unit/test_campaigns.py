@@ -269,11 +269,12 @@ def test_the_cluster_profile_submits_the_analysis_and_keeps_experiments_local(
         pytest.skip("snakemake not installed")
     for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp_path / name).symlink_to(REPO / name)
-    # The raw runs and traces only: what a developer's workflow already processed in the
-    # repository (data/processed) must not hide the plan.
-    for name in ("raw", "traces"):
-        (tmp_path / "data").mkdir(exist_ok=True)
-        (tmp_path / "data" / name).symlink_to(REPO / "data" / name)
+    # The committed raw run and the traces only: what a developer's workflow already ran or
+    # processed in the repository (data/raw/<campaign>, data/processed) must not hide the
+    # plan.
+    (tmp_path / "data" / "raw").mkdir(parents=True)
+    (tmp_path / "data" / "raw" / "example").symlink_to(REPO / "data" / "raw" / "example")
+    (tmp_path / "data" / "traces").symlink_to(REPO / "data" / "traces")
     dry = ["snakemake", "--profile", "profiles/slurm", "-n"]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     done = subprocess.run(dry, cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
