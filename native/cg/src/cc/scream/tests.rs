@@ -462,3 +462,47 @@ fn reports_at_frame_ends_sample_the_top_of_the_ramp() {
         assert!(mean_after(r, 10.0, |s| s.1) > 0.9 * 20.0);
     }
 }
+
+#[test]
+fn srtt_follows_an_rtt_step_in_two_stages_as_ericssons_code() {
+    // RFC 6298 (draft profile): 1/8 per sample, so 20 samples in 100 ms take sRTT most of
+    // the way from 20 to 60 ms. Ericsson's code (E:1068-1088): a 1/8 average per report,
+    // which sRTT follows with 1/8 only once per round trip: after 100 ms still near 20 ms.
+    let step = |mut s: Scream| {
+        let mut t = warm(&mut s, 20.0);
+        for _ in 0..20 {
+            t += 5.0;
+            s.on_feedback(&fb(t, 5000, 60.0, 10.0));
+        }
+        s.s_rtt().unwrap() * 1e3
+    };
+    let (rfc, ericsson) = (step(draft(false, 1000.0)), step(scream(false, 1000.0)));
+    assert!(rfc > 50.0, "RFC 6298 sRTT {rfc} ms");
+    assert!(ericsson < 30.0, "two-stage sRTT {ericsson} ms");
+}
+
+#[test]
+fn a_loss_within_an_srtt_of_the_last_reaction_is_not_acted_on() {
+    // Ericsson's code raises a loss event only a whole sRTT after the last one (E:1134,
+    // 1206); the draft once its reaction interval (25 ms) has passed. sRTT here is 80 ms.
+    let run = |mut s: Scream| {
+        let mut t = warm(&mut s, 80.0);
+        // A 20 ms queue (above target/4, so Ericsson's conditional loss backoff applies;
+        // below target/2, so no virtual CE).
+        for _ in 0..100 {
+            t += 5.0;
+            s.on_feedback(&fb(t, 5000, 80.0, 30.0));
+        }
+        let mut losses = Vec::new();
+        for dt in [0.0, 40.0, 100.0] {
+            let mut lossy = fb(t + dt, 5000, 80.0, 30.0);
+            lossy.packets_newly_lost = 1;
+            s.on_feedback(&lossy);
+            losses.push(s.reactions.loss);
+        }
+        assert_eq!(s.reactions.virtual_ce, 0);
+        losses
+    };
+    assert_eq!(run(scream(false, 1000.0)), vec![1, 1, 2]);
+    assert_eq!(run(draft(false, 1000.0)), vec![1, 2, 3]);
+}
