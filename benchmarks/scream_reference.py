@@ -3,7 +3,7 @@ scenario by scenario, through the project's own testbed.
 
     python -m benchmarks.scream_reference --tx PATH/scream_bw_test_tx --rx PATH/scream_bw_test_rx
         [--reps 2] [--scenarios classic-alone,...] [--tma-scale 1.0] [--runs DIR]
-        [--impls ours,reference] [--sender-args '--profile draft']
+        [--impls ours,reference] [--our-encoder constant|cg] [--sender-args '--profile draft']
 
 Each scenario is a run file (namespaces, 15 ms each way, encoder limits 0.5 / 10 / 30
 Mbit/s at 60 fps for both) run with `cganalysis experiment`, its captures matched with
@@ -18,6 +18,13 @@ Scenarios:
 - `l4s-cubic`: the same with bulk Cubic from 15 to 55 s;
 - `tma-droptail`: TMA 2024's schedule (Cubic 10..45 Mbit/s) through 50 Mbit/s + pfifo 250,
   ECT(1); `--tma-scale 0.333` compresses its 6 minutes to 2.
+Both controllers drive the same kind of encoder: Ericsson's test program makes constant
+frames of exactly target/fps, and ours does the same here (`--our-encoder constant`:
+`--frame-size-cv 0 --encoder-lag-ms 0 --keyframe-factor 1`: no I-frames, as theirs without
+`-key`), so that the comparison is of the controllers.
+`--our-encoder cg` keeps `cga-cg`'s cloud-gaming encoder model instead (frame sizes varying
+10 %, rate control following the target with a 100 ms lag; docs/cg.md), which shows what the
+encoder alone changes.
 Per scenario and program it prints the mean over repetitions with the range (min-max),
 then the controllers' own state averaged over the analysis window where both log it
 (target bitrate, window, queue-delay estimate, l4s_alpha; Ericsson's extra state only with
@@ -295,6 +302,15 @@ def _order(k: str) -> tuple[int, str]:
     return (ORDER.index(k), k) if k in ORDER else (len(ORDER) + (k.startswith("cc_")), k)
 
 
+#: `cga-cg send` options per choice of `--our-encoder`. Ericsson's test program encodes
+#: constant frames of target/fps at once; cga-cg's default model varies frame sizes and
+#: follows the target with a lag.
+OUR_ENCODER: dict[str, list[str]] = {
+    "constant": ["--frame-size-cv", "0", "--encoder-lag-ms", "0", "--keyframe-factor", "1"],
+    "cg": [],
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tx", type=Path, required=True, help="Ericsson's scream_bw_test_tx")
@@ -310,6 +326,13 @@ def main(argv: list[str] | None = None) -> int:
         "after changing cga-cg, while the reference's runs are reused",
     )
     ap.add_argument("--impls", default="ours,reference")
+    ap.add_argument(
+        "--our-encoder",
+        choices=tuple(OUR_ENCODER),
+        default="constant",
+        help="our encoder: constant frames as Ericsson's test program (default), or cga-cg's "
+        "cloud-gaming model",
+    )
     ap.add_argument("--sender-args", default="", help="more `cga-cg send` options for ours")
     a = ap.parse_args(argv)
     for p in (a.tx, a.rx):
@@ -328,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"--scenarios: unknown {unknown}; known: {', '.join(table)}")
     impls = a.impls.split(",")
-    extra = a.sender_args.split()
+    extra = [*OUR_ENCODER[a.our_encoder], *a.sender_args.split()]
     results: dict[str, dict[str, list[dict[str, float | None]]]] = {}
     for rep in range(1, a.reps + 1):
         for name in names:

@@ -257,7 +257,7 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
                 queue_bytes += p.bytes.len();
                 queue.push_back(p);
             }
-            cc.on_frame(now, frame.bytes, media_qdelay);
+            cc.on_frame(now, frame.bytes, media_qdelay, queue_bytes);
             counts.frames += 1;
             counts.keyframes += frame.keyframe as u64;
             frame_id = frame_id.wrapping_add(1);

@@ -46,8 +46,15 @@ pub trait Controller {
     /// Timers; called at every wake-up.
     fn on_tick(&mut self, _now_ns: i64) {}
     /// The encoder produced a frame; `media_qdelay_s` is how long the oldest packet has
-    /// waited in the RTP queue.
-    fn on_frame(&mut self, _now_ns: i64, _frame_bytes: usize, _media_qdelay_s: f64) {}
+    /// waited in the RTP queue; `queue_bytes` what the queue holds with this frame.
+    fn on_frame(
+        &mut self,
+        _now_ns: i64,
+        _frame_bytes: usize,
+        _media_qdelay_s: f64,
+        _queue_bytes: usize,
+    ) {
+    }
     /// Bitrate the encoder should produce (bits/s).
     fn target_bitrate(&self) -> f64;
     /// Rate at which packets leave (bits/s).

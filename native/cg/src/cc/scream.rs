@@ -8,8 +8,9 @@
 //! - the one-way-delay base is LEDBAT's (RFC 6817): the minimum over ten one-minute
 //!   buckets;
 //! - `ref_wnd` is initialised at the first RTT sample so that the first target bitrate
-//!   is the configured start bitrate (draft profile; the draft starts at MIN_REF_WND) or
-//!   1.75 x it, as Ericsson's code's first target (Ericsson profile, params.rs);
+//!   is the configured start bitrate (draft profile; the draft starts at MIN_REF_WND);
+//!   the Ericsson profile starts as Ericsson's code, with sRTT 50 ms and a window of the
+//!   start bitrate x 100 ms before any report (params.rs, `StartState`);
 //! - the RTT used in `8 * ref_wnd / s_rtt` is at least 1 ms, so that the sub-millisecond
 //!   RTTs of a namespace testbed do not turn a 3 kB window into hundreds of Mbit/s;
 //! - the optional parts (REDUCE_JITTER, the competing-flows qdelay target adaptation, the
@@ -27,12 +28,14 @@ use std::collections::VecDeque;
 use super::{Controller, ControllerState};
 use crate::history::FeedbackSummary;
 
+mod pacing;
 mod params;
 mod rate;
 mod signals;
 mod window;
 pub use params::*;
 
+use pacing::AdaptivePacing;
 use signals::BaseDelay;
 
 /// Which congestion signal caused a reduction (counted for tests and logs).
@@ -100,6 +103,11 @@ pub struct Scream {
     target_bitrate: f64,
     rate_adjust_factor: f64,
     frame_size_dev: f64,
+    pacing: AdaptivePacing,
+    /// Largest packet sent in the current and the previous second (`mss_from_sent`), and
+    /// when the current second began.
+    sent_max: [f64; 2],
+    sent_max_since: Option<f64>,
     pub reactions: Reactions,
 }
 
@@ -112,10 +120,12 @@ impl Scream {
         Scream {
             p,
             started_ns: None,
-            ref_wnd: MIN_REF_WND,
+            ref_wnd: p.start.map_or(MIN_REF_WND, |st| {
+                (cfg.limits.start_bps * st.window_s / 8.0).max(MIN_REF_WND)
+            }),
             ref_wnd_i: 1.0,
-            s_rtt: None,
-            s_rtt_short: 0.0,
+            s_rtt: p.start.map(|st| st.s_rtt_s),
+            s_rtt_short: p.start.map_or(0.0, |st| st.s_rtt_s),
             last_s_rtt_update: f64::NEG_INFINITY,
             app_limited: false,
             qdelay: 0.0,
@@ -136,7 +146,14 @@ impl Scream {
             units_delivered_this_rtt: 0,
             units_marked_this_rtt: 0,
             last_update_qdelay_avg: 0.0,
-            last_congestion_detected: f64::NEG_INFINITY,
+            // Ericsson's start counts as a congestion event for the multiplicative increase,
+            // which then comes in over 200 sRTT (E:1385, 1439-1443; their clock starts with
+            // the program, S:651); the draft's starts whole.
+            last_congestion_detected: if p.start.is_some() {
+                0.0
+            } else {
+                f64::NEG_INFINITY
+            },
             last_reaction_to_congestion: f64::NEG_INFINITY,
             last_ref_wnd_i_update: f64::NEG_INFINITY,
             ref_wnd_i_blocked: false,
@@ -158,6 +175,9 @@ impl Scream {
             target_bitrate: target,
             rate_adjust_factor: 0.0,
             frame_size_dev: 0.0,
+            pacing: AdaptivePacing::default(),
+            sent_max: [0.0; 2],
+            sent_max_since: None,
             reactions: Reactions::default(),
             cfg,
         }
@@ -182,7 +202,23 @@ impl Scream {
     }
 
     fn mss(&self) -> f64 {
-        self.cfg.mss
+        let sent = self.sent_max[0].max(self.sent_max[1]);
+        if self.p.mss_from_sent && sent > 0.0 {
+            sent
+        } else {
+            self.cfg.mss
+        }
+    }
+
+    /// Ericsson's MSS tracking (E:439-456, 550): the largest packet of this and the
+    /// previous second.
+    fn track_sent_size(&mut self, now_s: f64, size: usize) {
+        let since = *self.sent_max_since.get_or_insert(now_s);
+        if now_s - since > 1.0 {
+            self.sent_max = [0.0, self.sent_max[0]];
+            self.sent_max_since = Some(now_s);
+        }
+        self.sent_max[0] = self.sent_max[0].max(size as f64);
     }
 
     fn ref_wnd_ratio(&self) -> f64 {
@@ -195,8 +231,9 @@ impl Controller for Scream {
         "scream"
     }
 
-    fn on_sent(&mut self, _now_ns: i64, _size: usize, bytes_in_flight: u64) {
+    fn on_sent(&mut self, now_ns: i64, size: usize, bytes_in_flight: u64) {
         self.max_bytes_in_flight = self.max_bytes_in_flight.max(bytes_in_flight as f64);
+        self.track_sent_size(now_ns as f64 * 1e-9, size);
     }
 
     fn on_feedback(&mut self, fb: &FeedbackSummary) {
@@ -265,11 +302,22 @@ impl Controller for Scream {
         }
         self.update_l4s_alpha(now, s_rtt, fb.packets_newly_acked, fb.packets_newly_ce);
 
-        // Bytes in flight of this and the previous round trip.
-        self.max_bytes_in_flight = self.max_bytes_in_flight.max(fb.bytes_in_flight as f64);
-        if now - self.last_bif_roll >= s_rtt {
+        // Bytes in flight of this and the previous round trip. Ericsson's: as the report
+        // arrives, before its acknowledgements (E:705), over this and the previous 50 ms
+        // (E:1519, 1604-1607).
+        let (bif, roll) = if self.p.ericsson_max_bytes_in_flight {
+            ((fb.bytes_in_flight + fb.bytes_newly_acked) as f64, 0.05)
+        } else {
+            (fb.bytes_in_flight as f64, s_rtt)
+        };
+        self.max_bytes_in_flight = self.max_bytes_in_flight.max(bif);
+        if now - self.last_bif_roll >= roll {
             self.max_bytes_in_flight_prev = self.max_bytes_in_flight;
-            self.max_bytes_in_flight = fb.bytes_in_flight as f64;
+            self.max_bytes_in_flight = if self.p.ericsson_max_bytes_in_flight {
+                0.0
+            } else {
+                bif
+            };
             self.last_bif_roll = now;
         }
         // Loss event rate: fraction of RTTs with a loss (for the qdelay target adaptation).
@@ -305,14 +353,24 @@ impl Controller for Scream {
         self.target_bitrate = self.cfg.limits.min_bps;
     }
 
-    fn on_frame(&mut self, _now_ns: i64, frame_bytes: usize, media_qdelay_s: f64) {
+    fn on_frame(
+        &mut self,
+        now_ns: i64,
+        frame_bytes: usize,
+        media_qdelay_s: f64,
+        queue_bytes: usize,
+    ) {
         // Draft 4.4: integrate the RTP queue delay beyond a quarter frame period, and track
         // how much frames exceed their nominal size.
         let fp = self.cfg.frame_period_s;
+        let nominal = self.target_bitrate * fp / 8.0;
+        // its own clock: the controller's (secs) starts at the first report
+        let now = now_ns as f64 * 1e-9;
+        self.pacing
+            .on_frame(now, frame_bytes as f64, queue_bytes as f64, nominal);
         let error = (media_qdelay_s - fp * self.p.rate_adjust_ref_fp) / fp;
         self.rate_adjust_factor =
             (self.rate_adjust_factor + error * self.p.rate_adjust_gain).clamp(0.0, 0.5);
-        let nominal = self.target_bitrate * fp / 8.0;
         if nominal > 0.0 {
             let deviation = ((frame_bytes as f64 - nominal) / nominal).max(0.0);
             self.frame_size_dev = ((1.0 - FRAME_SIZE_DEV_ALPHA) * self.frame_size_dev
@@ -327,8 +385,13 @@ impl Controller for Scream {
     }
 
     fn pacing_rate(&self) -> f64 {
-        // Draft 4.3.2: 1.5 x the target; optionally relaxed near the maximum bitrate.
-        let pace = RATE_PACE_MIN.max(self.target_bitrate) * PACKET_PACING_HEADROOM;
+        // Draft 4.3.2: 1.5 x the target; Ericsson's: 1.5 x the adaptive rate (pacing.rs).
+        // Optionally relaxed near the maximum bitrate.
+        let pace = if self.p.adaptive_pacing {
+            RATE_PACE_MIN.max(self.pacing.base_rate(self.target_bitrate) * PACKET_PACING_HEADROOM)
+        } else {
+            RATE_PACE_MIN.max(self.target_bitrate) * PACKET_PACING_HEADROOM
+        };
         if !self.cfg.relaxed_pacing {
             return pace;
         }

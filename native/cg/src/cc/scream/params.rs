@@ -42,6 +42,15 @@ pub enum Profile {
     Ericsson,
 }
 
+/// The controller's state before any report (Ericsson profile).
+#[derive(Clone, Copy, Debug)]
+pub struct StartState {
+    /// sRTT before the first sample.
+    pub s_rtt_s: f64,
+    /// The window is the start bitrate times this.
+    pub window_s: f64,
+}
+
 /// The values that differ between the profiles.
 #[derive(Clone, Copy, Debug)]
 pub struct Params {
@@ -86,11 +95,17 @@ pub struct Params {
     pub beta_ecn: f64,
     /// l4s_alpha's initial value (draft 0; E:213 0.1).
     pub l4s_alpha_init: f64,
-    /// The first target bitrate over the start bitrate. Draft: 1 (this implementation's
-    /// choice). Ericsson: the window starts at the start rate x 100 ms (S:592) and sRTT at
-    /// 50 ms (E:1068), so the first target is 0.1 / 0.051 / 1.1 x the overhead factor =
-    /// 1.75 x the start rate (17.5 Mbit/s for a 10 Mbit/s start).
-    pub initial_target_over_start: f64,
+    /// How the controller starts. Draft (this implementation's choice): `None`, the window
+    /// is MIN_REF_WND until the first RTT sample, then set so that the first target is the
+    /// start bitrate. Ericsson: `Some(s)`, sRTT starts at 50 ms (E:142-145) and the window at
+    /// the start bitrate x 100 ms (their test program's `cwnd_`, S:592; E:274-279), both
+    /// before any report; the first target is then 0.1 / 0.051 / 1.1 x the overhead factor
+    /// = 1.75 x the start bitrate. With MIN_REF_WND x the send-window headroom (15 kB)
+    /// before the first report, a 60 frame/s encoder's first frames wait ~70 ms in the RTP
+    /// queue, the rate adjustment grows to ~0.2, and the window reaches the maximum rate
+    /// ~20 % larger than theirs. Their start also counts as a congestion event, so the
+    /// multiplicative increase comes in over the first 200 sRTT (E:1385, 1439-1443).
+    pub start: Option<StartState>,
     /// When the inflexion point `ref_wnd_i` is taken: at a reaction at most every 10 sRTT
     /// (this implementation's reading of the draft), or, as Ericsson's code, at every
     /// reaction after which the window has grown (`cwndIUpdateBlocked`, E:1653-1658, 1830),
@@ -115,6 +130,24 @@ pub struct Params {
     /// drift) counts less toward the virtual CE threshold. The draft averages the queue
     /// delay itself.
     pub qdelay_minus_slow_min: bool,
+    /// The pacer runs at 1.5 x the larger of the target and the RTP rate produced, scaled
+    /// up to 1.5 x more while the RTP queue holds more than a frame (Ericsson, E:1462-1510,
+    /// St:248-253; pacing.rs); the draft paces at 1.5 x the target.
+    pub adaptive_pacing: bool,
+    /// MSS is the largest packet sent in this or the previous second (Ericsson: `mss` and
+    /// `prevMss`, reset every second, E:439-456, 550, 2180), so that at low rates, with a
+    /// frame in one short packet, the window's steps, its growth limit `mss + 2 x bytes in
+    /// flight` and the overhead factor follow the packets actually sent; the draft's MSS
+    /// is the largest packet the sender may make (`--max-payload` + 12).
+    pub mss_from_sent: bool,
+    /// The largest bytes in flight (which bounds the window's growth to 2x it) is taken as
+    /// each report arrives, before its acknowledgements (E:705), and kept for this and the
+    /// previous 50 ms (E:1519, 1604-1607); the draft's, after the acknowledgements and per
+    /// sRTT. At low rates, one packet per frame, this decides whether the window can
+    /// outgrow what is in flight: if it does, the flow counts as application-limited, sRTT
+    /// falls 128 times slower, and the target stays at the minimum long after a competitor
+    /// has left.
+    pub ericsson_max_bytes_in_flight: bool,
 }
 
 impl Profile {
@@ -138,11 +171,14 @@ impl Profile {
                 rate_adjust_ref_fp: 0.25,
                 beta_ecn: 0.8,
                 l4s_alpha_init: 0.0,
-                initial_target_over_start: 1.0,
+                start: None,
                 ref_wnd_i_every_reaction: false,
                 two_stage_srtt: false,
                 loss_srtt_after_reaction: false,
                 qdelay_minus_slow_min: false,
+                adaptive_pacing: false,
+                mss_from_sent: false,
+                ericsson_max_bytes_in_flight: false,
             },
             Profile::Ericsson => Params {
                 every_packet_delay: true,
@@ -162,11 +198,17 @@ impl Profile {
                 rate_adjust_ref_fp: 0.5,
                 beta_ecn: 0.7,
                 l4s_alpha_init: 0.1,
-                initial_target_over_start: 1.75,
+                start: Some(StartState {
+                    s_rtt_s: 0.05,
+                    window_s: 0.1,
+                }),
                 ref_wnd_i_every_reaction: true,
                 two_stage_srtt: true,
                 loss_srtt_after_reaction: true,
                 qdelay_minus_slow_min: true,
+                adaptive_pacing: true,
+                mss_from_sent: true,
+                ericsson_max_bytes_in_flight: true,
             },
         }
     }

@@ -56,12 +56,12 @@ impl Scream {
         s_rtt + (self.s_rtt_short - s_rtt) * gain
     }
 
-    /// The window that gives the start bitrate at this RTT (inverse of the target formula).
+    /// The window that gives the start bitrate at this RTT (inverse of the target formula;
+    /// the draft profile's window at the first RTT sample).
     pub(super) fn initial_ref_wnd(&self, s_rtt: f64) -> f64 {
         let factor = self.mss() / (self.mss() + PACKET_OVERHEAD) / self.p.target_divisor;
         let rtt = (s_rtt + self.p.srtt_add_s).max(MIN_RTT_FOR_RATE);
-        let start = self.cfg.limits.start_bps * self.p.initial_target_over_start;
-        let wnd = start * rtt / 8.0 / factor;
+        let wnd = self.cfg.limits.start_bps * rtt / 8.0 / factor;
         wnd.max(MIN_REF_WND)
     }
 }
