@@ -140,6 +140,27 @@ def _in_memory_pairing(ingress: Path, egress: Path, repeat: int) -> tuple[float,
     return t, eg.packets.height
 
 
+def _native_stages(
+    ingress: Path, egress: Path, n_both: int, repeat: int
+) -> list[tuple[str, int, float]]:
+    """The steps of the command's in-memory path (`cga_core::table`, then the Parquet
+    writer), each as the native side times it: (what, packets, median seconds)."""
+    runs: list[dict[str, float]] = []
+    for _ in range(repeat):
+        tables, result = _native.match_pair(str(ingress), str(egress), 2_000_000_000)
+        assert tables is not None, result.get("error")
+        start = time.perf_counter()
+        tables.write(
+            str(ingress.with_name("n.parquet")), str(ingress.with_name("n.eo.parquet")), ""
+        )
+        runs.append(
+            {**result["stages_s"], "write Parquet (both tables)": time.perf_counter() - start}
+        )
+    return [
+        (f"native: {name}", n_both, statistics.median(r[name] for r in runs)) for name in runs[0]
+    ]
+
+
 def stages(ingress: Path, egress: Path, args: argparse.Namespace) -> list[tuple[str, int, float]]:
     """Per-stage figures, in this process: (what, packets, median seconds)."""
     n_in = read_capture(ingress).packets.height
@@ -157,6 +178,7 @@ def stages(ingress: Path, egress: Path, args: argparse.Namespace) -> list[tuple[
     t, n_out = _in_memory_pairing(ingress, egress, args.repeat)
     n_both = n_in + n_out
     rows.append(("in memory: keys + pairing", n_in, t))
+    rows += _native_stages(ingress, egress, n_both, args.repeat)
     out = ingress.with_name("stage.parquet")
     steps: list[dict[str, float]] = []
     for _ in range(args.repeat):

@@ -125,3 +125,18 @@ class StreamMatcher:
     def release_egress(self, row: int) -> None: ...
     def pending(self) -> int:
         """Packets pushed and not yet paired."""
+
+class PairedTables:
+    """The packet and egress-only tables of :func:`match_pair`, held natively."""
+
+    def write(self, packets: str, egress_only: str, metadata: str) -> None:
+        """Writes both as Parquet (``metadata``: JSON under the key ``cganalysis``)."""
+
+def match_pair(
+    ingress: str, egress: str, max_delay_ns: int, end_guard_ns: int | None = None
+) -> tuple[PairedTables | None, dict[str, Any]]:
+    """Reads both captures (two threads), matches them and builds both tables
+    (``native/core/src/table.rs``). The dict holds ``ingress`` and ``egress`` (as
+    :func:`read_capture`'s without ``columns`` and ``flows``), ``counts``, ``span_ns`` and
+    ``guard_ns``, or ``error``: ``("no_ip", 0 | 1)`` or ``("swapped", reverse, matched)``.
+    Raises ``OSError`` naming the file, or ``ValueError(message, byte_offset, path)``."""

@@ -10,9 +10,10 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 #: Parquet key-value metadata key under which a table's provenance JSON is stored.
 METADATA_KEY = "cganalysis"
@@ -59,6 +60,8 @@ def write_parquet(
 
 def read_provenance(path: Path) -> dict[str, Any] | None:
     """The provenance stored by :func:`write_parquet`, or None."""
+    import polars as pl
+
     meta = pl.read_parquet_metadata(path)
     raw = meta.get(METADATA_KEY)
     return None if raw is None else dict(json.loads(raw))

@@ -79,25 +79,48 @@ pub fn identity_keys(c: &IdentityColumns<'_>) -> Vec<u64> {
     }
     (0..n)
         .map(|i| {
-            let kind = c.kind[i];
-            let h = mix64(c.flow_hash[i], u64::from(kind));
-            match kind {
-                KIND_RTP => mix64(
-                    h,
-                    (u64::from(c.rtp_ssrc[i]) << 16) | u64::from(c.rtp_seq[i]),
-                ),
-                KIND_TCP => {
-                    let h = mix64(h, (u64::from(c.tcp_seq[i]) << 32) | u64::from(c.tcp_ack[i]));
-                    let h = mix64(h, (u64::from(c.ip_id[i]) << 32) | u64::from(c.ip_len[i]));
-                    mix64(h, c.l4_hash[i])
-                }
-                _ => {
-                    let h = mix64(h, (u64::from(c.ip_id[i]) << 32) | u64::from(c.ip_len[i]));
-                    mix64(h, c.l4_hash[i])
-                }
-            }
+            identity_key(
+                c.kind[i],
+                c.flow_hash[i],
+                c.ip_id[i],
+                c.ip_len[i],
+                c.tcp_seq[i],
+                c.tcp_ack[i],
+                c.rtp_ssrc[i],
+                c.rtp_seq[i],
+                c.l4_hash[i],
+            )
         })
         .collect()
+}
+
+/// One packet's identity key (see [`identity_keys`]).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn identity_key(
+    kind: u8,
+    flow_hash: u64,
+    ip_id: u32,
+    ip_len: u32,
+    tcp_seq: u32,
+    tcp_ack: u32,
+    rtp_ssrc: u32,
+    rtp_seq: u16,
+    l4_hash: u64,
+) -> u64 {
+    let h = mix64(flow_hash, u64::from(kind));
+    match kind {
+        KIND_RTP => mix64(h, (u64::from(rtp_ssrc) << 16) | u64::from(rtp_seq)),
+        KIND_TCP => {
+            let h = mix64(h, (u64::from(tcp_seq) << 32) | u64::from(tcp_ack));
+            let h = mix64(h, (u64::from(ip_id) << 32) | u64::from(ip_len));
+            mix64(h, l4_hash)
+        }
+        _ => {
+            let h = mix64(h, (u64::from(ip_id) << 32) | u64::from(ip_len));
+            mix64(h, l4_hash)
+        }
+    }
 }
 
 #[cfg(test)]

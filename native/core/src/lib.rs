@@ -1,11 +1,14 @@
-//! Pure-Rust core of cganalysis: reading pcap/pcapng captures into columns, and matching
-//! the packets of two capture points (ingress and egress of a bottleneck).
+//! Pure-Rust core of cganalysis: reading pcap/pcapng captures into columns, matching the
+//! packets of two capture points (ingress and egress of a bottleneck), building the packet
+//! tables of a match (`table`) and writing them as Parquet (`parquet`).
 //!
 //! Nothing here knows about Python; `cga-native` wraps it for the `cganalysis` package.
 
 pub mod decode;
 pub mod keys;
 pub mod matcher;
+pub mod parquet;
 pub mod pcap;
 pub mod stream;
+pub mod table;
 mod wordhash;

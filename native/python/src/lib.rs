@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 mod matching;
+mod pairing;
 mod reading;
 mod streaming;
 
@@ -10,6 +11,7 @@ mod streaming;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reading::register(m)?;
     matching::register(m)?;
+    pairing::register(m)?;
     streaming::register(m)?;
     Ok(())
 }

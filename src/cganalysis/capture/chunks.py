@@ -4,7 +4,6 @@ order, with memory that does not grow with the file (only with its number of flo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import polars as pl
 from cganalysis import _native
 from cganalysis.capture.model import CaptureInfo
 from cganalysis.capture.native import info_from_raw, native_errors, packets_from_raw
-from cganalysis.capture.toollog import log_path_for, parse_tool_log
+from cganalysis.capture.toollog import with_saved_log
 from cganalysis.errors import CaptureError
 
 #: Packets per chunk: large enough that per-chunk overheads vanish, small enough that a
@@ -57,11 +56,7 @@ class CaptureChunks:
             yield packets_from_raw(raw, (src, dst))
         with native_errors(self.path):
             raw_info = reader.finish()
-        info = info_from_raw(self.path, raw_info)
-        log = log_path_for(self.path)
-        if log.exists():
-            info = replace(info, tool_log=parse_tool_log(log))
-        self._info = info
+        self._info = with_saved_log(info_from_raw(self.path, raw_info))
 
     @property
     def info(self) -> CaptureInfo:

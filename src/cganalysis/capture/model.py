@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 #: Names of the link types the readers decode (pcap LINKTYPE_* values).
 LINK_TYPE_NAMES: dict[int, str] = {

@@ -8,9 +8,10 @@ saves that stderr as ``<capture>.log``.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
-from cganalysis.capture.model import ToolLog
+from cganalysis.capture.model import CaptureInfo, ToolLog
 
 _COUNT = re.compile(
     r"^\s*(\d+)\s+packets?\s+(captured|received by filter|dropped by kernel|dropped by interface)",
@@ -21,6 +22,12 @@ _COUNT = re.compile(
 def log_path_for(capture: Path) -> Path:
     """Where the testbed saves the capture tool's stderr for ``capture``."""
     return capture.with_name(capture.name + ".log")
+
+
+def with_saved_log(info: CaptureInfo) -> CaptureInfo:
+    """``info`` with the capture tool's saved stderr (``<capture>.log``) when there is one."""
+    log = log_path_for(info.path)
+    return replace(info, tool_log=parse_tool_log(log)) if log.exists() else info
 
 
 def parse_tool_log(path: Path) -> ToolLog:

@@ -9,6 +9,24 @@ table and loss verdicts (:mod:`.table`), the flow table (:mod:`.flows`) and the 
 
 from __future__ import annotations
 
-from cganalysis.matching.pipeline import MatchedPackets, MatchOptions, match_captures, match_files
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cganalysis.matching.options import MatchOptions
+    from cganalysis.matching.pipeline import MatchedPackets, match_captures, match_files
 
 __all__ = ["MatchOptions", "MatchedPackets", "match_captures", "match_files"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported when first asked for: the native match (cganalysis.matching.native) needs
+    # neither polars nor the Python pipeline.
+    if name == "MatchOptions":
+        from cganalysis.matching.options import MatchOptions
+
+        return MatchOptions
+    if name in __all__:
+        from cganalysis.matching import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,7 @@ from cganalysis.capture import Capture, Engine, read_capture_pair
 from cganalysis.capture.rtp import mark_rtp
 from cganalysis.errors import MatchError
 from cganalysis.matching.flows import flow_table
+from cganalysis.matching.options import MatchOptions
 from cganalysis.matching.pairing import pair_packets
 from cganalysis.matching.summary import MatchSummary, SummaryCounts, make_summary
 from cganalysis.matching.table import (
@@ -22,16 +23,6 @@ from cganalysis.matching.table import (
     build_egress_only,
     build_packet_table,
 )
-
-
-@dataclass(frozen=True)
-class MatchOptions:
-    #: Longest plausible time through the bottleneck; also what tells a 16-bit IP ID or RTP
-    #: sequence wrap from a twin (they wrap after seconds to tens of seconds).
-    max_delay_ms: float = 2000.0
-    #: Packets that entered this close to the end of the egress capture have an unknown
-    #: fate. None: the largest delay measured in the run.
-    end_guard_ms: float | None = None
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ from cganalysis.capture.rtp import RtpStream, mark_rtp
 from cganalysis.errors import CaptureError, MatchError
 from cganalysis.io import write_parquet
 from cganalysis.matching.flowacc import FlowAccumulator
+from cganalysis.matching.options import MatchOptions
 from cganalysis.matching.pairing import _timestamps, identity_keys
-from cganalysis.matching.pipeline import MatchOptions
 from cganalysis.matching.prescan import (
     NO_WATERMARK,
     IngressScan,

@@ -14,7 +14,7 @@ from cganalysis import _native
 from cganalysis.capture.model import CaptureInfo
 from cganalysis.errors import MatchError
 from cganalysis.matching.flowacc import FlowAccumulator
-from cganalysis.matching.pipeline import MatchOptions
+from cganalysis.matching.options import MatchOptions
 from cganalysis.matching.prescan import NO_WATERMARK, PointScan
 from cganalysis.matching.summary import MatchSummary, SummaryCounts, make_summary
 

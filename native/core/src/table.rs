@@ -1,0 +1,340 @@
+//! The whole dual-point match in native code: from two captures read into columns to the
+//! packet table (one row per ingress packet, its egress twin, delay, loss verdict, ECN),
+//! the egress-only table and the counts of the summary. It follows the Python pipeline
+//! (`cganalysis.matching.pipeline`) step for step, and a test checks that both give equal
+//! tables; the Python pipeline stays the reference and serves the other readers.
+
+mod columns;
+mod rtp;
+
+pub use columns::{EgressOnly, PacketTable};
+
+use crate::keys::{identity_key, KIND_OTHER, KIND_RTP, KIND_TCP};
+use crate::matcher::{match_points, MatchResult};
+use crate::pcap::{Capture, NO_TIMESTAMP};
+use crate::wordhash::WordMap;
+use std::collections::{HashMap, HashSet};
+
+/// What the Python side's `MatchOptions` says, in nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct PairOptions {
+    pub max_delay_ns: i64,
+    /// None: the largest delay measured.
+    pub end_guard_ns: Option<i64>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum PairError {
+    /// A capture (0 ingress, 1 egress) holds no IP packet.
+    NoIpPackets(usize),
+    /// Most bytes reach the egress tap first: the captures were given the wrong way round.
+    Swapped {
+        reverse_egress: u64,
+        matched_ingress: u64,
+    },
+}
+
+/// The summary's counts (`cganalysis.matching.summary.SummaryCounts`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub packets_in: u64,
+    pub packets_delivered: u64,
+    pub packets_lost: u64,
+    pub packets_unknown: u64,
+    pub egress_only_packets: u64,
+    pub reverse_packets_in: u64,
+    pub reverse_packets_out: u64,
+    pub non_ip_packets_in: u64,
+    pub non_ip_packets_out: u64,
+    pub truncated_packets_in: u64,
+}
+
+pub struct Paired {
+    pub packets: PacketTable,
+    pub egress_only: EgressOnly,
+    pub counts: Counts,
+    /// When the egress capture ran (statistics blocks, else its first and last packet).
+    pub span_ns: Option<(i64, i64)>,
+    pub guard_ns: i64,
+    /// Seconds each step took, in order (for the benchmark's per-stage figures).
+    pub stages: Vec<(&'static str, f64)>,
+}
+
+/// Times consecutive steps.
+pub struct Stages {
+    last: std::time::Instant,
+    pub done: Vec<(&'static str, f64)>,
+}
+
+impl Stages {
+    pub fn start() -> Stages {
+        Stages {
+            last: std::time::Instant::now(),
+            done: Vec::new(),
+        }
+    }
+
+    /// The step `name` ends now.
+    pub fn lap(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.done.push((name, (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+}
+
+/// One capture's IP packets: their rows in the capture, RTP marks and identity keys.
+struct Point<'a> {
+    cap: &'a Capture,
+    rows: Vec<usize>,
+    is_rtp: Vec<bool>,
+    flow_key: Vec<u64>,
+}
+
+impl<'a> Point<'a> {
+    fn new(cap: &'a Capture, streams: &HashSet<u64>) -> Point<'a> {
+        let c = &cap.columns;
+        let rtp_all = rtp::mark(c, streams);
+        let rows: Vec<usize> = (0..c.len()).filter(|&i| c.ip_version[i] != 0).collect();
+        let is_rtp: Vec<bool> = rows.iter().map(|&i| rtp_all[i]).collect();
+        let flow_key = rows
+            .iter()
+            .zip(&is_rtp)
+            .map(|(&i, &r)| rtp::stream_key(c.flow_hash[i], r.then_some(c.rtp_ssrc[i])))
+            .collect();
+        Point {
+            cap,
+            rows,
+            is_rtp,
+            flow_key,
+        }
+    }
+
+    fn t(&self, k: usize) -> i64 {
+        self.cap.columns.t_ns[self.rows[k]]
+    }
+
+    fn keys(&self) -> Vec<u64> {
+        let c = &self.cap.columns;
+        let or0 = |has: bool, v: u32| if has { v } else { 0 };
+        self.rows
+            .iter()
+            .zip(&self.is_rtp)
+            .map(|(&i, &rtp)| {
+                let kind = if rtp {
+                    KIND_RTP
+                } else if c.has_tcp[i] {
+                    KIND_TCP
+                } else {
+                    KIND_OTHER
+                };
+                identity_key(
+                    kind,
+                    c.flow_hash[i],
+                    or0(c.has_ip_id[i], c.ip_id[i]),
+                    c.ip_len[i],
+                    or0(c.has_tcp[i], c.tcp_seq[i]),
+                    or0(c.has_tcp[i], c.tcp_ack[i]),
+                    or0(c.has_rtp[i], c.rtp_ssrc[i]),
+                    if c.has_rtp[i] { c.rtp_seq[i] } else { 0 },
+                    c.l4_hash[i],
+                )
+            })
+            .collect()
+    }
+
+    fn times(&self) -> Vec<i64> {
+        self.rows
+            .iter()
+            .map(|&i| self.cap.columns.t_ns[i])
+            .collect()
+    }
+}
+
+/// Matches `ingress` and `egress` (both read whole).
+pub fn match_pair(
+    ingress: &Capture,
+    egress: &Capture,
+    opts: PairOptions,
+) -> Result<Paired, PairError> {
+    let mut clock = Stages::start();
+    // Both sides must agree on which streams are RTP: the ingress point decides.
+    let streams = rtp::classify(&ingress.columns);
+    let (ing, eg) = (Point::new(ingress, &streams), Point::new(egress, &streams));
+    for (which, p) in [&ing, &eg].into_iter().enumerate() {
+        if p.rows.is_empty() {
+            return Err(PairError::NoIpPackets(which));
+        }
+    }
+    clock.lap("RTP streams");
+    let (ing_keys, eg_keys) = std::thread::scope(|s| {
+        let eg_keys = s.spawn(|| eg.keys());
+        (ing.keys(), eg_keys.join().expect("identity keys"))
+    });
+    clock.lap("identity keys");
+    let m = match_points(
+        &ing_keys,
+        &ing.times(),
+        &eg_keys,
+        &eg.times(),
+        opts.max_delay_ns,
+    );
+    clock.lap("pairing");
+    let reverse = reverse_flows(ingress, &ing, &eg, &m)?;
+    let in_flow = |p: &Point<'_>, k: usize| reverse.contains(&p.cap.columns.flow_hash[p.rows[k]]);
+
+    let ing_kept: Vec<usize> = (0..ing.rows.len()).filter(|&k| !in_flow(&ing, k)).collect();
+    let flow_ids = FlowIds::number(&ing, &ing_kept);
+    let guard_ns = opts
+        .end_guard_ns
+        .unwrap_or_else(|| largest_delay_ns(&ing, &eg, &ing_kept, &m.in_to_eg));
+    let span_ns = stats_span(egress).or_else(|| packet_span(&eg));
+    let (packets, [delivered, lost, unknown]) = columns::packet_table(
+        &ing,
+        &eg,
+        &ing_kept,
+        &flow_ids,
+        &m.in_to_eg,
+        span_ns,
+        guard_ns,
+    );
+    clock.lap("packet table");
+    let eg_alone: Vec<usize> = (0..eg.rows.len())
+        .filter(|&k| !in_flow(&eg, k) && m.eg_to_in[k] < 0)
+        .collect();
+    let egress_only = columns::egress_only(&eg, &eg_alone, &flow_ids);
+    clock.lap("egress-only table");
+    let reverse_count = |p: &Point<'_>| (0..p.rows.len()).filter(|&k| in_flow(p, k)).count() as u64;
+    let counts = Counts {
+        packets_in: packets.len() as u64,
+        packets_delivered: delivered,
+        packets_lost: lost,
+        packets_unknown: unknown,
+        egress_only_packets: eg_alone.len() as u64,
+        reverse_packets_in: reverse_count(&ing),
+        reverse_packets_out: reverse_count(&eg),
+        non_ip_packets_in: (ingress.columns.len() - ing.rows.len()) as u64,
+        non_ip_packets_out: (egress.columns.len() - eg.rows.len()) as u64,
+        truncated_packets_in: ing
+            .rows
+            .iter()
+            .filter(|&&i| ingress.columns.truncated[i])
+            .count() as u64,
+    };
+    Ok(Paired {
+        stages: clock.done,
+        packets,
+        egress_only,
+        counts,
+        span_ns,
+        guard_ns,
+    })
+}
+
+/// Flows whose packets reach the egress tap before the ingress tap (a tap that sees both
+/// directions shows, say, TCP ACKs this way): they do not cross the bottleneck. Most
+/// bytes that way means the captures were swapped.
+fn reverse_flows(
+    _ingress: &Capture,
+    ing: &Point<'_>,
+    eg: &Point<'_>,
+    m: &MatchResult,
+) -> Result<HashSet<u64>, PairError> {
+    if !m.reverse_twin.iter().any(|&r| r) {
+        return Ok(HashSet::new());
+    }
+    let (ic, ec) = (&ing.cap.columns, &eg.cap.columns);
+    let mut forward: HashMap<u64, u64> = HashMap::new();
+    let (mut fwd_bytes, mut matched_in) = (0u64, 0u64);
+    for (k, &i) in ing.rows.iter().enumerate() {
+        if m.in_to_eg[k] >= 0 {
+            *forward.entry(ic.flow_hash[i]).or_default() += 1;
+            fwd_bytes += u64::from(ic.ip_len[i]);
+            matched_in += 1;
+        }
+    }
+    let mut backward: HashMap<u64, u64> = HashMap::new();
+    let (mut rev_bytes, mut reverse_egress) = (0u64, 0u64);
+    for (k, &i) in eg.rows.iter().enumerate() {
+        if m.reverse_twin[k] {
+            *backward.entry(ec.flow_hash[i]).or_default() += 1;
+            rev_bytes += u64::from(ec.ip_len[i]);
+            reverse_egress += 1;
+        }
+    }
+    if rev_bytes > fwd_bytes {
+        return Err(PairError::Swapped {
+            reverse_egress,
+            matched_ingress: matched_in,
+        });
+    }
+    Ok(backward
+        .into_iter()
+        .filter(|(f, rev)| *rev > forward.get(f).copied().unwrap_or(0))
+        .map(|(f, _)| f)
+        .collect())
+}
+
+/// Flow ids by flow key, numbered by each flow's first packet: earliest time (flows with
+/// no time last), then first row.
+pub struct FlowIds(HashMap<u64, u32, WordMap>);
+
+impl FlowIds {
+    fn number(ing: &Point<'_>, kept: &[usize]) -> FlowIds {
+        let mut first: HashMap<u64, (bool, i64, usize), WordMap> = HashMap::default();
+        for &k in kept {
+            let t = ing.t(k);
+            let e = first.entry(ing.flow_key[k]).or_insert((true, i64::MAX, k));
+            if t != NO_TIMESTAMP && (e.0 || t < e.1) {
+                (e.0, e.1) = (false, t);
+            }
+            e.2 = e.2.min(k);
+        }
+        let mut order: Vec<(u64, (bool, i64, usize))> = first.into_iter().collect();
+        order.sort_by_key(|&(_, v)| v);
+        FlowIds(
+            order
+                .into_iter()
+                .enumerate()
+                .map(|(id, (key, _))| (key, id as u32))
+                .collect(),
+        )
+    }
+
+    /// The id of a flow numbered here.
+    fn get(&self, key: u64) -> u32 {
+        self.0[&key]
+    }
+
+    /// The id of a flow, if ingress saw it.
+    fn find(&self, key: u64) -> Option<u32> {
+        self.0.get(&key).copied()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// The largest time through the bottleneck of a matched packet (0 when none matched).
+fn largest_delay_ns(ing: &Point<'_>, eg: &Point<'_>, kept: &[usize], in_to_eg: &[i64]) -> i64 {
+    let known = |t: i64| if t == NO_TIMESTAMP { 0 } else { t };
+    kept.iter()
+        .filter(|&&k| in_to_eg[k] >= 0)
+        .map(|&k| known(eg.t(in_to_eg[k] as usize)) - known(ing.t(k)))
+        .max()
+        .unwrap_or(0)
+}
+
+fn stats_span(cap: &Capture) -> Option<(i64, i64)> {
+    let start = cap.stats.iter().filter_map(|s| s.start_ns).min()?;
+    let end = cap.stats.iter().filter_map(|s| s.end_ns).max()?;
+    Some((start, end))
+}
+
+fn packet_span(p: &Point<'_>) -> Option<(i64, i64)> {
+    let known = (0..p.rows.len())
+        .map(|k| p.t(k))
+        .filter(|&t| t != NO_TIMESTAMP);
+    let (lo, hi) = known.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
+    (lo <= hi).then_some((lo, hi))
+}

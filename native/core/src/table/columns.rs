@@ -1,0 +1,368 @@
+//! The packet and egress-only tables as columns: each column gathered from the captures'
+//! columns through a row order, with a validity mask where the Python schema has nulls.
+
+use super::{FlowIds, Point, NO_TIMESTAMP};
+use crate::parquet::{Column, Values};
+use crate::pcap::Columns;
+use std::sync::Arc;
+
+/// One column's values, owned.
+pub enum Owned {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    Str {
+        index: Vec<u32>,
+        dict: Arc<Vec<String>>,
+    },
+}
+
+/// A table: named columns of one length, each with its validity (None: no nulls).
+#[derive(Default)]
+pub struct Table {
+    pub rows: usize,
+    pub columns: Vec<(&'static str, Owned, Option<Vec<bool>>)>,
+}
+
+pub type PacketTable = Table;
+pub type EgressOnly = Table;
+
+impl Table {
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// The columns as the Parquet writer takes them.
+    pub fn parquet_columns(&self) -> Vec<Column<'_>> {
+        self.columns
+            .iter()
+            .map(|(name, v, valid)| Column {
+                name,
+                values: match v {
+                    Owned::U8(x) => Values::U8(x),
+                    Owned::U16(x) => Values::U16(x),
+                    Owned::U32(x) => Values::U32(x),
+                    Owned::I64(x) => Values::I64(x),
+                    Owned::F64(x) => Values::F64(x),
+                    Owned::Bool(x) => Values::Bool(x),
+                    Owned::Str { index, dict } => Values::Str { index, dict },
+                },
+                valid: valid.as_deref(),
+            })
+            .collect()
+    }
+
+    fn push(&mut self, name: &'static str, v: Owned, valid: Option<Vec<bool>>) {
+        self.columns.push((name, v, valid));
+    }
+}
+
+/// `src[i]` for each row `i` of `rows`.
+fn gather<T: Copy>(rows: &[usize], src: &[T]) -> Vec<T> {
+    rows.iter().map(|&i| src[i]).collect()
+}
+
+/// `src[j]` for each egress twin `j` of `twins` (`NONE`: `absent`).
+fn gather_twin<T: Copy>(twins: &[usize], src: &[T], absent: T) -> Vec<T> {
+    twins
+        .iter()
+        .map(|&j| if j == NONE { absent } else { src[j] })
+        .collect()
+}
+
+const NONE: usize = usize::MAX;
+
+/// The packet rows: `kept` ingress rows (indices into the point's IP rows) in time order.
+/// Returns the table and its (delivered, lost, unknown) counts.
+pub fn packet_table(
+    ing: &Point<'_>,
+    eg: &Point<'_>,
+    kept: &[usize],
+    flow_ids: &FlowIds,
+    in_to_eg: &[i64],
+    span_ns: Option<(i64, i64)>,
+    guard_ns: i64,
+) -> (Table, [u64; 3]) {
+    let (c, e) = (&ing.cap.columns, &eg.cap.columns);
+    // captures are usually, not always, in time order; unknown times last
+    let key = |k: usize| (ing.t(k) == NO_TIMESTAMP, ing.t(k));
+    let mut order = kept.to_vec();
+    if !order.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+        order.sort_by_key(|&k| (key(k), k));
+    }
+    let rows: Vec<usize> = order.iter().map(|&k| ing.rows[k]).collect();
+    let twins: Vec<usize> = order
+        .iter()
+        .map(|&k| {
+            if in_to_eg[k] < 0 {
+                NONE
+            } else {
+                eg.rows[in_to_eg[k] as usize]
+            }
+        })
+        .collect();
+    let matched: Vec<bool> = twins.iter().map(|&j| j != NONE).collect();
+    let ids: Vec<u32> = order
+        .iter()
+        .map(|&k| flow_ids.get(ing.flow_key[k]))
+        .collect();
+    let is_rtp: Vec<bool> = order.iter().map(|&k| ing.is_rtp[k]).collect();
+    let t_in = gather(&rows, &c.t_ns);
+    let t_eg = gather_twin(&twins, &e.t_ns, NO_TIMESTAMP);
+    let known = |t: &[i64]| Some(t.iter().map(|&x| x != NO_TIMESTAMP).collect::<Vec<bool>>());
+    let delay_known: Vec<bool> = t_in
+        .iter()
+        .zip(&t_eg)
+        .map(|(&a, &b)| a != NO_TIMESTAMP && b != NO_TIMESTAMP)
+        .collect();
+    let delay: Vec<f64> = t_in
+        .iter()
+        .zip(&t_eg)
+        .zip(&delay_known)
+        .map(|((&a, &b), &ok)| if ok { (b - a) as f64 / 1e6 } else { 0.0 })
+        .collect();
+    // Lost: no twin, and entered while the egress capture ran, early enough to have left
+    // before it stopped; unknown otherwise (cganalysis.matching.table.loss_verdict).
+    let verdict = |(&m, &t): (&bool, &i64)| -> Option<bool> {
+        if m {
+            return Some(false);
+        }
+        let (start, end) = span_ns?;
+        (t != NO_TIMESTAMP && t >= start && t <= end - guard_ns).then_some(true)
+    };
+    let verdicts: Vec<Option<bool>> = matched.iter().zip(&t_in).map(verdict).collect();
+    let mut tally = [0u64; 3];
+    for v in &verdicts {
+        tally[match v {
+            Some(false) => 0,
+            Some(true) => 1,
+            None => 2,
+        }] += 1;
+    }
+    let ecn_in = gather(&rows, &c.ecn);
+    let ecn_eg = gather_twin(&twins, &e.ecn, 0);
+    let ce: Vec<bool> = ecn_in
+        .iter()
+        .zip(&ecn_eg)
+        .map(|(&i, &o)| o == 3 && i != 3)
+        .collect();
+    let ports = Some(gather(&rows, &c.has_ports));
+    let flow_idx = gather(&rows, &c.flow_idx);
+    let strings = |f: fn(&crate::decode::FlowKey) -> String| {
+        Arc::new(ing.cap.flows.keys.iter().map(f).collect::<Vec<String>>())
+    };
+
+    std::thread::scope(|scope| {
+        // the second half of the columns on another core
+        let tail = scope
+            .spawn(|| tail_columns(c, e, &rows, &twins, &matched, &is_rtp, &ids, flow_ids.len()));
+        let mut t = Table {
+            rows: order.len(),
+            ..Default::default()
+        };
+        t.push("flow_id", Owned::U32(ids.clone()), None);
+        t.push("proto", Owned::U8(gather(&rows, &c.proto)), None);
+        t.push("ip_version", Owned::U8(gather(&rows, &c.ip_version)), None);
+        t.push(
+            "src",
+            Owned::Str {
+                index: flow_idx.clone(),
+                dict: strings(|k| k.src_string()),
+            },
+            None,
+        );
+        t.push(
+            "dst",
+            Owned::Str {
+                index: flow_idx,
+                dict: strings(|k| k.dst_string()),
+            },
+            None,
+        );
+        t.push("sport", Owned::U16(gather(&rows, &c.sport)), ports.clone());
+        t.push("dport", Owned::U16(gather(&rows, &c.dport)), ports);
+        t.push("size_bytes", Owned::U32(gather(&rows, &c.ip_len)), None);
+        t.push("t_ingress_ns", Owned::I64(t_in.clone()), known(&t_in));
+        t.push("t_egress_ns", Owned::I64(t_eg.clone()), known(&t_eg));
+        t.push("delay_ms", Owned::F64(delay), Some(delay_known));
+        t.push(
+            "lost",
+            Owned::Bool(verdicts.iter().map(|v| v.unwrap_or(false)).collect()),
+            Some(verdicts.iter().map(Option::is_some).collect()),
+        );
+        t.push("ecn_ingress", Owned::U8(ecn_in), None);
+        t.push("ecn_egress", Owned::U8(ecn_eg), Some(matched.clone()));
+        t.push("ce_marked", Owned::Bool(ce), Some(matched.clone()));
+        t.columns.extend(tail.join().expect("packet table thread"));
+        (t, tally)
+    })
+}
+
+/// The packet table's columns from `dscp_ingress` on.
+#[allow(clippy::too_many_arguments)]
+fn tail_columns(
+    c: &Columns,
+    e: &Columns,
+    rows: &[usize],
+    twins: &[usize],
+    matched: &[bool],
+    is_rtp: &[bool],
+    ids: &[u32],
+    flows: usize,
+) -> Vec<(&'static str, Owned, Option<Vec<bool>>)> {
+    let tcp = Some(gather(rows, &c.has_tcp));
+    let rtp = Some(is_rtp.to_vec());
+    let rtp_seq_ext = unwrap_rtp_seq(&gather(rows, &c.rtp_seq), ids, is_rtp, flows);
+    let mut t = Table::default();
+    t.push("dscp_ingress", Owned::U8(gather(rows, &c.dscp)), None);
+    t.push(
+        "dscp_egress",
+        Owned::U8(gather_twin(twins, &e.dscp, 0)),
+        Some(matched.to_vec()),
+    );
+    t.push(
+        "ip_id",
+        Owned::U32(gather(rows, &c.ip_id)),
+        Some(gather(rows, &c.has_ip_id)),
+    );
+    t.push("tcp_seq", Owned::U32(gather(rows, &c.tcp_seq)), tcp.clone());
+    t.push("tcp_ack", Owned::U32(gather(rows, &c.tcp_ack)), tcp.clone());
+    t.push(
+        "tcp_flags",
+        Owned::U16(gather(rows, &c.tcp_flags)),
+        tcp.clone(),
+    );
+    t.push(
+        "tcp_payload_bytes",
+        Owned::U32(gather(rows, &c.tcp_payload_len)),
+        tcp,
+    );
+    t.push(
+        "rtp_ssrc",
+        Owned::U32(gather(rows, &c.rtp_ssrc)),
+        rtp.clone(),
+    );
+    t.push("rtp_seq", Owned::U16(gather(rows, &c.rtp_seq)), rtp.clone());
+    t.push("rtp_seq_ext", Owned::I64(rtp_seq_ext), rtp.clone());
+    t.push("rtp_ts", Owned::U32(gather(rows, &c.rtp_ts)), rtp.clone());
+    t.push(
+        "rtp_marker",
+        Owned::Bool(gather(rows, &c.rtp_marker)),
+        rtp.clone(),
+    );
+    t.push("rtp_pt", Owned::U8(gather(rows, &c.rtp_pt)), rtp);
+    t.columns
+}
+
+/// RTP sequence numbers extended past 16 bits per flow in table order: each step the
+/// shortest way round the 16-bit circle (`cganalysis.capture.rtp.unwrap_rtp_seq`).
+fn unwrap_rtp_seq(seq: &[u16], ids: &[u32], is_rtp: &[bool], flows: usize) -> Vec<i64> {
+    let mut last: Vec<Option<(i64, u16)>> = vec![None; flows];
+    (0..seq.len())
+        .map(|i| {
+            if !is_rtp[i] {
+                return 0;
+            }
+            let slot = &mut last[ids[i] as usize];
+            let ext = match *slot {
+                None => i64::from(seq[i]),
+                Some((ext, prev)) => {
+                    ext + (i64::from(seq[i]) - i64::from(prev) + 32768).rem_euclid(65536) - 32768
+                }
+            };
+            *slot = Some((ext, seq[i]));
+            ext
+        })
+        .collect()
+}
+
+/// Egress packets with no ingress twin (`alone`: indices into the egress point's IP
+/// rows, in capture order), with the flow id of their flow when ingress saw it.
+pub fn egress_only(eg: &Point<'_>, alone: &[usize], flow_ids: &FlowIds) -> Table {
+    let e = &eg.cap.columns;
+    let row = |k: usize| eg.rows[k];
+    let u8s = |f: &dyn Fn(usize) -> u8| Owned::U8(alone.iter().map(|&k| f(row(k))).collect());
+    let u16s = |f: &dyn Fn(usize) -> u16| Owned::U16(alone.iter().map(|&k| f(row(k))).collect());
+    let u32s = |f: &dyn Fn(usize) -> u32| Owned::U32(alone.iter().map(|&k| f(row(k))).collect());
+    let mask =
+        |f: &dyn Fn(usize) -> bool| Some(alone.iter().map(|&k| f(row(k))).collect::<Vec<bool>>());
+    let strings = |f: fn(&crate::decode::FlowKey) -> String| {
+        Arc::new(eg.cap.flows.keys.iter().map(f).collect::<Vec<String>>())
+    };
+    let id = |k: usize| flow_ids.find(eg.flow_key[k]);
+
+    let mut t = Table {
+        rows: alone.len(),
+        ..Default::default()
+    };
+    t.push(
+        "flow_id",
+        Owned::U32(alone.iter().map(|&k| id(k).unwrap_or(0)).collect()),
+        Some(alone.iter().map(|&k| id(k).is_some()).collect()),
+    );
+    t.push(
+        "t_ns",
+        Owned::I64(alone.iter().map(|&k| e.t_ns[row(k)]).collect()),
+        mask(&|i| e.t_ns[i] != NO_TIMESTAMP),
+    );
+    t.push("interface_id", u32s(&|i| e.interface_id[i]), None);
+    t.push("wire_len_bytes", u32s(&|i| e.wire_len[i]), None);
+    t.push("ip_version", u8s(&|i| e.ip_version[i]), None);
+    let flow_idx: Vec<u32> = alone.iter().map(|&k| e.flow_idx[row(k)]).collect();
+    t.push(
+        "src",
+        Owned::Str {
+            index: flow_idx.clone(),
+            dict: strings(|k| k.src_string()),
+        },
+        None,
+    );
+    t.push(
+        "dst",
+        Owned::Str {
+            index: flow_idx,
+            dict: strings(|k| k.dst_string()),
+        },
+        None,
+    );
+    t.push("proto", u8s(&|i| e.proto[i]), None);
+    t.push("sport", u16s(&|i| e.sport[i]), mask(&|i| e.has_ports[i]));
+    t.push("dport", u16s(&|i| e.dport[i]), mask(&|i| e.has_ports[i]));
+    t.push("ip_id", u32s(&|i| e.ip_id[i]), mask(&|i| e.has_ip_id[i]));
+    t.push("size_bytes", u32s(&|i| e.ip_len[i]), None);
+    t.push("dscp", u8s(&|i| e.dscp[i]), None);
+    t.push("ecn", u8s(&|i| e.ecn[i]), None);
+    t.push("ttl", u8s(&|i| e.ttl[i]), None);
+    let tcp = |i: usize| e.has_tcp[i];
+    t.push("tcp_seq", u32s(&|i| e.tcp_seq[i]), mask(&tcp));
+    t.push("tcp_ack", u32s(&|i| e.tcp_ack[i]), mask(&tcp));
+    t.push("tcp_flags", u16s(&|i| e.tcp_flags[i]), mask(&tcp));
+    t.push(
+        "tcp_payload_bytes",
+        u32s(&|i| e.tcp_payload_len[i]),
+        mask(&tcp),
+    );
+    let rtp = |i: usize| e.has_rtp[i];
+    t.push("rtp_ssrc", u32s(&|i| e.rtp_ssrc[i]), mask(&rtp));
+    t.push("rtp_seq", u16s(&|i| e.rtp_seq[i]), mask(&rtp));
+    t.push("rtp_ts", u32s(&|i| e.rtp_ts[i]), mask(&rtp));
+    t.push(
+        "rtp_marker",
+        Owned::Bool(alone.iter().map(|&k| e.rtp_marker[row(k)]).collect()),
+        mask(&rtp),
+    );
+    t.push("rtp_pt", u8s(&|i| e.rtp_pt[i]), mask(&rtp));
+    t.push(
+        "truncated",
+        Owned::Bool(alone.iter().map(|&k| e.truncated[row(k)]).collect()),
+        None,
+    );
+    t
+}

@@ -1,0 +1,142 @@
+//! Binding of `cga_core::table`: both captures read, matched and written as Parquet
+//! without a Python table in between (`cganalysis packets`, in memory).
+
+use crate::reading::{info_dict, os_error};
+use cga_core::parquet;
+use cga_core::pcap::{read_file, ReadError};
+use cga_core::table::{match_pair as core_match_pair, PairError, PairOptions, Paired};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+/// A read error naming its file: `OSError` with the file name, or
+/// `ValueError(message, byte_offset, path)`.
+fn read_error(e: ReadError, path: &Path) -> PyErr {
+    match e {
+        ReadError::Io(e) => os_error(e, path),
+        ReadError::Invalid { message, offset } => {
+            PyValueError::new_err((message, offset, path.to_string_lossy().into_owned()))
+        }
+    }
+}
+
+/// The matched tables, held natively until written.
+#[pyclass(module = "cganalysis._native")]
+pub struct PairedTables {
+    inner: Paired,
+}
+
+fn write_table(
+    path: &Path,
+    table: &cga_core::table::PacketTable,
+    metadata: &str,
+) -> std::io::Result<()> {
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    let meta = [("cganalysis", metadata)];
+    let meta: &[(&str, &str)] = if metadata.is_empty() { &[] } else { &meta };
+    parquet::write(
+        &mut out,
+        &table.parquet_columns(),
+        meta,
+        "cganalysis (native)",
+    )
+}
+
+#[pymethods]
+impl PairedTables {
+    /// Writes the packet table and the egress-only table, each with `metadata` (JSON)
+    /// under the key `cganalysis`.
+    fn write(
+        &self,
+        py: Python<'_>,
+        packets: PathBuf,
+        egress_only: PathBuf,
+        metadata: String,
+    ) -> PyResult<()> {
+        py.detach(|| {
+            write_table(&packets, &self.inner.packets, &metadata)
+                .map_err(|e| (e, packets.clone()))?;
+            write_table(&egress_only, &self.inner.egress_only, &metadata)
+                .map_err(|e| (e, egress_only.clone()))
+        })
+        .map_err(|(e, p)| PyOSError::new_err(format!("{}: {e}", p.display())))
+    }
+}
+
+/// Reads `ingress` and `egress` (on two threads), matches them and returns
+/// `(tables, result)`: `result` holds `ingress` and `egress` (as `read_capture`'s dict
+/// without columns), `counts`, `span_ns` and `guard_ns`, or `error`: `("no_ip", 0|1)` or
+/// `("swapped", reverse_egress, matched_ingress)`, with `tables` None.
+#[pyfunction]
+#[pyo3(signature = (ingress, egress, max_delay_ns, end_guard_ns=None))]
+fn match_pair<'py>(
+    py: Python<'py>,
+    ingress: PathBuf,
+    egress: PathBuf,
+    max_delay_ns: i64,
+    end_guard_ns: Option<i64>,
+) -> PyResult<(Option<PairedTables>, Bound<'py, PyDict>)> {
+    let started = std::time::Instant::now();
+    let (ing, eg) = py.detach(|| {
+        std::thread::scope(|s| {
+            let eg = s.spawn(|| read_file(&egress));
+            (read_file(&ingress), eg.join().expect("reader thread"))
+        })
+    });
+    let ing = ing.map_err(|e| read_error(e, &ingress))?;
+    let eg = eg.map_err(|e| read_error(e, &egress))?;
+    let opts = PairOptions {
+        max_delay_ns,
+        end_guard_ns,
+    };
+    let read_s = started.elapsed().as_secs_f64();
+    let paired = py.detach(|| core_match_pair(&ing, &eg, opts));
+    let d = PyDict::new(py);
+    d.set_item("ingress", info_dict(py, &ing)?)?;
+    d.set_item("egress", info_dict(py, &eg)?)?;
+    let paired = match paired {
+        Ok(p) => p,
+        Err(PairError::NoIpPackets(which)) => {
+            d.set_item("error", ("no_ip", which))?;
+            return Ok((None, d));
+        }
+        Err(PairError::Swapped {
+            reverse_egress,
+            matched_ingress,
+        }) => {
+            d.set_item("error", ("swapped", reverse_egress, matched_ingress))?;
+            return Ok((None, d));
+        }
+    };
+    let c = &paired.counts;
+    let counts = PyDict::new(py);
+    counts.set_item("packets_in", c.packets_in)?;
+    counts.set_item("packets_delivered", c.packets_delivered)?;
+    counts.set_item("packets_lost", c.packets_lost)?;
+    counts.set_item("packets_unknown", c.packets_unknown)?;
+    counts.set_item("egress_only_packets", c.egress_only_packets)?;
+    counts.set_item("reverse_packets_in", c.reverse_packets_in)?;
+    counts.set_item("reverse_packets_out", c.reverse_packets_out)?;
+    counts.set_item("non_ip_packets_in", c.non_ip_packets_in)?;
+    counts.set_item("non_ip_packets_out", c.non_ip_packets_out)?;
+    counts.set_item("truncated_packets_in", c.truncated_packets_in)?;
+    d.set_item("counts", counts)?;
+    d.set_item("span_ns", paired.span_ns)?;
+    d.set_item("guard_ns", paired.guard_ns)?;
+    let stages = PyDict::new(py);
+    stages.set_item("read both captures", read_s)?;
+    for (name, s) in &paired.stages {
+        stages.set_item(*name, s)?;
+    }
+    d.set_item("stages_s", stages)?;
+    Ok((Some(PairedTables { inner: paired }), d))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PairedTables>()?;
+    m.add_function(wrap_pyfunction!(match_pair, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,15 @@
+"""How two captures are matched (shared by the Python pipeline and the native match)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MatchOptions:
+    #: Longest plausible time through the bottleneck; also what tells a 16-bit IP ID or RTP
+    #: sequence wrap from a twin (they wrap after seconds to tens of seconds).
+    max_delay_ms: float = 2000.0
+    #: Packets that entered this close to the end of the egress capture have an unknown
+    #: fate. None: the largest delay measured in the run.
+    end_guard_ms: float | None = None
