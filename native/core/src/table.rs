@@ -91,7 +91,7 @@ struct Point<'a> {
 }
 
 impl<'a> Point<'a> {
-    fn new(cap: &'a Capture, streams: &HashSet<u64>) -> Point<'a> {
+    fn new(cap: &'a Capture, streams: &rtp::Streams) -> Point<'a> {
         let c = &cap.columns;
         let rtp_all = rtp::mark(c, streams);
         let rows: Vec<usize> = (0..c.len()).filter(|&i| c.ip_version[i] != 0).collect();
@@ -159,25 +159,24 @@ pub fn match_pair(
     let mut clock = Stages::start();
     // Both sides must agree on which streams are RTP: the ingress point decides.
     let streams = rtp::classify(&ingress.columns);
-    let (ing, eg) = (Point::new(ingress, &streams), Point::new(egress, &streams));
+    clock.lap("RTP streams");
+    // Each point's IP rows, RTP marks, identity keys and times, one point per core.
+    let point = |cap| {
+        let p = Point::new(cap, &streams);
+        let (keys, times) = (p.keys(), p.times());
+        (p, keys, times)
+    };
+    let ((ing, ing_keys, ing_t), (eg, eg_keys, eg_t)) = std::thread::scope(|s| {
+        let eg = s.spawn(|| point(egress));
+        (point(ingress), eg.join().expect("identity keys"))
+    });
     for (which, p) in [&ing, &eg].into_iter().enumerate() {
         if p.rows.is_empty() {
             return Err(PairError::NoIpPackets(which));
         }
     }
-    clock.lap("RTP streams");
-    let (ing_keys, eg_keys) = std::thread::scope(|s| {
-        let eg_keys = s.spawn(|| eg.keys());
-        (ing.keys(), eg_keys.join().expect("identity keys"))
-    });
     clock.lap("identity keys");
-    let m = match_points(
-        &ing_keys,
-        &ing.times(),
-        &eg_keys,
-        &eg.times(),
-        opts.max_delay_ns,
-    );
+    let m = match_points(&ing_keys, &ing_t, &eg_keys, &eg_t, opts.max_delay_ns);
     clock.lap("pairing");
     let reverse = reverse_flows(ingress, &ing, &eg, &m)?;
     let in_flow = |p: &Point<'_>, k: usize| reverse.contains(&p.cap.columns.flow_hash[p.rows[k]]);

@@ -2,7 +2,11 @@
 //! applied to both points: `cganalysis.capture.rtp` in Python, the same rule.
 
 use crate::pcap::{Columns, NO_TIMESTAMP};
+use crate::wordhash::WordMap;
 use std::collections::{HashMap, HashSet};
+
+/// The stream keys of RTP streams (already well mixed: hashed as they are).
+pub type Streams = HashSet<u64, WordMap>;
 
 /// A stream needs this many packets ...
 const MIN_PACKETS: u64 = 8;
@@ -35,7 +39,7 @@ fn candidate(c: &Columns, i: usize) -> bool {
 }
 
 /// The stream keys of the RTP streams among `c`'s packets.
-pub fn classify(c: &Columns) -> HashSet<u64> {
+pub fn classify(c: &Columns) -> Streams {
     let mut rows: Vec<usize> = (0..c.len()).filter(|&i| candidate(c, i)).collect();
     // Time order, packets without a time last; ties keep file order.
     if !rows
@@ -45,7 +49,7 @@ pub fn classify(c: &Columns) -> HashSet<u64> {
         rows.sort_by_key(|&i| order_t(c.t_ns[i]));
     }
     // per stream: (packets, in-order steps, last sequence number)
-    let mut streams: HashMap<u64, (u64, u64, u16)> = HashMap::new();
+    let mut streams: HashMap<u64, (u64, u64, u16), WordMap> = HashMap::default();
     for i in rows {
         let key = stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i]));
         let seq = c.rtp_seq[i];
@@ -74,7 +78,7 @@ fn order_t(t: i64) -> (bool, i64) {
 }
 
 /// Per packet: in one of `streams` (and not RTCP).
-pub fn mark(c: &Columns, streams: &HashSet<u64>) -> Vec<bool> {
+pub fn mark(c: &Columns, streams: &Streams) -> Vec<bool> {
     (0..c.len())
         .map(|i| {
             c.ip_version[i] != 0
