@@ -14,7 +14,9 @@ bottleneck), warms the page cache, then prints:
   classification), the issue's target being 10 M packets/s per core;
 - dpkt parsing the same file (object parsing of Ethernet/IP/UDP/TCP, the same fields),
   on its first `--dpkt-packets` packets because it is ~100x slower;
-- the command's steps (the streaming match, `cganalysis.matching.streaming`): the chunked
+- the in-memory command's native steps (`cga_core::table`, as it times them: reading both
+  captures, RTP streams, identity keys, pairing, the tables) and its Parquet writer;
+- the streaming command's steps (`cganalysis.matching.streaming`): the chunked
   reader alone, the prescan of both captures, the matching pass (reading both again,
   pairing, writing the packet table) and the flow table (`--flows`);
 - for comparison, the whole-capture matcher (identity keys and pairing) in memory.

@@ -104,3 +104,14 @@ def test_an_unreadable_capture_is_named(tmp_path: Path) -> None:
         match_files_native(ingress, bad)
     with pytest.raises(CaptureError, match="no such file"):
         match_files_native(ingress, tmp_path / "missing.pcap")
+
+
+def test_the_command_writes_the_reference_flow_table(tmp_path: Path) -> None:
+    from cganalysis.cli import main
+
+    ingress, egress = FIXTURE / "ingress.pcap", FIXTURE / "egress.pcap"
+    out, flows = tmp_path / "p.parquet", tmp_path / "f.parquet"
+    assert main(["packets", str(ingress), str(egress), "-o", str(out), "--flows", str(flows)]) == 0
+    reference = match_files(ingress, egress)
+    assert_frame_equal(pl.read_parquet(flows), reference.flows)
+    assert_frame_equal(pl.read_parquet(tmp_path / "p.egress-only.parquet"), reference.egress_only)
