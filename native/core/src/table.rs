@@ -178,7 +178,7 @@ pub fn match_pair(
     clock.lap("identity keys");
     let m = match_points(&ing_keys, &ing_t, &eg_keys, &eg_t, opts.max_delay_ns);
     clock.lap("pairing");
-    let reverse = reverse_flows(ingress, &ing, &eg, &m)?;
+    let reverse = reverse_flows(&ing, &eg, &m)?;
     let in_flow = |p: &Point<'_>, k: usize| reverse.contains(&p.cap.columns.flow_hash[p.rows[k]]);
 
     let ing_kept: Vec<usize> = (0..ing.rows.len()).filter(|&k| !in_flow(&ing, k)).collect();
@@ -233,7 +233,6 @@ pub fn match_pair(
 /// directions shows, say, TCP ACKs this way): they do not cross the bottleneck. Most
 /// bytes that way means the captures were swapped.
 fn reverse_flows(
-    _ingress: &Capture,
     ing: &Point<'_>,
     eg: &Point<'_>,
     m: &MatchResult,

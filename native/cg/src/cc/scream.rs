@@ -440,3 +440,5 @@ impl Controller for Scream {
 mod sim;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_start;

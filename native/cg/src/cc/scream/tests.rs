@@ -10,7 +10,7 @@ use crate::cc::RateLimits;
 
 const MS: i64 = 1_000_000;
 
-fn limits(max_mbps: f64) -> RateLimits {
+pub(super) fn limits(max_mbps: f64) -> RateLimits {
     RateLimits {
         min_bps: 0.5e6,
         start_bps: 10e6,
@@ -18,18 +18,18 @@ fn limits(max_mbps: f64) -> RateLimits {
     }
 }
 
-fn scream(l4s: bool, max_mbps: f64) -> Scream {
+pub(super) fn scream(l4s: bool, max_mbps: f64) -> Scream {
     Scream::new(ScreamConfig::new(l4s, limits(max_mbps), 1.0 / 60.0))
 }
 
 /// The draft's constants and rules (Profile::Draft), for tests of the draft's arithmetic.
-fn draft(l4s: bool, max_mbps: f64) -> Scream {
+pub(super) fn draft(l4s: bool, max_mbps: f64) -> Scream {
     let cfg = ScreamConfig::with_profile(l4s, limits(max_mbps), 1.0 / 60.0, Profile::Draft);
     Scream::new(cfg)
 }
 
 /// A feedback summary: `acked` bytes newly acknowledged, RTT and one-way delay in ms.
-fn fb(now_ms: f64, acked: u64, rtt_ms: f64, owd_ms: f64) -> FeedbackSummary {
+pub(super) fn fb(now_ms: f64, acked: u64, rtt_ms: f64, owd_ms: f64) -> FeedbackSummary {
     FeedbackSummary {
         now_ns: (now_ms * 1e6) as i64,
         bytes_newly_acked: acked,
