@@ -115,3 +115,19 @@ def test_the_command_writes_the_reference_flow_table(tmp_path: Path) -> None:
     reference = match_files(ingress, egress)
     assert_frame_equal(pl.read_parquet(flows), reference.flows)
     assert_frame_equal(pl.read_parquet(tmp_path / "p.egress-only.parquet"), reference.egress_only)
+
+
+def test_the_command_imports_neither_polars_nor_numpy(tmp_path: Path) -> None:
+    # Its start-up is part of its speed: the native path needs no Python table.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from cganalysis.cli import main; "
+        f"main(['packets', {str(FIXTURE / 'ingress.pcap')!r}, {str(FIXTURE / 'egress.pcap')!r},"
+        f" '-o', {str(tmp_path / 'p.parquet')!r}]); "
+        "print(sorted(m for m in ('polars', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    assert (tmp_path / "p.parquet").stat().st_size > 0
