@@ -131,3 +131,14 @@ def test_the_command_imports_neither_polars_nor_numpy(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
     assert (tmp_path / "p.parquet").stat().st_size > 0
+
+
+def test_packets_seen_only_at_egress(tmp_path: Path) -> None:
+    # The ingress capture starts late: its first packets appear only at egress.
+    scenario = make_scenario(Knobs(seed=5, p_dup=0.0))
+    write_pcap(tmp_path / "in.pcap", scenario.ingress.slice(40))
+    write_pcap(tmp_path / "eg.pcap", scenario.egress)
+    reference = match_files(tmp_path / "in.pcap", tmp_path / "eg.pcap")
+    assert reference.egress_only.height > 0
+    assert reference.egress_only["flow_id"].null_count() < reference.egress_only.height
+    _both(tmp_path, tmp_path / "in.pcap", tmp_path / "eg.pcap")

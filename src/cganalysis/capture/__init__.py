@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:
     # Imported when first asked for, so that importing one submodule (say, the capture
     # model for the native match) does not import polars and every reader.
     if name in __all__:
-        from cganalysis.capture import reader
+        from cganalysis.capture import model, reader
 
-        return getattr(reader, name)
+        return getattr(reader if name in reader.__all__ else model, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,8 +14,6 @@ from cganalysis import schemas
 from cganalysis.capture.model import (
     Capture,
     CaptureInfo,
-    InterfaceInfo,
-    InterfaceStats,
     ToolLog,
 )
 from cganalysis.capture.rtp import RtpStream, classify_rtp_streams, mark_rtp
@@ -25,18 +23,7 @@ from cganalysis.errors import CaptureError
 Engine = Literal["native", "pyshark"]
 ENGINES: tuple[Engine, ...] = ("native", "pyshark")
 
-__all__ = [
-    "ENGINES",
-    "Capture",
-    "CaptureInfo",
-    "Engine",
-    "InterfaceInfo",
-    "InterfaceStats",
-    "RtpStream",
-    "ToolLog",
-    "read_capture",
-    "read_capture_pair",
-]
+__all__ = ["ENGINES", "Engine", "RtpStream", "read_capture", "read_capture_pair"]
 
 
 def read_capture(

@@ -2,8 +2,9 @@
 //! columns through a row order, with a validity mask where the Python schema has nulls.
 
 use super::{FlowIds, Point, NO_TIMESTAMP};
+use crate::decode::FlowKey;
 use crate::parquet::{Column, Values};
-use crate::pcap::Columns;
+use crate::pcap::{Capture, Columns};
 use std::sync::Arc;
 
 /// One column's values, owned.
@@ -61,6 +62,22 @@ impl Table {
 
     fn push(&mut self, name: &'static str, v: Owned, valid: Option<Vec<bool>>) {
         self.columns.push((name, v, valid));
+    }
+
+    /// `src` and `dst`: each row's flow (`flow_idx`) into the capture's address strings,
+    /// which the Parquet writer keeps as a dictionary.
+    fn push_addresses(&mut self, cap: &Capture, flow_idx: Vec<u32>) {
+        let strings = |f: fn(&FlowKey) -> String| Arc::new(cap.flows.keys.iter().map(f).collect());
+        let src = Owned::Str {
+            index: flow_idx.clone(),
+            dict: strings(|k| k.src_string()),
+        };
+        let dst = Owned::Str {
+            index: flow_idx,
+            dict: strings(|k| k.dst_string()),
+        };
+        self.push("src", src, None);
+        self.push("dst", dst, None);
     }
 }
 
@@ -155,9 +172,6 @@ pub fn packet_table(
         .collect();
     let ports = Some(gather(&rows, &c.has_ports));
     let flow_idx = gather(&rows, &c.flow_idx);
-    let strings = |f: fn(&crate::decode::FlowKey) -> String| {
-        Arc::new(ing.cap.flows.keys.iter().map(f).collect::<Vec<String>>())
-    };
 
     std::thread::scope(|scope| {
         // the second half of the columns on another core
@@ -170,22 +184,7 @@ pub fn packet_table(
         t.push("flow_id", Owned::U32(ids.clone()), None);
         t.push("proto", Owned::U8(gather(&rows, &c.proto)), None);
         t.push("ip_version", Owned::U8(gather(&rows, &c.ip_version)), None);
-        t.push(
-            "src",
-            Owned::Str {
-                index: flow_idx.clone(),
-                dict: strings(|k| k.src_string()),
-            },
-            None,
-        );
-        t.push(
-            "dst",
-            Owned::Str {
-                index: flow_idx,
-                dict: strings(|k| k.dst_string()),
-            },
-            None,
-        );
+        t.push_addresses(ing.cap, flow_idx);
         t.push("sport", Owned::U16(gather(&rows, &c.sport)), ports.clone());
         t.push("dport", Owned::U16(gather(&rows, &c.dport)), ports);
         t.push("size_bytes", Owned::U32(gather(&rows, &c.ip_len)), None);
@@ -287,82 +286,87 @@ fn unwrap_rtp_seq(seq: &[u16], ids: &[u32], is_rtp: &[bool], flows: usize) -> Ve
 /// rows, in capture order), with the flow id of their flow when ingress saw it.
 pub fn egress_only(eg: &Point<'_>, alone: &[usize], flow_ids: &FlowIds) -> Table {
     let e = &eg.cap.columns;
-    let row = |k: usize| eg.rows[k];
-    let u8s = |f: &dyn Fn(usize) -> u8| Owned::U8(alone.iter().map(|&k| f(row(k))).collect());
-    let u16s = |f: &dyn Fn(usize) -> u16| Owned::U16(alone.iter().map(|&k| f(row(k))).collect());
-    let u32s = |f: &dyn Fn(usize) -> u32| Owned::U32(alone.iter().map(|&k| f(row(k))).collect());
-    let mask =
-        |f: &dyn Fn(usize) -> bool| Some(alone.iter().map(|&k| f(row(k))).collect::<Vec<bool>>());
-    let strings = |f: fn(&crate::decode::FlowKey) -> String| {
-        Arc::new(eg.cap.flows.keys.iter().map(f).collect::<Vec<String>>())
-    };
-    let id = |k: usize| flow_ids.find(eg.flow_key[k]);
-
+    let rows: Vec<usize> = alone.iter().map(|&k| eg.rows[k]).collect();
+    let ids: Vec<Option<u32>> = alone
+        .iter()
+        .map(|&k| flow_ids.find(eg.flow_key[k]))
+        .collect();
+    let t_ns = gather(&rows, &e.t_ns);
+    let tcp = Some(gather(&rows, &e.has_tcp));
+    let rtp = Some(gather(&rows, &e.has_rtp));
+    let ports = Some(gather(&rows, &e.has_ports));
     let mut t = Table {
-        rows: alone.len(),
+        rows: rows.len(),
         ..Default::default()
     };
     t.push(
         "flow_id",
-        Owned::U32(alone.iter().map(|&k| id(k).unwrap_or(0)).collect()),
-        Some(alone.iter().map(|&k| id(k).is_some()).collect()),
+        Owned::U32(ids.iter().map(|id| id.unwrap_or(0)).collect()),
+        Some(ids.iter().map(Option::is_some).collect()),
     );
+    let known = t_ns.iter().map(|&x| x != NO_TIMESTAMP).collect();
+    t.push("t_ns", Owned::I64(t_ns), Some(known));
     t.push(
-        "t_ns",
-        Owned::I64(alone.iter().map(|&k| e.t_ns[row(k)]).collect()),
-        mask(&|i| e.t_ns[i] != NO_TIMESTAMP),
-    );
-    t.push("interface_id", u32s(&|i| e.interface_id[i]), None);
-    t.push("wire_len_bytes", u32s(&|i| e.wire_len[i]), None);
-    t.push("ip_version", u8s(&|i| e.ip_version[i]), None);
-    let flow_idx: Vec<u32> = alone.iter().map(|&k| e.flow_idx[row(k)]).collect();
-    t.push(
-        "src",
-        Owned::Str {
-            index: flow_idx.clone(),
-            dict: strings(|k| k.src_string()),
-        },
+        "interface_id",
+        Owned::U32(gather(&rows, &e.interface_id)),
         None,
     );
     t.push(
-        "dst",
-        Owned::Str {
-            index: flow_idx,
-            dict: strings(|k| k.dst_string()),
-        },
+        "wire_len_bytes",
+        Owned::U32(gather(&rows, &e.wire_len)),
         None,
     );
-    t.push("proto", u8s(&|i| e.proto[i]), None);
-    t.push("sport", u16s(&|i| e.sport[i]), mask(&|i| e.has_ports[i]));
-    t.push("dport", u16s(&|i| e.dport[i]), mask(&|i| e.has_ports[i]));
-    t.push("ip_id", u32s(&|i| e.ip_id[i]), mask(&|i| e.has_ip_id[i]));
-    t.push("size_bytes", u32s(&|i| e.ip_len[i]), None);
-    t.push("dscp", u8s(&|i| e.dscp[i]), None);
-    t.push("ecn", u8s(&|i| e.ecn[i]), None);
-    t.push("ttl", u8s(&|i| e.ttl[i]), None);
-    let tcp = |i: usize| e.has_tcp[i];
-    t.push("tcp_seq", u32s(&|i| e.tcp_seq[i]), mask(&tcp));
-    t.push("tcp_ack", u32s(&|i| e.tcp_ack[i]), mask(&tcp));
-    t.push("tcp_flags", u16s(&|i| e.tcp_flags[i]), mask(&tcp));
+    t.push("ip_version", Owned::U8(gather(&rows, &e.ip_version)), None);
+    t.push_addresses(eg.cap, gather(&rows, &e.flow_idx));
+    t.push("proto", Owned::U8(gather(&rows, &e.proto)), None);
+    t.push("sport", Owned::U16(gather(&rows, &e.sport)), ports.clone());
+    t.push("dport", Owned::U16(gather(&rows, &e.dport)), ports);
+    t.push(
+        "ip_id",
+        Owned::U32(gather(&rows, &e.ip_id)),
+        Some(gather(&rows, &e.has_ip_id)),
+    );
+    t.push("size_bytes", Owned::U32(gather(&rows, &e.ip_len)), None);
+    t.push("dscp", Owned::U8(gather(&rows, &e.dscp)), None);
+    t.push("ecn", Owned::U8(gather(&rows, &e.ecn)), None);
+    t.push("ttl", Owned::U8(gather(&rows, &e.ttl)), None);
+    t.push(
+        "tcp_seq",
+        Owned::U32(gather(&rows, &e.tcp_seq)),
+        tcp.clone(),
+    );
+    t.push(
+        "tcp_ack",
+        Owned::U32(gather(&rows, &e.tcp_ack)),
+        tcp.clone(),
+    );
+    t.push(
+        "tcp_flags",
+        Owned::U16(gather(&rows, &e.tcp_flags)),
+        tcp.clone(),
+    );
     t.push(
         "tcp_payload_bytes",
-        u32s(&|i| e.tcp_payload_len[i]),
-        mask(&tcp),
+        Owned::U32(gather(&rows, &e.tcp_payload_len)),
+        tcp,
     );
-    let rtp = |i: usize| e.has_rtp[i];
-    t.push("rtp_ssrc", u32s(&|i| e.rtp_ssrc[i]), mask(&rtp));
-    t.push("rtp_seq", u16s(&|i| e.rtp_seq[i]), mask(&rtp));
-    t.push("rtp_ts", u32s(&|i| e.rtp_ts[i]), mask(&rtp));
+    t.push(
+        "rtp_ssrc",
+        Owned::U32(gather(&rows, &e.rtp_ssrc)),
+        rtp.clone(),
+    );
+    t.push(
+        "rtp_seq",
+        Owned::U16(gather(&rows, &e.rtp_seq)),
+        rtp.clone(),
+    );
+    t.push("rtp_ts", Owned::U32(gather(&rows, &e.rtp_ts)), rtp.clone());
     t.push(
         "rtp_marker",
-        Owned::Bool(alone.iter().map(|&k| e.rtp_marker[row(k)]).collect()),
-        mask(&rtp),
+        Owned::Bool(gather(&rows, &e.rtp_marker)),
+        rtp.clone(),
     );
-    t.push("rtp_pt", u8s(&|i| e.rtp_pt[i]), mask(&rtp));
-    t.push(
-        "truncated",
-        Owned::Bool(alone.iter().map(|&k| e.truncated[row(k)]).collect()),
-        None,
-    );
+    t.push("rtp_pt", Owned::U8(gather(&rows, &e.rtp_pt)), rtp);
+    t.push("truncated", Owned::Bool(gather(&rows, &e.truncated)), None);
     t
 }
