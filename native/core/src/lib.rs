@@ -5,6 +5,7 @@
 //! Nothing here knows about Python; `cga-native` wraps it for the `cganalysis` package.
 
 pub mod decode;
+pub mod hugepages;
 pub mod keys;
 pub mod matcher;
 pub mod parquet;
@@ -12,3 +13,8 @@ pub mod pcap;
 pub mod stream;
 pub mod table;
 mod wordhash;
+
+/// The core's own tests run on the allocator the extension module uses.
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: hugepages::HugePages = hugepages::HugePages;

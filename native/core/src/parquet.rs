@@ -11,6 +11,7 @@
 //! more than reading and matching both captures. Column chunks are encoded on all cores
 //! and written in order.
 
+mod encode;
 mod pages;
 mod thrift;
 
@@ -78,6 +79,7 @@ const RLE: i32 = 3;
 const UNCOMPRESSED: i32 = 0;
 const DATA_PAGE: i32 = 0;
 const DICTIONARY_PAGE: i32 = 2;
+const DELTA_BINARY_PACKED: i32 = 5;
 const RLE_DICTIONARY: i32 = 8;
 // ConvertedType, for readers that predate LogicalType.
 const UTF8: i32 = 0;
@@ -118,12 +120,15 @@ pub fn write<W: Write>(
                 physical: col.physical().0,
                 name: col.name,
                 values: (end - start) as i64,
-                bytes: chunk.bytes.len() as i64,
+                bytes: chunk.len() as i64,
                 offset,
                 dict_bytes: chunk.dict_bytes as i64,
+                encoding: chunk.encoding,
             });
-            out.write_all(&chunk.bytes)?;
-            offset += chunk.bytes.len() as i64;
+            for piece in &chunk.pieces {
+                out.write_all(piece)?;
+            }
+            offset += chunk.len() as i64;
         }
         groups.push(((end - start) as i64, metas));
         start = end;
@@ -143,29 +148,38 @@ struct ChunkMeta<'a> {
     offset: i64,
     /// Bytes of the dictionary page at the chunk's start (0: none).
     dict_bytes: i64,
+    /// The data page's encoding.
+    encoding: i32,
 }
 
 /// The column chunks of rows `start..end`, each a page header and its page, encoded on
-/// as many threads as the machine has (columns are independent).
+/// as many threads as the machine has (columns are independent; each thread takes the
+/// next column not yet taken, since their costs differ by a hundred times).
 fn encode_chunks(columns: &[Column<'_>], start: usize, end: usize) -> Vec<Chunk> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(columns.len().max(1));
-    let mut chunks: Vec<Chunk> = (0..columns.len()).map(|_| Chunk::default()).collect();
-    std::thread::scope(|s| {
-        for (t, slots) in chunks
-            .chunks_mut(columns.len().div_ceil(threads).max(1))
-            .enumerate()
-        {
-            let first = t * columns.len().div_ceil(threads).max(1);
-            s.spawn(move || {
-                for (i, slot) in slots.iter_mut().enumerate() {
-                    *slot = column_chunk(&columns[first + i], start, end);
-                }
-            });
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(col) = columns.get(i) else {
+                return done;
+            };
+            done.push((i, column_chunk(col, start, end)));
         }
+    };
+    let mut done: Vec<(usize, Chunk)> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut done = work();
+        for h in helpers {
+            done.extend(h.join().expect("encoding a column chunk panicked"));
+        }
+        done
     });
-    chunks
+    done.sort_unstable_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, chunk)| chunk).collect()
 }
 
 fn footer(
@@ -217,10 +231,11 @@ fn footer(
             w.i64(2, m.offset);
             w.begin(3);
             w.i32(1, m.physical);
+            // RLE: the definition levels; PLAIN: a dictionary page's entries.
             let encodings: &[i32] = if m.dict_bytes > 0 {
                 &[PLAIN, RLE, RLE_DICTIONARY]
             } else {
-                &[PLAIN, RLE]
+                &[RLE, m.encoding]
             };
             w.list(2, Kind::I32, encodings.len());
             for &e in encodings {

@@ -1,39 +1,89 @@
 //! Column chunks: the pages of one column's rows in a row group (dictionary page, data
-//! page v1), their headers, and the encodings they use (PLAIN, RLE/bit-packing hybrid).
+//! page v1) and their headers. Each column takes the smallest of the encodings tried here
+//! that costs no more than a pass over its values:
+//! - strings, bytes and integers below 2^16 (ports, sizes, IP IDs, flow ids): a
+//!   dictionary, its indices bit-packed;
+//! - 64-bit integers (times): DELTA_BINARY_PACKED;
+//! - the rest (sequence numbers, floats, booleans): PLAIN.
 
+use super::encode::pack_hybrid;
+use super::encode::{def_levels, delta_binary_packed, index_width, pack_bits, pack_flags};
+use super::encode::{small_int_dictionary, DICT_MAX_VALUE};
 use super::thrift::Writer;
-use super::{Column, Values, DATA_PAGE, DICTIONARY_PAGE, PLAIN, RLE, RLE_DICTIONARY};
+use super::RLE_DICTIONARY;
+use super::{Column, Values, DATA_PAGE, DELTA_BINARY_PACKED, DICTIONARY_PAGE, PLAIN, RLE};
 
-/// A column chunk's bytes: an optional dictionary page, then one data page.
+/// A column chunk: its bytes in pieces written one after the other (an optional
+/// dictionary page and its header, then the data page's header and the page).
 #[derive(Default)]
 pub(super) struct Chunk {
-    pub bytes: Vec<u8>,
+    pub pieces: Vec<Vec<u8>>,
+    /// Bytes of the dictionary page with its header (0: none).
     pub dict_bytes: usize,
+    /// The data page's encoding.
+    pub encoding: i32,
 }
+
+impl Chunk {
+    pub(super) fn len(&self) -> usize {
+        self.pieces.iter().map(Vec::len).sum()
+    }
+}
+
+/// A dictionary: (the dictionary page's values, each kept row's index, entries).
+type Dictionary = (Vec<u8>, Vec<u32>, usize);
 
 /// Rows `start..end` of `col` as one column chunk.
 pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk {
     let n = end - start;
     let valid = col.valid.map(|v| &v[start..end]);
-    let keep = |i: usize| valid.map_or(true, |v| v[i]);
-    let mut page = Vec::with_capacity(n * 8 + 16);
+    let kept = valid.map_or(n, |v| v.iter().filter(|&&k| k).count());
+    let mut page = Vec::with_capacity(kept * 8 + 64);
     def_levels(&mut page, valid, n);
-    // dictionary-encoded: (dictionary page values, entries, number of entries)
-    let dict: Option<(Vec<u8>, Vec<u32>, usize)> = match &col.values {
-        Values::U8(v) => {
-            let mut slot = [u32::MAX; 256];
-            let (mut dict, mut idx) = (Vec::new(), Vec::with_capacity(n));
-            for (i, &x) in v[start..end].iter().enumerate() {
-                if keep(i) {
-                    if slot[x as usize] == u32::MAX {
-                        slot[x as usize] = (dict.len() / 4) as u32;
-                        dict.extend_from_slice(&i32::from(x).to_le_bytes());
-                    }
-                    idx.push(slot[x as usize]);
-                }
-            }
-            let entries = dict.len() / 4;
-            (entries > 0).then_some((dict, idx, entries))
+    let mut chunk = Chunk::default();
+    if let Some((dict_page, idx, entries)) = dictionary(col, start, end) {
+        page.push(index_width(entries));
+        pack_hybrid(&mut page, &idx, index_width(entries));
+        chunk.dict_bytes = push_page(&mut chunk, DICTIONARY_PAGE, dict_page, entries, PLAIN);
+        chunk.encoding = RLE_DICTIONARY;
+    } else if let Values::I64(v) = &col.values {
+        let kept: Vec<i64> = match valid {
+            None => v[start..end].to_vec(),
+            Some(ok) => v[start..end]
+                .iter()
+                .zip(ok)
+                .filter(|(_, &k)| k)
+                .map(|(&x, _)| x)
+                .collect(),
+        };
+        delta_binary_packed(&mut page, &kept);
+        chunk.encoding = DELTA_BINARY_PACKED;
+    } else {
+        plain_values(&mut page, col, start, end);
+        chunk.encoding = PLAIN;
+    }
+    let encoding = chunk.encoding;
+    push_page(&mut chunk, DATA_PAGE, page, n, encoding);
+    chunk
+}
+
+/// Adds a page with its header to `chunk`; returns the bytes added.
+fn push_page(chunk: &mut Chunk, kind: i32, page: Vec<u8>, values: usize, encoding: i32) -> usize {
+    let header = page_header(kind, page.len(), values, encoding);
+    let added = header.len() + page.len();
+    chunk.pieces.push(header);
+    chunk.pieces.push(page);
+    added
+}
+
+/// The dictionary of rows `start..end`, for the columns that take one (see the module).
+fn dictionary(col: &Column<'_>, start: usize, end: usize) -> Option<Dictionary> {
+    let valid = col.valid.map(|v| &v[start..end]);
+    match &col.values {
+        Values::U8(v) => small_int_dictionary(&v[start..end], valid),
+        Values::U16(v) => small_int_dictionary(&v[start..end], valid),
+        Values::U32(v) if v[start..end].iter().all(|&x| x < DICT_MAX_VALUE) => {
+            small_int_dictionary(&v[start..end], valid)
         }
         Values::Str { index, dict } => {
             let mut page_dict = Vec::new();
@@ -41,34 +91,19 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
                 page_dict.extend_from_slice(&(s.len() as u32).to_le_bytes());
                 page_dict.extend_from_slice(s.as_bytes());
             }
-            let idx = index[start..end]
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| keep(i))
-                .map(|(_, &k)| k)
-                .collect();
+            let idx = match valid {
+                None => index[start..end].to_vec(),
+                Some(ok) => index[start..end]
+                    .iter()
+                    .zip(ok)
+                    .filter(|(_, &k)| k)
+                    .map(|(&i, _)| i)
+                    .collect(),
+            };
             (!dict.is_empty()).then_some((page_dict, idx, dict.len()))
         }
         _ => None,
-    };
-    let mut chunk = Chunk::default();
-    let encoding = if let Some((dict_page, idx, entries)) = dict {
-        let width = (usize::BITS - entries.saturating_sub(1).leading_zeros()).max(1) as u8;
-        page.push(width);
-        pack_hybrid(&mut page, &idx, width);
-        chunk.bytes = page_header(DICTIONARY_PAGE, dict_page.len(), entries, PLAIN);
-        chunk.bytes.extend_from_slice(&dict_page);
-        chunk.dict_bytes = chunk.bytes.len();
-        RLE_DICTIONARY
-    } else {
-        plain_values(&mut page, col, start, end, &keep);
-        PLAIN
-    };
-    chunk
-        .bytes
-        .extend_from_slice(&page_header(DATA_PAGE, page.len(), n, encoding));
-    chunk.bytes.extend_from_slice(&page);
-    chunk
+    }
 }
 
 /// A page header: a data page (v1) of `values` rows or a dictionary page of `values`
@@ -95,40 +130,22 @@ fn page_header(kind: i32, len: usize, values: usize, encoding: i32) -> Vec<u8> {
 }
 
 /// The non-null values of rows `start..end`, PLAIN.
-fn plain_values(
-    page: &mut Vec<u8>,
-    col: &Column<'_>,
-    start: usize,
-    end: usize,
-    keep: &dyn Fn(usize) -> bool,
-) {
+fn plain_values(page: &mut Vec<u8>, col: &Column<'_>, start: usize, end: usize) {
     let valid = col.valid.map(|v| &v[start..end]);
+    let keep = |i: usize| valid.map_or(true, |v| v[i]);
     match &col.values {
         Values::U8(v) => plain_i32(page, &v[start..end], valid, i32::from),
         Values::U16(v) => plain_i32(page, &v[start..end], valid, i32::from),
         Values::U32(v) => plain_i32(page, &v[start..end], valid, |x| x as i32),
-        Values::I64(v) => {
-            for (i, x) in v[start..end].iter().enumerate() {
-                if keep(i) {
-                    page.extend_from_slice(&x.to_le_bytes());
-                }
+        Values::I64(v) => plain_8(page, &v[start..end], valid, |x| x.to_le_bytes()),
+        Values::F64(v) => plain_8(page, &v[start..end], valid, |x| x.to_le_bytes()),
+        Values::Bool(v) => match valid {
+            None => pack_flags(page, &v[start..end]),
+            Some(ok) => {
+                let bits = v[start..end].iter().zip(ok).filter(|(_, &k)| k);
+                pack_bits(page, bits.map(|(&b, _)| b));
             }
-        }
-        Values::F64(v) => {
-            for (i, x) in v[start..end].iter().enumerate() {
-                if keep(i) {
-                    page.extend_from_slice(&x.to_le_bytes());
-                }
-            }
-        }
-        Values::Bool(v) => {
-            let bits = v[start..end]
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| keep(i))
-                .map(|(_, &b)| b);
-            pack_bits(page, bits);
-        }
+        },
         Values::Str { index, dict } => {
             for (i, &k) in index[start..end].iter().enumerate() {
                 if keep(i) {
@@ -141,75 +158,42 @@ fn plain_values(
     }
 }
 
-/// `values` in one bit-packed run of the RLE/bit-packing hybrid, `width` bits each.
-fn pack_hybrid(out: &mut Vec<u8>, values: &[u32], width: u8) {
-    uleb(out, ((values.len().div_ceil(8) as u64) << 1) | 1);
-    let w = u32::from(width);
-    for group in values.chunks(8) {
-        let (mut acc, mut bits) = (0u64, 0u32);
-        for i in 0..8 {
-            acc |= u64::from(group.get(i).copied().unwrap_or(0)) << bits;
-            bits += w;
-            while bits >= 8 {
-                out.push(acc as u8);
-                acc >>= 8;
-                bits -= 8;
+fn plain_i32<T: Copy>(page: &mut Vec<u8>, v: &[T], valid: Option<&[bool]>, f: impl Fn(T) -> i32) {
+    plain_fixed(page, v, valid, |x| f(x).to_le_bytes());
+}
+
+fn plain_8<T: Copy>(page: &mut Vec<u8>, v: &[T], valid: Option<&[bool]>, f: impl Fn(T) -> [u8; 8]) {
+    plain_fixed(page, v, valid, f);
+}
+
+/// The kept values, `N` bytes each, written into room made once (a push per value
+/// checks the capacity each time and cost more than the rest of the encoding).
+fn plain_fixed<T: Copy, const N: usize>(
+    page: &mut Vec<u8>,
+    v: &[T],
+    valid: Option<&[bool]>,
+    f: impl Fn(T) -> [u8; N],
+) {
+    let at = page.len();
+    page.resize(at + v.len() * N, 0);
+    let mut slots = page[at..].chunks_exact_mut(N);
+    let mut written = 0;
+    match valid {
+        None => {
+            for (slot, &x) in slots.zip(v) {
+                slot.copy_from_slice(&f(x));
+            }
+            written = v.len();
+        }
+        Some(ok) => {
+            for (&x, _) in v.iter().zip(ok).filter(|(_, &k)| k) {
+                // At most one slot per value: never runs out.
+                if let Some(slot) = slots.next() {
+                    slot.copy_from_slice(&f(x));
+                    written += 1;
+                }
             }
         }
     }
-}
-
-fn plain_i32<T: Copy>(page: &mut Vec<u8>, v: &[T], valid: Option<&[bool]>, f: impl Fn(T) -> i32) {
-    match valid {
-        None => v
-            .iter()
-            .for_each(|&x| page.extend_from_slice(&f(x).to_le_bytes())),
-        Some(ok) => v
-            .iter()
-            .zip(ok)
-            .filter(|(_, &k)| k)
-            .for_each(|(&x, _)| page.extend_from_slice(&f(x).to_le_bytes())),
-    }
-}
-
-/// Definition levels (max level 1) in the RLE/bit-packing hybrid, with the v1 page's
-/// 4-byte length: one RLE run when every row is valid, bit-packed otherwise.
-fn def_levels(page: &mut Vec<u8>, valid: Option<&[bool]>, n: usize) {
-    let mut enc = Vec::new();
-    match valid {
-        Some(v) if v.iter().any(|&k| !k) => {
-            uleb(&mut enc, ((n.div_ceil(8) as u64) << 1) | 1);
-            pack_bits(&mut enc, v.iter().copied());
-        }
-        _ => {
-            uleb(&mut enc, (n as u64) << 1);
-            enc.push(1);
-        }
-    }
-    page.extend_from_slice(&(enc.len() as u32).to_le_bytes());
-    page.extend_from_slice(&enc);
-}
-
-/// Bits packed least significant first, padded to whole bytes.
-fn pack_bits(out: &mut Vec<u8>, bits: impl Iterator<Item = bool>) {
-    let (mut byte, mut used) = (0u8, 0);
-    for b in bits {
-        byte |= (b as u8) << used;
-        used += 1;
-        if used == 8 {
-            out.push(byte);
-            (byte, used) = (0, 0);
-        }
-    }
-    if used > 0 {
-        out.push(byte);
-    }
-}
-
-fn uleb(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+    page.truncate(at + written * N);
 }

@@ -1,0 +1,321 @@
+//! An allocator that maps large blocks on transparent huge pages.
+//!
+//! Matching a few million packets fills about a gigabyte of fresh columns. Through the C
+//! allocator that cost more kernel time than the matcher's own work: a quarter of a million
+//! 4 KiB page faults, each charged and zeroed and later unmapped one by one, and every
+//! doubling of a growing column copied (the C allocator serves blocks below its adaptive
+//! threshold, up to 32 MiB, from its heap, where `realloc` copies). Blocks of at least
+//! [`LARGE_BYTES`] are therefore mapped here on their own:
+//! - aligned to 2 MiB and marked `MADV_HUGEPAGE`, so the kernel backs them with 2 MiB pages
+//!   (512 times fewer faults) where the system allows it (`transparent_hugepage/enabled`
+//!   set to `madvise` or `always`; elsewhere the advice is ignored);
+//! - grown with `mremap`, which moves page tables instead of copying bytes;
+//! - when freed, kept for reuse up to [`CACHE_BYTES`] in all (the rest is unmapped): a
+//!   fresh mapping is zeroed page by page by the kernel, and the matcher's and the Parquet
+//!   writer's temporaries (sort buffers, dictionary indices, pages) come and go by the
+//!   hundred megabytes; zeroing them again took a third of the writer's time.
+//!
+//! Smaller blocks go to the system allocator untouched.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+
+/// Blocks this large or larger are mapped on their own.
+pub const LARGE_BYTES: usize = 4 << 20;
+const HUGE_PAGE: usize = 2 << 20;
+const PAGE: usize = 4096;
+
+/// Freed large blocks kept for reuse, at most this many bytes in all (none where blocks
+/// cannot be trimmed).
+pub const CACHE_BYTES: usize = if cfg!(target_os = "linux") {
+    256 << 20
+} else {
+    0
+};
+const CACHE_SLOTS: usize = 32;
+
+/// The system allocator, with large blocks mapped on huge pages.
+pub struct HugePages;
+
+/// Freed mappings: (address, mapped length); a length of 0 marks a free slot.
+struct Cache {
+    blocks: [(usize, usize); CACHE_SLOTS],
+    bytes: usize,
+}
+
+static CACHE: std::sync::Mutex<Cache> = std::sync::Mutex::new(Cache {
+    blocks: [(0, 0); CACHE_SLOTS],
+    bytes: 0,
+});
+
+fn cache() -> std::sync::MutexGuard<'static, Cache> {
+    // Nothing panics while the lock is held; a poisoned lock still holds a valid cache.
+    CACHE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Cache {
+    /// Takes the smallest kept block of at least `len` bytes and at most twice that.
+    fn take(&mut self, len: usize) -> Option<(usize, usize)> {
+        let fits = |&(_, l): &(usize, usize)| l >= len && l <= 2 * len;
+        let slot = (0..CACHE_SLOTS)
+            .filter(|&k| fits(&self.blocks[k]))
+            .min_by_key(|&k| self.blocks[k].1)?;
+        let block = std::mem::take(&mut self.blocks[slot]);
+        self.bytes -= block.1;
+        Some(block)
+    }
+
+    /// Keeps a block if there is room; false: the caller unmaps it.
+    fn keep(&mut self, addr: usize, len: usize) -> bool {
+        if self.bytes + len > CACHE_BYTES {
+            return false;
+        }
+        let Some(slot) = self.blocks.iter().position(|&(_, l)| l == 0) else {
+            return false;
+        };
+        self.blocks[slot] = (addr, len);
+        self.bytes += len;
+        true
+    }
+}
+
+/// A block of `size` bytes: a kept one (its pages already faulted in, its bytes stale) or
+/// a fresh mapping.
+unsafe fn take_or_map(size: usize) -> *mut u8 {
+    let len = mapped_len(size);
+    let kept = cache().take(len);
+    match kept {
+        Some((addr, had)) => {
+            // The block's length must be what `dealloc` will be told: give back the rest.
+            if had > len {
+                sys::unmap((addr + len) as *mut u8, had - len);
+            }
+            addr as *mut u8
+        }
+        None => sys::map(size),
+    }
+}
+
+unsafe fn keep_or_unmap(ptr: *mut u8, size: usize) {
+    let kept = cache().keep(ptr as usize, mapped_len(size));
+    if !kept {
+        sys::unmap(ptr, size);
+    }
+}
+
+fn is_large(layout: &Layout) -> bool {
+    layout.size() >= LARGE_BYTES && layout.align() <= PAGE
+}
+
+fn mapped_len(size: usize) -> usize {
+    size.next_multiple_of(PAGE)
+}
+
+#[cfg(target_os = "linux")]
+mod sys {
+    use super::{mapped_len, HUGE_PAGE};
+    use std::ptr::null_mut;
+
+    /// Maps `size` bytes at a 2 MiB boundary, advised to use huge pages (null on failure).
+    pub(super) unsafe fn map(size: usize) -> *mut u8 {
+        let len = mapped_len(size);
+        let padded = len + HUGE_PAGE;
+        let raw = libc::mmap(
+            null_mut(),
+            padded,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if raw == libc::MAP_FAILED {
+            return null_mut();
+        }
+        // Trim the padding so that the block starts on a huge page.
+        let raw = raw as usize;
+        let start = raw.next_multiple_of(HUGE_PAGE);
+        if start > raw {
+            libc::munmap(raw as *mut libc::c_void, start - raw);
+        }
+        let tail = raw + padded - (start + len);
+        if tail > 0 {
+            libc::munmap((start + len) as *mut libc::c_void, tail);
+        }
+        advise(start as *mut u8, len);
+        start as *mut u8
+    }
+
+    pub(super) unsafe fn advise(ptr: *mut u8, len: usize) {
+        // A failure (no THP in this kernel) only leaves the block on small pages.
+        libc::madvise(ptr as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+    }
+
+    pub(super) unsafe fn unmap(ptr: *mut u8, size: usize) {
+        libc::munmap(ptr as *mut libc::c_void, mapped_len(size));
+    }
+
+    /// Grows or shrinks a mapped block, moving it if need be (null on failure).
+    pub(super) unsafe fn remap(ptr: *mut u8, old: usize, new: usize) -> *mut u8 {
+        let q = libc::mremap(
+            ptr as *mut libc::c_void,
+            mapped_len(old),
+            mapped_len(new),
+            libc::MREMAP_MAYMOVE,
+        );
+        if q == libc::MAP_FAILED {
+            return null_mut();
+        }
+        advise(q as *mut u8, mapped_len(new));
+        q as *mut u8
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod sys {
+    use std::alloc::{GlobalAlloc, Layout, System};
+
+    fn layout(size: usize) -> Layout {
+        Layout::from_size_align(size, super::PAGE).expect("block size")
+    }
+    pub(super) unsafe fn map(size: usize) -> *mut u8 {
+        System.alloc_zeroed(layout(size))
+    }
+    pub(super) unsafe fn unmap(ptr: *mut u8, size: usize) {
+        System.dealloc(ptr, layout(size))
+    }
+    pub(super) unsafe fn remap(ptr: *mut u8, old: usize, new: usize) -> *mut u8 {
+        System.realloc(ptr, layout(old), new)
+    }
+}
+
+// SAFETY: large blocks are whole private mappings of at least the layout's size, aligned
+// to 2 MiB (more than any layout this path accepts); each is unmapped or remapped only with
+// the size it was given, as `GlobalAlloc` guarantees. Everything else is `System`'s.
+unsafe impl GlobalAlloc for HugePages {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if is_large(&layout) {
+            take_or_map(layout.size())
+        } else {
+            System.alloc(layout)
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if is_large(&layout) {
+            // Fresh anonymous pages read as zeros.
+            sys::map(layout.size())
+        } else {
+            System.alloc_zeroed(layout)
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if is_large(&layout) {
+            keep_or_unmap(ptr, layout.size())
+        } else {
+            System.dealloc(ptr, layout)
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
+        match (is_large(&layout), is_large(&new_layout)) {
+            (false, false) => System.realloc(ptr, layout, new_size),
+            (true, true) => sys::remap(ptr, layout.size(), new_size),
+            _ => {
+                // Crossing the threshold: a new block of the other kind, and a copy.
+                let new = self.alloc(new_layout);
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
+                new
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_gives_the_smallest_block_within_twice_the_request() {
+        let mut c = Cache {
+            blocks: [(0, 0); CACHE_SLOTS],
+            bytes: 0,
+        };
+        let mb = 1 << 20;
+        assert!(c.keep(0x1000, 40 * mb) && c.keep(0x2000, 12 * mb) && c.keep(0x3000, 9 * mb));
+        assert_eq!(c.take(19 * mb), None); // 40 MB is more than twice 19
+        assert_eq!(c.take(8 * mb), Some((0x3000, 9 * mb)));
+        assert_eq!(c.take(8 * mb), Some((0x2000, 12 * mb)));
+        assert_eq!(c.bytes, 40 * mb);
+        // Full: what does not fit in CACHE_BYTES is refused (the caller unmaps it).
+        assert!(!c.keep(0x4000, CACHE_BYTES));
+        while c.take(mb).is_some() {}
+        assert_eq!(c.take(40 * mb), Some((0x1000, 40 * mb)));
+        assert_eq!(c.bytes, 0);
+    }
+
+    #[test]
+    fn blocks_stay_usable_through_alloc_realloc_and_free() {
+        let a = HugePages;
+        // Sizes on both sides of the threshold, grown and shrunk across it.
+        let sizes = [16, LARGE_BYTES - 1, LARGE_BYTES, 3 * LARGE_BYTES + 12345];
+        for size in sizes {
+            for new_size in [size / 3 + 1, size * 2, LARGE_BYTES + 1] {
+                let layout = Layout::from_size_align(size, 64).unwrap();
+                unsafe {
+                    let p = a.alloc_zeroed(layout);
+                    assert!(!p.is_null());
+                    assert!(std::slice::from_raw_parts(p, size).iter().all(|&b| b == 0));
+                    p.write_bytes(7, size);
+                    let q = a.realloc(p, layout, new_size);
+                    assert!(!q.is_null());
+                    let kept = size.min(new_size);
+                    assert!(std::slice::from_raw_parts(q, kept).iter().all(|&b| b == 7));
+                    q.write_bytes(9, new_size);
+                    a.dealloc(q, Layout::from_size_align(new_size, 64).unwrap());
+                }
+            }
+        }
+        // A vector grown one element at a time (this crate's tests run on `HugePages`)
+        // keeps its contents across every move.
+        let mut v: Vec<u64> = Vec::new();
+        for i in 0..(3 * LARGE_BYTES as u64 / 8) {
+            v.push(i);
+        }
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+    }
+
+    /// AnonHugePages of this process, in KiB.
+    fn huge_kib() -> u64 {
+        let text = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix("AnonHugePages:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn large_blocks_get_huge_pages_where_the_system_allows_it() {
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        if !mode.contains("[madvise]") {
+            // `always` backs blocks with huge pages without advice, `never` refuses them:
+            // only under `madvise` does the advice make the difference tested here.
+            return;
+        }
+        let size = 64 << 20;
+        let layout = Layout::from_size_align(size, 64).unwrap();
+        let before = huge_kib();
+        unsafe {
+            let p = HugePages.alloc(layout);
+            p.write_bytes(1, size);
+            let gained = huge_kib().saturating_sub(before);
+            HugePages.dealloc(p, layout);
+            // All but the partial huge pages at both ends, allowing for fragmentation.
+            assert!(gained >= 32 << 10, "only {gained} KiB on huge pages");
+        }
+    }
+}
