@@ -64,6 +64,12 @@ impl Cache {
         Some(block)
     }
 
+    /// Empties the cache; returns the blocks it held (free slots have length 0).
+    fn drain(&mut self) -> [(usize, usize); CACHE_SLOTS] {
+        self.bytes = 0;
+        std::mem::replace(&mut self.blocks, [(0, 0); CACHE_SLOTS])
+    }
+
     /// Keeps a block if there is room; false: the caller unmaps it.
     fn keep(&mut self, addr: usize, len: usize) -> bool {
         if self.bytes + len > CACHE_BYTES {
@@ -92,6 +98,18 @@ unsafe fn take_or_map(size: usize) -> *mut u8 {
             addr as *mut u8
         }
         None => sys::map(size),
+    }
+}
+
+/// Unmaps every kept block: called when a whole operation ends, so that a long-lived
+/// process (a notebook) holds nothing between operations.
+pub fn release_cache() {
+    let blocks = cache().drain();
+    for (addr, len) in blocks {
+        if len > 0 {
+            // SAFETY: a kept block is a whole mapping no one else holds.
+            unsafe { sys::unmap(addr as *mut u8, len) };
+        }
     }
 }
 
@@ -255,6 +273,19 @@ mod tests {
         while c.take(mb).is_some() {}
         assert_eq!(c.take(40 * mb), Some((0x1000, 40 * mb)));
         assert_eq!(c.bytes, 0);
+    }
+
+    #[test]
+    fn a_drained_cache_holds_nothing_and_hands_back_every_block() {
+        let mut c = Cache {
+            blocks: [(0, 0); CACHE_SLOTS],
+            bytes: 0,
+        };
+        assert!(c.keep(0x1000, 8 << 20) && c.keep(0x2000, 6 << 20));
+        let mut held: Vec<_> = c.drain().into_iter().filter(|&(_, l)| l > 0).collect();
+        held.sort_unstable();
+        assert_eq!(held, [(0x1000, 8 << 20), (0x2000, 6 << 20)]);
+        assert_eq!((c.bytes, c.take(1 << 20)), (0, None));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::matcher::{match_points, MatchResult};
 use crate::pcap::{Capture, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// What the Python side's `MatchOptions` says, in nanoseconds.
 #[derive(Clone, Copy, Debug)]
@@ -88,6 +89,8 @@ struct Point<'a> {
     rows: Vec<usize>,
     is_rtp: Vec<bool>,
     flow_key: Vec<u64>,
+    /// RTP marks of every capture row (the packet table's RTP columns read them).
+    rtp_by_row: Vec<bool>,
 }
 
 impl<'a> Point<'a> {
@@ -106,6 +109,7 @@ impl<'a> Point<'a> {
             rows,
             is_rtp,
             flow_key,
+            rtp_by_row: rtp_all,
         }
     }
 
@@ -150,9 +154,10 @@ impl<'a> Point<'a> {
     }
 }
 
-/// Matches `ingress` and `egress` (both read whole).
+/// Matches `ingress` and `egress` (both read whole). The packet table keeps `ingress`:
+/// it reads columns of it when written.
 pub fn match_pair(
-    ingress: &Capture,
+    ingress: &Arc<Capture>,
     egress: &Capture,
     opts: PairOptions,
 ) -> Result<Paired, PairError> {
@@ -166,9 +171,9 @@ pub fn match_pair(
         let (keys, times) = (p.keys(), p.times());
         (p, keys, times)
     };
-    let ((ing, ing_keys, ing_t), (eg, eg_keys, eg_t)) = std::thread::scope(|s| {
+    let ((mut ing, ing_keys, ing_t), (eg, eg_keys, eg_t)) = std::thread::scope(|s| {
         let eg = s.spawn(|| point(egress));
-        (point(ingress), eg.join().expect("identity keys"))
+        (point(ingress.as_ref()), eg.join().expect("identity keys"))
     });
     for (which, p) in [&ing, &eg].into_iter().enumerate() {
         if p.rows.is_empty() {
@@ -177,6 +182,7 @@ pub fn match_pair(
     }
     clock.lap("identity keys");
     let m = match_points(&ing_keys, &ing_t, &eg_keys, &eg_t, opts.max_delay_ns);
+    drop((ing_keys, ing_t, eg_keys, eg_t));
     clock.lap("pairing");
     let reverse = reverse_flows(&ing, &eg, &m)?;
     let in_flow = |p: &Point<'_>, k: usize| reverse.contains(&p.cap.columns.flow_hash[p.rows[k]]);
@@ -187,9 +193,12 @@ pub fn match_pair(
         .end_guard_ns
         .unwrap_or_else(|| largest_delay_ns(&ing, &eg, &ing_kept, &m.in_to_eg));
     let span_ns = stats_span(egress).or_else(|| packet_span(&eg));
+    let rtp = std::mem::take(&mut ing.rtp_by_row);
     let (packets, [delivered, lost, unknown]) = columns::packet_table(
         &ing,
         &eg,
+        ingress,
+        rtp,
         &ing_kept,
         &flow_ids,
         &m.in_to_eg,

@@ -84,7 +84,11 @@ fn match_points<'py>(
             "max_delay_ns must not be negative",
         ));
     }
-    let r = py.detach(|| core_match_points(ik, it, ek, et, max_delay_ns));
+    let r = py.detach(|| {
+        let r = core_match_points(ik, it, ek, et, max_delay_ns);
+        cga_core::hugepages::release_cache();
+        r
+    });
     Ok((
         r.in_to_eg.into_pyarray(py),
         r.eg_to_in.into_pyarray(py),

@@ -57,10 +57,14 @@ impl PairedTables {
         metadata: String,
     ) -> PyResult<()> {
         py.detach(|| {
-            write_table(&packets, &self.inner.packets, &metadata)
-                .map_err(|e| (e, packets.clone()))?;
-            write_table(&egress_only, &self.inner.egress_only, &metadata)
-                .map_err(|e| (e, egress_only.clone()))
+            let written = write_table(&packets, &self.inner.packets, &metadata)
+                .map_err(|e| (e, packets.clone()))
+                .and_then(|()| {
+                    write_table(&egress_only, &self.inner.egress_only, &metadata)
+                        .map_err(|e| (e, egress_only.clone()))
+                });
+            cga_core::hugepages::release_cache();
+            written
         })
         .map_err(|(e, p)| PyOSError::new_err(format!("{}: {e}", p.display())))
     }
@@ -86,14 +90,19 @@ fn match_pair<'py>(
             (read_file(&ingress), eg.join().expect("reader thread"))
         })
     });
-    let ing = ing.map_err(|e| read_error(e, &ingress))?;
+    // The packet table keeps the ingress capture: it reads columns of it when written.
+    let ing = std::sync::Arc::new(ing.map_err(|e| read_error(e, &ingress))?);
     let eg = eg.map_err(|e| read_error(e, &egress))?;
     let opts = PairOptions {
         max_delay_ns,
         end_guard_ns,
     };
     let read_s = started.elapsed().as_secs_f64();
-    let paired = py.detach(|| core_match_pair(&ing, &eg, opts));
+    let paired = py.detach(|| {
+        let paired = core_match_pair(&ing, &eg, opts);
+        cga_core::hugepages::release_cache();
+        paired
+    });
     let d = PyDict::new(py);
     d.set_item("ingress", info_dict(py, &ing)?)?;
     d.set_item("egress", info_dict(py, &eg)?)?;

@@ -155,7 +155,11 @@ pub(crate) fn info_dict<'py>(py: Python<'py>, cap: &Capture) -> PyResult<Bound<'
 #[pyfunction]
 fn read_capture<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let cap = py
-        .detach(|| read_file(&path))
+        .detach(|| {
+            let cap = read_file(&path);
+            cga_core::hugepages::release_cache();
+            cap
+        })
         .map_err(|e| to_py_err(e, &path))?;
     capture_dict(py, cap)
 }

@@ -30,11 +30,66 @@ impl Chunk {
     }
 }
 
+/// One row group's values of a gathered column.
+enum Gathered<'a> {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    Str { index: Vec<u32>, dict: &'a [String] },
+}
+
+impl<'a> Gathered<'a> {
+    fn new(values: &Values<'a>, rows: &[usize]) -> Gathered<'a> {
+        fn take<T: Copy>(v: &[T], rows: &[usize]) -> Vec<T> {
+            rows.iter().map(|&i| v[i]).collect()
+        }
+        match *values {
+            Values::U8(v) => Gathered::U8(take(v, rows)),
+            Values::U16(v) => Gathered::U16(take(v, rows)),
+            Values::U32(v) => Gathered::U32(take(v, rows)),
+            Values::I64(v) => Gathered::I64(take(v, rows)),
+            Values::F64(v) => Gathered::F64(take(v, rows)),
+            Values::Bool(v) => Gathered::Bool(take(v, rows)),
+            Values::Str { index, dict } => Gathered::Str {
+                index: take(index, rows),
+                dict,
+            },
+        }
+    }
+
+    fn as_values(&self) -> Values<'_> {
+        match self {
+            Gathered::U8(v) => Values::U8(v),
+            Gathered::U16(v) => Values::U16(v),
+            Gathered::U32(v) => Values::U32(v),
+            Gathered::I64(v) => Values::I64(v),
+            Gathered::F64(v) => Values::F64(v),
+            Gathered::Bool(v) => Values::Bool(v),
+            Gathered::Str { index, dict } => Values::Str { index, dict },
+        }
+    }
+}
+
 /// A dictionary: (the dictionary page's values, each kept row's index, entries).
 type Dictionary = (Vec<u8>, Vec<u32>, usize);
 
 /// Rows `start..end` of `col` as one column chunk.
 pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk {
+    if let Some(order) = col.order {
+        let rows = &order[start..end];
+        let valid: Option<Vec<bool>> = col.valid.map(|v| rows.iter().map(|&i| v[i]).collect());
+        let values = Gathered::new(&col.values, rows);
+        let direct = Column {
+            name: col.name,
+            values: values.as_values(),
+            valid: valid.as_deref(),
+            order: None,
+        };
+        return column_chunk(&direct, 0, rows.len());
+    }
     let n = end - start;
     let valid = col.valid.map(|v| &v[start..end]);
     let kept = valid.map_or(n, |v| v.iter().filter(|&&k| k).count());
