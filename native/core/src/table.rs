@@ -5,6 +5,7 @@
 //! tables; the Python pipeline stays the reference and serves the other readers.
 
 mod columns;
+mod egress;
 mod rtp;
 
 pub use columns::{EgressOnly, PacketTable};
@@ -209,7 +210,7 @@ pub fn match_pair(
     let eg_alone: Vec<usize> = (0..eg.rows.len())
         .filter(|&k| !in_flow(&eg, k) && m.eg_to_in[k] < 0)
         .collect();
-    let egress_only = columns::egress_only(&eg, &eg_alone, &flow_ids);
+    let egress_only = egress::egress_only(&eg, &eg_alone, &flow_ids);
     clock.lap("egress-only table");
     let reverse_count = |p: &Point<'_>| (0..p.rows.len()).filter(|&k| in_flow(p, k)).count() as u64;
     let counts = Counts {
@@ -245,12 +246,13 @@ fn reverse_flows(
     ing: &Point<'_>,
     eg: &Point<'_>,
     m: &MatchResult,
-) -> Result<HashSet<u64>, PairError> {
+) -> Result<HashSet<u64, WordMap>, PairError> {
     if !m.reverse_twin.iter().any(|&r| r) {
-        return Ok(HashSet::new());
+        return Ok(HashSet::default());
     }
     let (ic, ec) = (&ing.cap.columns, &eg.cap.columns);
-    let mut forward: HashMap<u64, u64> = HashMap::new();
+    // Keyed by flow hashes (already mixed): looked up once per packet of both captures.
+    let mut forward: HashMap<u64, u64, WordMap> = HashMap::default();
     let (mut fwd_bytes, mut matched_in) = (0u64, 0u64);
     for (k, &i) in ing.rows.iter().enumerate() {
         if m.in_to_eg[k] >= 0 {
@@ -259,7 +261,7 @@ fn reverse_flows(
             matched_in += 1;
         }
     }
-    let mut backward: HashMap<u64, u64> = HashMap::new();
+    let mut backward: HashMap<u64, u64, WordMap> = HashMap::default();
     let (mut rev_bytes, mut reverse_egress) = (0u64, 0u64);
     for (k, &i) in eg.rows.iter().enumerate() {
         if m.reverse_twin[k] {

@@ -8,7 +8,7 @@
 use super::{FlowIds, Point, NO_TIMESTAMP};
 use crate::decode::FlowKey;
 use crate::parquet::{Column, Values};
-use crate::pcap::Capture;
+use crate::pcap::{Capture, Columns};
 use std::sync::Arc;
 
 /// One column's values, owned.
@@ -49,7 +49,7 @@ enum Source {
 /// A table: named columns of one length.
 #[derive(Default)]
 pub struct Table {
-    pub rows: usize,
+    pub(super) rows: usize,
     columns: Vec<(&'static str, Source)>,
     ingress: Option<Ingress>,
 }
@@ -58,6 +58,14 @@ pub type PacketTable = Table;
 pub type EgressOnly = Table;
 
 impl Table {
+    /// A table of `rows` rows and no columns yet.
+    pub(super) fn with_rows(rows: usize) -> Table {
+        Table {
+            rows,
+            ..Default::default()
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.rows
     }
@@ -101,7 +109,7 @@ impl Table {
             .collect()
     }
 
-    fn push(&mut self, name: &'static str, v: Owned, valid: Option<Vec<bool>>) {
+    pub(super) fn push(&mut self, name: &'static str, v: Owned, valid: Option<Vec<bool>>) {
         self.columns.push((name, Source::Owned(v, valid)));
     }
 
@@ -111,7 +119,7 @@ impl Table {
 
     /// `src` and `dst`: each row's flow (`flow_idx`) into the capture's address strings,
     /// which the Parquet writer keeps as a dictionary.
-    fn push_addresses(&mut self, cap: &Capture, flow_idx: Vec<u32>) {
+    pub(super) fn push_addresses(&mut self, cap: &Capture, flow_idx: Vec<u32>) {
         let strings = |f: fn(&FlowKey) -> String| Arc::new(cap.flows.keys.iter().map(f).collect());
         let src = Owned::Str {
             index: flow_idx.clone(),
@@ -127,7 +135,7 @@ impl Table {
 }
 
 /// `src[i]` for each row `i` of `rows`.
-fn gather<T: Copy>(rows: &[usize], src: &[T]) -> Vec<T> {
+pub(super) fn gather<T: Copy>(rows: &[usize], src: &[T]) -> Vec<T> {
     rows.iter().map(|&i| src[i]).collect()
 }
 
@@ -175,57 +183,43 @@ pub fn packet_table(
             }
         })
         .collect();
-    let matched: Vec<bool> = twins.iter().map(|&j| j != NONE).collect();
     let ids: Vec<u32> = order
         .iter()
         .map(|&k| flow_ids.get(ing.flow_key[k]))
         .collect();
-    let t_in = gather(&rows, &c.t_ns);
-    let t_eg = gather_twin(&twins, &e.t_ns, NO_TIMESTAMP);
+    // The twins' ECN and DSCP, CE marks, RTP sequence numbers and address indices on
+    // another core, while this one does times, delays and loss verdicts.
+    let (times, (ecn_eg, ce, dscp_eg, rtp_seq_ext, is_rtp_rows, flow_idx)) =
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| {
+                let ecn_eg = gather_twin(&twins, &e.ecn, 0);
+                let ce: Vec<bool> = rows
+                    .iter()
+                    .zip(&ecn_eg)
+                    .map(|(&i, &o)| o == 3 && c.ecn[i] != 3)
+                    .collect();
+                let dscp_eg = gather_twin(&twins, &e.dscp, 0);
+                let is_rtp: Vec<bool> = rows.iter().map(|&i| rtp[i]).collect();
+                let seq = gather(&rows, &c.rtp_seq);
+                let rtp_seq_ext = unwrap_rtp_seq(&seq, &ids, &is_rtp, flow_ids.len());
+                let flow_idx = gather(&rows, &c.flow_idx);
+                (ecn_eg, ce, dscp_eg, rtp_seq_ext, is_rtp, flow_idx)
+            });
+            let times = times_and_verdicts(&rows, &twins, c, e, span_ns, guard_ns);
+            (times, other.join().expect("packet table thread"))
+        });
+    let Times {
+        t_in,
+        t_eg,
+        delay,
+        delay_known,
+        verdicts,
+        tally,
+    } = times;
     let known = |t: &[i64]| Some(t.iter().map(|&x| x != NO_TIMESTAMP).collect::<Vec<bool>>());
-    let delay_known: Vec<bool> = t_in
-        .iter()
-        .zip(&t_eg)
-        .map(|(&a, &b)| a != NO_TIMESTAMP && b != NO_TIMESTAMP)
-        .collect();
-    let delay: Vec<f64> = t_in
-        .iter()
-        .zip(&t_eg)
-        .zip(&delay_known)
-        .map(|((&a, &b), &ok)| if ok { (b - a) as f64 / 1e6 } else { 0.0 })
-        .collect();
-    // Lost: no twin, and entered while the egress capture ran, early enough to have left
-    // before it stopped; unknown otherwise (cganalysis.matching.table.loss_verdict).
-    let verdict = |(&m, &t): (&bool, &i64)| -> Option<bool> {
-        if m {
-            return Some(false);
-        }
-        let (start, end) = span_ns?;
-        (t != NO_TIMESTAMP && t >= start && t <= end - guard_ns).then_some(true)
-    };
-    let verdicts: Vec<Option<bool>> = matched.iter().zip(&t_in).map(verdict).collect();
-    let mut tally = [0u64; 3];
-    for v in &verdicts {
-        tally[match v {
-            Some(false) => 0,
-            Some(true) => 1,
-            None => 2,
-        }] += 1;
-    }
-    let ecn_eg = gather_twin(&twins, &e.ecn, 0);
-    let ce: Vec<bool> = rows
-        .iter()
-        .zip(&ecn_eg)
-        .map(|(&i, &o)| o == 3 && c.ecn[i] != 3)
-        .collect();
-    let is_rtp: Vec<bool> = rows.iter().map(|&i| rtp[i]).collect();
-    let rtp_seq_ext = unwrap_rtp_seq(&gather(&rows, &c.rtp_seq), &ids, &is_rtp, flow_ids.len());
-    drop(is_rtp);
+    let matched: Vec<bool> = twins.iter().map(|&j| j != NONE).collect();
 
-    let mut t = Table {
-        rows: order.len(),
-        ..Default::default()
-    };
+    let mut t = Table::with_rows(order.len());
     t.push("flow_id", Owned::U32(ids), None);
     t.push_ingress("proto", |s| Values::U8(&s.cap.columns.proto), None);
     t.push_ingress(
@@ -233,7 +227,7 @@ pub fn packet_table(
         |s| Values::U8(&s.cap.columns.ip_version),
         None,
     );
-    t.push_addresses(ing.cap, gather(&rows, &c.flow_idx));
+    t.push_addresses(ing.cap, flow_idx);
     let ports: Option<Flag> = Some(|s| &s.cap.columns.has_ports);
     t.push_ingress("sport", |s| Values::U16(&s.cap.columns.sport), ports);
     t.push_ingress("dport", |s| Values::U16(&s.cap.columns.dport), ports);
@@ -251,11 +245,7 @@ pub fn packet_table(
     t.push("ecn_egress", Owned::U8(ecn_eg), Some(matched.clone()));
     t.push("ce_marked", Owned::Bool(ce), Some(matched.clone()));
     t.push_ingress("dscp_ingress", |s| Values::U8(&s.cap.columns.dscp), None);
-    t.push(
-        "dscp_egress",
-        Owned::U8(gather_twin(&twins, &e.dscp, 0)),
-        Some(matched),
-    );
+    t.push("dscp_egress", Owned::U8(dscp_eg), Some(matched));
     let ip_id: Option<Flag> = Some(|s| &s.cap.columns.has_ip_id);
     t.push_ingress("ip_id", |s| Values::U32(&s.cap.columns.ip_id), ip_id);
     let tcp: Option<Flag> = Some(|s| &s.cap.columns.has_tcp);
@@ -271,7 +261,6 @@ pub fn packet_table(
         rtp_flag,
     );
     t.push_ingress("rtp_seq", |s| Values::U16(&s.cap.columns.rtp_seq), rtp_flag);
-    let is_rtp_rows = rows.iter().map(|&i| rtp[i]).collect();
     t.push("rtp_seq_ext", Owned::I64(rtp_seq_ext), Some(is_rtp_rows));
     t.push_ingress("rtp_ts", |s| Values::U32(&s.cap.columns.rtp_ts), rtp_flag);
     t.push_ingress(
@@ -286,6 +275,66 @@ pub fn packet_table(
         order: rows,
     });
     (t, tally)
+}
+
+/// The packet table's times, delays and loss verdicts (with their tally).
+struct Times {
+    t_in: Vec<i64>,
+    t_eg: Vec<i64>,
+    delay: Vec<f64>,
+    delay_known: Vec<bool>,
+    verdicts: Vec<Option<bool>>,
+    tally: [u64; 3],
+}
+
+fn times_and_verdicts(
+    rows: &[usize],
+    twins: &[usize],
+    c: &Columns,
+    e: &Columns,
+    span_ns: Option<(i64, i64)>,
+    guard_ns: i64,
+) -> Times {
+    let t_in = gather(rows, &c.t_ns);
+    let t_eg = gather_twin(twins, &e.t_ns, NO_TIMESTAMP);
+    let delay_known: Vec<bool> = t_in
+        .iter()
+        .zip(&t_eg)
+        .map(|(&a, &b)| a != NO_TIMESTAMP && b != NO_TIMESTAMP)
+        .collect();
+    let delay: Vec<f64> = t_in
+        .iter()
+        .zip(&t_eg)
+        .zip(&delay_known)
+        .map(|((&a, &b), &ok)| if ok { (b - a) as f64 / 1e6 } else { 0.0 })
+        .collect();
+    // Lost: no twin, and entered while the egress capture ran, early enough to have left
+    // before it stopped; unknown otherwise (cganalysis.matching.table.loss_verdict).
+    let verdict = |(m, &t): (bool, &i64)| -> Option<bool> {
+        if m {
+            return Some(false);
+        }
+        let (start, end) = span_ns?;
+        (t != NO_TIMESTAMP && t >= start && t <= end - guard_ns).then_some(true)
+    };
+    let matched = twins.iter().map(|&j| j != NONE);
+    let verdicts: Vec<Option<bool>> = matched.zip(&t_in).map(verdict).collect();
+    let mut tally = [0u64; 3];
+    for v in &verdicts {
+        tally[match v {
+            Some(false) => 0,
+            Some(true) => 1,
+            None => 2,
+        }] += 1;
+    }
+    Times {
+        t_in,
+        t_eg,
+        delay,
+        delay_known,
+        verdicts,
+        tally,
+    }
 }
 
 /// RTP sequence numbers extended past 16 bits per flow in table order: each step the
@@ -308,93 +357,4 @@ fn unwrap_rtp_seq(seq: &[u16], ids: &[u32], is_rtp: &[bool], flows: usize) -> Ve
             ext
         })
         .collect()
-}
-
-/// Egress packets with no ingress twin (`alone`: indices into the egress point's IP
-/// rows, in capture order), with the flow id of their flow when ingress saw it.
-pub fn egress_only(eg: &Point<'_>, alone: &[usize], flow_ids: &FlowIds) -> Table {
-    let e = &eg.cap.columns;
-    let rows: Vec<usize> = alone.iter().map(|&k| eg.rows[k]).collect();
-    let ids: Vec<Option<u32>> = alone
-        .iter()
-        .map(|&k| flow_ids.find(eg.flow_key[k]))
-        .collect();
-    let t_ns = gather(&rows, &e.t_ns);
-    let tcp = Some(gather(&rows, &e.has_tcp));
-    let rtp = Some(gather(&rows, &e.has_rtp));
-    let ports = Some(gather(&rows, &e.has_ports));
-    let mut t = Table {
-        rows: rows.len(),
-        ..Default::default()
-    };
-    t.push(
-        "flow_id",
-        Owned::U32(ids.iter().map(|id| id.unwrap_or(0)).collect()),
-        Some(ids.iter().map(Option::is_some).collect()),
-    );
-    let known = t_ns.iter().map(|&x| x != NO_TIMESTAMP).collect();
-    t.push("t_ns", Owned::I64(t_ns), Some(known));
-    t.push(
-        "interface_id",
-        Owned::U32(gather(&rows, &e.interface_id)),
-        None,
-    );
-    t.push(
-        "wire_len_bytes",
-        Owned::U32(gather(&rows, &e.wire_len)),
-        None,
-    );
-    t.push("ip_version", Owned::U8(gather(&rows, &e.ip_version)), None);
-    t.push_addresses(eg.cap, gather(&rows, &e.flow_idx));
-    t.push("proto", Owned::U8(gather(&rows, &e.proto)), None);
-    t.push("sport", Owned::U16(gather(&rows, &e.sport)), ports.clone());
-    t.push("dport", Owned::U16(gather(&rows, &e.dport)), ports);
-    t.push(
-        "ip_id",
-        Owned::U32(gather(&rows, &e.ip_id)),
-        Some(gather(&rows, &e.has_ip_id)),
-    );
-    t.push("size_bytes", Owned::U32(gather(&rows, &e.ip_len)), None);
-    t.push("dscp", Owned::U8(gather(&rows, &e.dscp)), None);
-    t.push("ecn", Owned::U8(gather(&rows, &e.ecn)), None);
-    t.push("ttl", Owned::U8(gather(&rows, &e.ttl)), None);
-    t.push(
-        "tcp_seq",
-        Owned::U32(gather(&rows, &e.tcp_seq)),
-        tcp.clone(),
-    );
-    t.push(
-        "tcp_ack",
-        Owned::U32(gather(&rows, &e.tcp_ack)),
-        tcp.clone(),
-    );
-    t.push(
-        "tcp_flags",
-        Owned::U16(gather(&rows, &e.tcp_flags)),
-        tcp.clone(),
-    );
-    t.push(
-        "tcp_payload_bytes",
-        Owned::U32(gather(&rows, &e.tcp_payload_len)),
-        tcp,
-    );
-    t.push(
-        "rtp_ssrc",
-        Owned::U32(gather(&rows, &e.rtp_ssrc)),
-        rtp.clone(),
-    );
-    t.push(
-        "rtp_seq",
-        Owned::U16(gather(&rows, &e.rtp_seq)),
-        rtp.clone(),
-    );
-    t.push("rtp_ts", Owned::U32(gather(&rows, &e.rtp_ts)), rtp.clone());
-    t.push(
-        "rtp_marker",
-        Owned::Bool(gather(&rows, &e.rtp_marker)),
-        rtp.clone(),
-    );
-    t.push("rtp_pt", Owned::U8(gather(&rows, &e.rtp_pt)), rtp);
-    t.push("truncated", Owned::Bool(gather(&rows, &e.truncated)), None);
-    t
 }
