@@ -31,6 +31,7 @@ first `--dpkt-packets` packets: what memory does as the captures outgrow it.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
 import subprocess
@@ -96,11 +97,15 @@ def whole_command(
     ingress: Path, egress: Path, out: Path, repeat: int, extra: tuple[str, ...] = ()
 ) -> tuple[float, float, int]:
     """Median wall time, median CPU time (all threads) and largest peak memory (bytes) of
-    `cganalysis packets` as a user runs it, each run in a fresh process. On a machine
-    shared with other jobs the CPU time says what the wall time would be on a quiet one."""
+    `cganalysis packets` as a user runs it, each run in a fresh process, after one untimed
+    run. On a machine shared with other jobs the CPU time says what the wall time would be
+    on a quiet one. The untimed run matters in a virtual machine that hands freed memory
+    back to its host: the first process to touch it again waits for the host to supply
+    it, which measured 2-3 times slower than the runs that follow."""
     peak_file = out.with_name("peak-kb.txt")
     argv = [sys.executable, "-c", _PEAK_PROBE, str(peak_file), "packets"]
     argv += [str(ingress), str(egress), "-o", str(out), *extra]
+    run_process(argv)
     times, cpus, peaks = [], [], []
     for _ in range(repeat):
         cpu = _children_cpu_s()
@@ -142,22 +147,35 @@ def _in_memory_pairing(ingress: Path, egress: Path, repeat: int) -> tuple[float,
     return t, eg.packets.height
 
 
+_STAGES_PROBE = """
+import json, sys, time
+from cganalysis import _native
+ingress, egress, out = sys.argv[1:4]
+tables, result = _native.match_pair(ingress, egress, 2_000_000_000)
+assert tables is not None, result.get("error")
+start = time.perf_counter()
+tables.write(out, out + ".eo", "")
+stages = {**result["stages_s"], "write Parquet (both tables)": time.perf_counter() - start}
+print(json.dumps(stages))
+"""
+
+
 def _native_stages(
     ingress: Path, egress: Path, n_both: int, repeat: int
 ) -> list[tuple[str, int, float]]:
     """The steps of the command's in-memory path (`cga_core::table`, then the Parquet
-    writer), each as the native side times it: (what, packets, median seconds)."""
+    writer), each as the native side times it: (what, packets, median seconds). Each run
+    is a fresh process, as the command is (after one untimed run, see `whole_command`):
+    repeated in one process, the steps' figures depend on what earlier runs left."""
+    argv = [sys.executable, "-c", _STAGES_PROBE, str(ingress), str(egress)]
+    argv.append(str(ingress.with_name("n.parquet")))
     runs: list[dict[str, float]] = []
-    for _ in range(repeat):
-        tables, result = _native.match_pair(str(ingress), str(egress), 2_000_000_000)
-        assert tables is not None, result.get("error")
-        start = time.perf_counter()
-        tables.write(
-            str(ingress.with_name("n.parquet")), str(ingress.with_name("n.eo.parquet")), ""
-        )
-        runs.append(
-            {**result["stages_s"], "write Parquet (both tables)": time.perf_counter() - start}
-        )
+    for i in range(repeat + 1):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"the native stages failed:\n{done.stderr}")
+        if i > 0:
+            runs.append(json.loads(done.stdout))
     return [
         (f"native: {name}", n_both, statistics.median(r[name] for r in runs)) for name in runs[0]
     ]
