@@ -111,10 +111,79 @@ pub fn match_points(
             egs.join().expect("sorting the egress records panicked"),
         )
     });
-    let mut in_to_eg = vec![-1i64; in_key.len()];
-    let mut eg_to_in = vec![-1i64; eg_key.len()];
-    let mut reverse_twin = vec![false; eg_key.len()];
+    let mut result = MatchResult {
+        in_to_eg: vec![-1i64; in_key.len()],
+        eg_to_in: vec![-1i64; eg_key.len()],
+        reverse_twin: vec![false; eg_key.len()],
+    };
+    // The walk writes each verdict at its packet's row: random writes into three arrays,
+    // most of the walk's time. Split at a key (a key's records never straddle the split),
+    // the two halves go on two cores.
+    let pivot = ins.get(ins.len() / 2).map_or(u64::MAX, |r| r.key);
+    let (si, sj) = (
+        ins.partition_point(|r| r.key < pivot),
+        egs.partition_point(|r| r.key < pivot),
+    );
+    let out = Verdicts::new(&mut result);
+    std::thread::scope(|scope| {
+        let upper = scope.spawn(|| walk(&ins[si..], &egs[sj..], max_delay_ns, &out));
+        walk(&ins[..si], &egs[..sj], max_delay_ns, &out);
+        upper.join().expect("pairing the upper keys panicked");
+    });
+    result
+}
 
+/// Where the walks write: `MatchResult`'s arrays, shared by the two walks.
+struct Verdicts {
+    in_to_eg: *mut i64,
+    eg_to_in: *mut i64,
+    reverse_twin: *mut bool,
+    n_in: usize,
+    n_eg: usize,
+}
+
+// SAFETY: the walks write disjoint elements (see `Verdicts::set`); nothing reads the
+// arrays until both have ended.
+unsafe impl Sync for Verdicts {}
+
+impl Verdicts {
+    fn new(r: &mut MatchResult) -> Verdicts {
+        Verdicts {
+            in_to_eg: r.in_to_eg.as_mut_ptr(),
+            eg_to_in: r.eg_to_in.as_mut_ptr(),
+            reverse_twin: r.reverse_twin.as_mut_ptr(),
+            n_in: r.in_to_eg.len(),
+            n_eg: r.eg_to_in.len(),
+        }
+    }
+
+    /// Records what `pair_group` found for ingress row `a` (a pair) or egress row `a`
+    /// (a reverse twin).
+    fn set(&self, a: u64, twin: Twin) {
+        let a = a as usize;
+        // SAFETY: rows are checked against the arrays' lengths. Each ingress and each
+        // egress record belongs to one key, so to one walk, and a walk writes a record's
+        // row once (a pair, or for an unpaired egress record a reverse twin): no element
+        // is written by both walks, and the arrays outlive them (`match_points` holds them).
+        match twin {
+            Twin::Pair(b) => {
+                let b = b as usize;
+                assert!(a < self.n_in && b < self.n_eg, "record row out of range");
+                unsafe {
+                    *self.in_to_eg.add(a) = b as i64;
+                    *self.eg_to_in.add(b) = a as i64;
+                }
+            }
+            Twin::Reverse => {
+                assert!(a < self.n_eg, "record row out of range");
+                unsafe { *self.reverse_twin.add(a) = true };
+            }
+        }
+    }
+}
+
+/// Walks two runs of records sorted by key, pairing the groups of equal keys.
+fn walk(ins: &[Rec], egs: &[Rec], max_delay_ns: i64, out: &Verdicts) {
     let mut scratch = Scratch::default();
     let (mut i, mut j) = (0usize, 0usize);
     while i < ins.len() && j < egs.len() {
@@ -131,24 +200,9 @@ pub fn match_points(
         let group_eg = &egs[j..j + run_len(&egs[j..])];
         i += group_in.len();
         j += group_eg.len();
-        pair_group(
-            group_in,
-            group_eg,
-            max_delay_ns,
-            &mut scratch,
-            |a, b| match b {
-                Twin::Pair(b) => {
-                    in_to_eg[a as usize] = b as i64;
-                    eg_to_in[b as usize] = a as i64;
-                }
-                Twin::Reverse => reverse_twin[a as usize] = true,
-            },
-        );
-    }
-    MatchResult {
-        in_to_eg,
-        eg_to_in,
-        reverse_twin,
+        pair_group(group_in, group_eg, max_delay_ns, &mut scratch, |a, b| {
+            out.set(a, b)
+        });
     }
 }
 

@@ -120,10 +120,7 @@ pub fn write<W: Write>(
             "columns differ in length",
         ));
     }
-    if columns.iter().any(|c| {
-        c.order
-            .is_some_and(|o| o.iter().any(|&i| i >= c.source_len()))
-    }) {
+    if !orders_fit(columns) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "a column's row order points past its values",
@@ -131,14 +128,16 @@ pub fn write<W: Write>(
     }
     out.write_all(b"PAR1")?;
     let mut offset = 4i64;
-    let mut groups = Vec::new();
-    let mut start = 0;
     // An empty table has no row groups: readers take its schema from the footer.
-    while start < rows {
-        let end = (start + ROW_GROUP_ROWS).min(rows);
-        let chunks = encode_chunks(columns, start, end);
+    let spans: Vec<(usize, usize)> = (0..rows)
+        .step_by(ROW_GROUP_ROWS)
+        .map(|start| (start, (start + ROW_GROUP_ROWS).min(rows)))
+        .collect();
+    let encoded = encode_chunks(columns, &spans);
+    let mut groups = Vec::with_capacity(spans.len());
+    for (&(start, end), chunks) in spans.iter().zip(&encoded) {
         let mut metas = Vec::with_capacity(chunks.len());
-        for (col, chunk) in columns.iter().zip(&chunks) {
+        for (col, chunk) in columns.iter().zip(chunks) {
             metas.push(ChunkMeta {
                 physical: col.physical().0,
                 name: col.name,
@@ -154,7 +153,6 @@ pub fn write<W: Write>(
             offset += chunk.len() as i64;
         }
         groups.push(((end - start) as i64, metas));
-        start = end;
     }
     let footer = footer(columns, rows as i64, &groups, metadata, created_by);
     out.write_all(&footer)?;
@@ -175,22 +173,46 @@ struct ChunkMeta<'a> {
     encoding: i32,
 }
 
-/// The column chunks of rows `start..end`, each a page header and its page, encoded on
-/// as many threads as the machine has (columns are independent; each thread takes the
-/// next column not yet taken, since their costs differ by a hundred times).
-fn encode_chunks(columns: &[Column<'_>], start: usize, end: usize) -> Vec<Chunk> {
+/// Whether every column's row order stays within its values (each distinct order is
+/// scanned once: the packet table's gathered columns share one).
+fn orders_fit(columns: &[Column<'_>]) -> bool {
+    let mut largest: Vec<(*const usize, usize)> = Vec::new();
+    columns.iter().all(|c| {
+        let Some(order) = c.order else {
+            return true;
+        };
+        let top = match largest.iter().find(|&&(p, _)| p == order.as_ptr()) {
+            Some(&(_, top)) => top,
+            None => {
+                let top = order.iter().copied().max().unwrap_or(0);
+                largest.push((order.as_ptr(), top));
+                top
+            }
+        };
+        order.is_empty() || top < c.source_len()
+    })
+}
+
+/// The column chunks of every row group (`spans` of rows), each a page header and its
+/// page, encoded on as many threads as the machine has: chunks are independent, and each
+/// thread takes the next one not yet taken (their costs differ by a hundred times, and
+/// one pool for all row groups leaves no core waiting at a row group's end).
+fn encode_chunks(columns: &[Column<'_>], spans: &[(usize, usize)]) -> Vec<Vec<Chunk>> {
+    let tasks = spans.len() * columns.len();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(columns.len().max(1));
+        .min(tasks.max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let work = || {
         let mut done = Vec::new();
         loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(col) = columns.get(i) else {
+            let task = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if task >= tasks {
                 return done;
-            };
-            done.push((i, column_chunk(col, start, end)));
+            }
+            let (group, col) = (task / columns.len(), task % columns.len());
+            let (start, end) = spans[group];
+            done.push((task, column_chunk(&columns[col], start, end)));
         }
     };
     let mut done: Vec<(usize, Chunk)> = std::thread::scope(|s| {
@@ -201,8 +223,12 @@ fn encode_chunks(columns: &[Column<'_>], start: usize, end: usize) -> Vec<Chunk>
         }
         done
     });
-    done.sort_unstable_by_key(|&(i, _)| i);
-    done.into_iter().map(|(_, chunk)| chunk).collect()
+    done.sort_unstable_by_key(|&(task, _)| task);
+    let mut chunks = done.into_iter().map(|(_, chunk)| chunk);
+    spans
+        .iter()
+        .map(|_| chunks.by_ref().take(columns.len()).collect())
+        .collect()
 }
 
 fn footer(

@@ -77,16 +77,19 @@ fn order_t(t: i64) -> (bool, i64) {
     (t == NO_TIMESTAMP, t)
 }
 
+/// Packet `i` is in one of `streams` (and not RTCP).
+#[inline]
+pub fn is_rtp(c: &Columns, i: usize, streams: &Streams) -> bool {
+    c.ip_version[i] != 0
+        && c.has_rtp[i]
+        && !rtcp_like(c, i)
+        && streams.contains(&stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i])))
+}
+
 /// Per packet: in one of `streams` (and not RTCP).
+#[cfg(test)]
 pub fn mark(c: &Columns, streams: &Streams) -> Vec<bool> {
-    (0..c.len())
-        .map(|i| {
-            c.ip_version[i] != 0
-                && c.has_rtp[i]
-                && !rtcp_like(c, i)
-                && streams.contains(&stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i])))
-        })
-        .collect()
+    (0..c.len()).map(|i| is_rtp(c, i, streams)).collect()
 }
 
 #[cfg(test)]
