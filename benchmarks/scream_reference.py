@@ -17,7 +17,9 @@ Scenarios:
   CG flow first delivers 27 Mbit/s (90 % of its maximum) in a 0.5 s bin;
 - `l4s-cubic`: the same with bulk Cubic from 15 to 55 s;
 - `tma-droptail`: TMA 2024's schedule (Cubic 10..45 Mbit/s) through 50 Mbit/s + pfifo 250,
-  ECT(1); `--tma-scale 0.333` compresses its 6 minutes to 2.
+  ECT(1); `--tma-scale 0.333` compresses its 6 minutes to 2;
+- `tma-htb`: the same schedule through TMA 2024's HTB (the CG flow's class guaranteed
+  10 Mbit/s with a 63-packet SFQ leaf, best effort 20, both borrowing up to 50).
 Both controllers drive the same kind of encoder: Ericsson's test program makes constant
 frames of exactly target/fps, and ours does the same here (`--our-encoder constant`:
 `--frame-size-cv 0 --encoder-lag-ms 0 --keyframe-factor 1`: no I-frames, as theirs without
@@ -87,6 +89,29 @@ def _run(
 def scenarios(tma_scale: float) -> dict[str, Scenario]:
     pfifo = {"kind": "pfifo", "limit": 250}
     dualpi2 = {"kind": "dualpi2", "limit": 1000}
+    # TMA 2024's HTB bottleneck (configs/campaigns/tma2024.yaml): the CG flow's class
+    # guaranteed 10 Mbit/s with an SFQ leaf, best effort 20, both borrowing up to 50.
+    htb = {
+        "kind": "htb",
+        "default": "20",
+        "classes": [
+            {
+                "classid": "10",
+                "rate_mbit": 10,
+                "ceil_mbit": 50,
+                "prio": 0,
+                "leaf": {"kind": "sfq", "limit": 63},
+                "match": {"proto": "udp", "port": PORT},
+            },
+            {
+                "classid": "20",
+                "rate_mbit": 20,
+                "ceil_mbit": 50,
+                "prio": 1,
+                "leaf": {"kind": "pfifo", "limit": 250},
+            },
+        ],
+    }
 
     def custom(duration: float, steps: list[tuple[float, str]]) -> dict[str, Any]:
         return {
@@ -117,6 +142,12 @@ def scenarios(tma_scale: float) -> dict[str, Scenario]:
         Scenario(
             "tma-droptail",
             _run("tma-droptail", pfifo, 50, "ect1", {"preset": "tma2024", "time_scale": k}),
+            (120 * k, 360 * k),
+            {},
+        ),
+        Scenario(
+            "tma-htb",
+            _run("tma-htb", htb, 50, "ect1", {"preset": "tma2024", "time_scale": k}),
             (120 * k, 360 * k),
             {},
         ),
