@@ -116,9 +116,9 @@ pub fn match_points(
         eg_to_in: vec![-1i64; eg_key.len()],
         reverse_twin: vec![false; eg_key.len()],
     };
-    // The walk writes each verdict at its packet's row: random writes into three arrays,
-    // most of the walk's time. Split at a key (a key's records never straddle the split),
-    // the two halves go on two cores.
+    // The walk writes each verdict at its packet's row, random writes into three arrays.
+    // Split at a key (a key's records never straddle the split), the two halves go on two
+    // cores (the pairing step: 0.065 -> 0.054 s for 4 M packets).
     let pivot = ins.get(ins.len() / 2).map_or(u64::MAX, |r| r.key);
     let (si, sj) = (
         ins.partition_point(|r| r.key < pivot),

@@ -20,6 +20,8 @@ mod thrift;
 use pages::{column_chunk, Chunk};
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use thrift::{Kind, Writer};
 
 /// One column's values; `valid` (one flag per row, None: all valid) marks the non-nulls.
@@ -133,27 +135,28 @@ pub fn write<W: Write>(
         .step_by(ROW_GROUP_ROWS)
         .map(|start| (start, (start + ROW_GROUP_ROWS).min(rows)))
         .collect();
-    let encoded = encode_chunks(columns, &spans);
-    let mut groups = Vec::with_capacity(spans.len());
-    for (&(start, end), chunks) in spans.iter().zip(&encoded) {
-        let mut metas = Vec::with_capacity(chunks.len());
-        for (col, chunk) in columns.iter().zip(chunks) {
-            metas.push(ChunkMeta {
-                physical: col.physical().0,
-                name: col.name,
-                values: (end - start) as i64,
-                bytes: chunk.len() as i64,
-                offset,
-                dict_bytes: chunk.dict_bytes as i64,
-                encoding: chunk.encoding,
-            });
-            for piece in &chunk.pieces {
-                out.write_all(piece)?;
-            }
-            offset += chunk.len() as i64;
+    let mut groups: Vec<(i64, Vec<ChunkMeta<'_>>)> = spans
+        .iter()
+        .map(|&(start, end)| ((end - start) as i64, Vec::with_capacity(columns.len())))
+        .collect();
+    encode_in_order(columns, &spans, |task, chunk| {
+        let (group, col) = (task / columns.len(), &columns[task % columns.len()]);
+        let (values, metas) = &mut groups[group];
+        metas.push(ChunkMeta {
+            physical: col.physical().0,
+            name: col.name,
+            values: *values,
+            bytes: chunk.len() as i64,
+            offset,
+            dict_bytes: chunk.dict_bytes as i64,
+            encoding: chunk.encoding,
+        });
+        for piece in &chunk.pieces {
+            out.write_all(piece)?;
         }
-        groups.push(((end - start) as i64, metas));
-    }
+        offset += chunk.len() as i64;
+        Ok(())
+    })?;
     let footer = footer(columns, rows as i64, &groups, metadata, created_by);
     out.write_all(&footer)?;
     out.write_all(&(footer.len() as u32).to_le_bytes())?;
@@ -193,42 +196,86 @@ fn orders_fit(columns: &[Column<'_>]) -> bool {
     })
 }
 
-/// The column chunks of every row group (`spans` of rows), each a page header and its
-/// page, encoded on as many threads as the machine has: chunks are independent, and each
-/// thread takes the next one not yet taken (their costs differ by a hundred times, and
-/// one pool for all row groups leaves no core waiting at a row group's end).
-fn encode_chunks(columns: &[Column<'_>], spans: &[(usize, usize)]) -> Vec<Vec<Chunk>> {
+/// What the encoding threads share with the writing one.
+struct Encoded {
+    /// Chunks done and not yet written, by task (row group, then column).
+    done: Vec<Option<Chunk>>,
+    /// An encoding thread panicked: the chunk waited for may never come.
+    failed: bool,
+}
+
+/// Marks `Encoded::failed` if its thread unwinds.
+struct PanicFlag<'a>(&'a Mutex<Encoded>, &'a Condvar);
+
+impl Drop for PanicFlag<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            lock(self.0).failed = true;
+            self.1.notify_all();
+        }
+    }
+}
+
+fn lock(m: &Mutex<Encoded>) -> MutexGuard<'_, Encoded> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Encodes every row group's column chunks (`spans` of rows) on as many threads as the
+/// machine has, and hands them to `take` on this thread in file order as they are done,
+/// so that writing overlaps encoding. Each encoding thread takes the next chunk not yet
+/// taken: chunks are independent, their costs differ by a hundred times, and one pool
+/// for all row groups leaves no core waiting at a row group's end. An error from `take`
+/// stops the encoding and is returned.
+fn encode_in_order(
+    columns: &[Column<'_>],
+    spans: &[(usize, usize)],
+    mut take: impl FnMut(usize, Chunk) -> io::Result<()>,
+) -> io::Result<()> {
     let tasks = spans.len() * columns.len();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(tasks.max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
+    let next = AtomicUsize::new(0);
+    let shared = Mutex::new(Encoded {
+        done: (0..tasks).map(|_| None).collect(),
+        failed: false,
+    });
+    let ready = Condvar::new();
+    let encode = || {
+        let _flag = PanicFlag(&shared, &ready);
         loop {
-            let task = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let task = next.fetch_add(1, Ordering::Relaxed);
             if task >= tasks {
-                return done;
+                return;
             }
-            let (group, col) = (task / columns.len(), task % columns.len());
-            let (start, end) = spans[group];
-            done.push((task, column_chunk(&columns[col], start, end)));
+            let (start, end) = spans[task / columns.len()];
+            let chunk = column_chunk(&columns[task % columns.len()], start, end);
+            lock(&shared).done[task] = Some(chunk);
+            ready.notify_all();
         }
     };
-    let mut done: Vec<(usize, Chunk)> = std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-        let mut done = work();
-        for h in helpers {
-            done.extend(h.join().expect("encoding a column chunk panicked"));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(encode);
         }
-        done
-    });
-    done.sort_unstable_by_key(|&(task, _)| task);
-    let mut chunks = done.into_iter().map(|(_, chunk)| chunk);
-    spans
-        .iter()
-        .map(|_| chunks.by_ref().take(columns.len()).collect())
-        .collect()
+        for task in 0..tasks {
+            let chunk = {
+                let mut enc = lock(&shared);
+                loop {
+                    if let Some(chunk) = enc.done[task].take() {
+                        break chunk;
+                    }
+                    assert!(!enc.failed, "encoding a column chunk panicked");
+                    enc = ready.wait(enc).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            if let Err(e) = take(task, chunk) {
+                next.store(tasks, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        Ok(())
+    })
 }
 
 fn footer(
@@ -319,4 +366,95 @@ fn footer(
     w.binary(6, created_by.as_bytes());
     w.end();
     w.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink that fails after `left` bytes.
+    struct Failing {
+        left: usize,
+    }
+
+    impl Write for Failing {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if buf.len() > self.left {
+                return Err(io::Error::other("disk full"));
+            }
+            self.left -= buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn table(rows: usize) -> (Vec<i64>, Vec<u32>, Vec<bool>, Vec<usize>) {
+        let t = (0..rows as i64).map(|i| 1_000_000 * i + i % 7).collect();
+        let v = (0..rows as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let ok = (0..rows).map(|i| i % 5 != 0).collect();
+        let order = (0..rows).rev().collect();
+        (t, v, ok, order)
+    }
+
+    fn columns<'a>(
+        t: &'a [i64],
+        v: &'a [u32],
+        ok: &'a [bool],
+        order: &'a [usize],
+    ) -> Vec<Column<'a>> {
+        vec![
+            Column {
+                name: "t",
+                values: Values::I64(t),
+                valid: None,
+                order: None,
+            },
+            Column {
+                name: "v",
+                values: Values::U32(v),
+                valid: Some(ok),
+                order: None,
+            },
+            Column {
+                name: "g",
+                values: Values::U32(v),
+                valid: Some(ok),
+                order: Some(order),
+            },
+        ]
+    }
+
+    #[test]
+    fn files_do_not_depend_on_which_thread_encoded_what() {
+        let rows = 2 * ROW_GROUP_ROWS + 12_345;
+        let (t, v, ok, order) = table(rows);
+        let cols = columns(&t, &v, &ok, &order);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        write(&mut a, &cols, &[("k", "v")], "test").unwrap();
+        write(&mut b, &cols, &[("k", "v")], "test").unwrap();
+        assert!(a == b && a.starts_with(b"PAR1") && a.ends_with(b"PAR1"));
+    }
+
+    #[test]
+    fn a_failing_sink_ends_the_write_with_its_error() {
+        let (t, v, ok, order) = table(3 * ROW_GROUP_ROWS);
+        let cols = columns(&t, &v, &ok, &order);
+        for left in [0, 10, 5 << 20] {
+            let err = write(&mut Failing { left }, &cols, &[], "test").unwrap_err();
+            assert_eq!(err.to_string(), "disk full");
+        }
+    }
+
+    #[test]
+    fn orders_past_their_values_are_refused() {
+        let (t, v, ok, _) = table(10);
+        let order: Vec<usize> = (1..=10).collect();
+        let cols = columns(&t, &v, &ok, &order);
+        let err = write(&mut Vec::new(), &cols, &[], "test").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
 }

@@ -96,8 +96,7 @@ struct Point<'a> {
 
 impl<'a> Point<'a> {
     /// The point's IP rows with their RTP marks and flow keys, and their identity keys
-    /// and times for the matcher: one pass over the capture (six passes, one per vector,
-    /// took twice as long).
+    /// and times for the matcher, in one pass over the capture instead of one per vector.
     fn new(cap: &'a Capture, streams: &rtp::Streams) -> (Point<'a>, Vec<u64>, Vec<i64>) {
         let c = &cap.columns;
         let n = c.len();

@@ -1,8 +1,8 @@
 //! Column chunks: the pages of one column's rows in a row group (dictionary page, data
-//! page v1) and their headers. Each column takes the smallest of the encodings tried here
-//! that costs no more than a pass over its values:
-//! - strings, bytes and integers below 2^16 (ports, sizes, IP IDs, flow ids): a
-//!   dictionary, its indices bit-packed;
+//! page v1) and their headers. Each column chunk's encoding follows from its type and
+//! values, each costing one pass over them:
+//! - strings, and integers all below 2^16 (ports, sizes, IP IDs, flow ids): a dictionary,
+//!   its indices bit-packed, unless PLAIN would be as small;
 //! - 64-bit integers (times): DELTA_BINARY_PACKED;
 //! - the rest (sequence numbers, floats, booleans): PLAIN.
 
