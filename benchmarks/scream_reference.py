@@ -16,6 +16,8 @@ Scenarios:
 - `l4s-alone`: ECT(1) through DualPI2 limit 1000 at 50 Mbit/s; start: seconds until the
   CG flow first delivers 27 Mbit/s (90 % of its maximum) in a 0.5 s bin;
 - `l4s-cubic`: the same with bulk Cubic from 15 to 55 s;
+- `ect1-unmarked-alone`: as `classic-alone` but ECT(1), which nothing marks: L4S mode
+  held by its queue delay alone (the "virtual" CE of both codes);
 - `tma-droptail`: TMA 2024's schedule (Cubic 10..45 Mbit/s) through 50 Mbit/s + pfifo 250,
   ECT(1); `--tma-scale 0.333` compresses its 6 minutes to 2;
 - `tma-htb`: the same schedule through TMA 2024's HTB (the CG flow's class guaranteed
@@ -133,6 +135,12 @@ def scenarios(tma_scale: float) -> dict[str, Scenario]:
             response=(10, 20),
         ),
         Scenario("l4s-alone", _run("l4s-alone", dualpi2, 50, "ect1", custom(40, [])), (10, 40), {}),
+        Scenario(
+            "ect1-unmarked-alone",
+            _run("ect1-unmarked-alone", pfifo, 20, "ect1", custom(40, [])),
+            (10, 40),
+            {},
+        ),
         Scenario(
             "l4s-cubic",
             _run("l4s-cubic", dualpi2, 50, "ect1", custom(60, [(15, "bulk"), (55, "off")])),
