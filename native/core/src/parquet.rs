@@ -19,6 +19,7 @@ mod thrift;
 
 use pages::{column_chunk, Chunk};
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -37,6 +38,54 @@ pub enum Values<'a> {
         index: &'a [u32],
         dict: &'a [String],
     },
+}
+
+/// One column's values, owned: a table's computed columns, or a row group of a gathered
+/// one. Strings are an index into `dict`, borrowed or owned.
+pub enum Owned<'a> {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    Str {
+        index: Vec<u32>,
+        dict: Cow<'a, [String]>,
+    },
+}
+
+impl<'a> Owned<'a> {
+    /// `values[i]` for each `i` of `rows`.
+    pub fn gather(values: &Values<'a>, rows: &[usize]) -> Owned<'a> {
+        fn take<T: Copy>(v: &[T], rows: &[usize]) -> Vec<T> {
+            rows.iter().map(|&i| v[i]).collect()
+        }
+        match *values {
+            Values::U8(v) => Owned::U8(take(v, rows)),
+            Values::U16(v) => Owned::U16(take(v, rows)),
+            Values::U32(v) => Owned::U32(take(v, rows)),
+            Values::I64(v) => Owned::I64(take(v, rows)),
+            Values::F64(v) => Owned::F64(take(v, rows)),
+            Values::Bool(v) => Owned::Bool(take(v, rows)),
+            Values::Str { index, dict } => Owned::Str {
+                index: take(index, rows),
+                dict: Cow::Borrowed(dict),
+            },
+        }
+    }
+
+    pub fn as_values(&self) -> Values<'_> {
+        match self {
+            Owned::U8(v) => Values::U8(v),
+            Owned::U16(v) => Values::U16(v),
+            Owned::U32(v) => Values::U32(v),
+            Owned::I64(v) => Values::I64(v),
+            Owned::F64(v) => Values::F64(v),
+            Owned::Bool(v) => Values::Bool(v),
+            Owned::Str { index, dict } => Values::Str { index, dict },
+        }
+    }
 }
 
 pub struct Column<'a> {

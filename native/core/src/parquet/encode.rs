@@ -61,7 +61,9 @@ fn pack_width<T: Copy + Into<u64>>(out: &mut Vec<u8>, values: &[T], pad: usize, 
     let total_bits = (values.len() + pad) * width as usize;
     out.reserve(total_bits.div_ceil(8) + 8);
     if width <= 32 {
-        // The common case, on a 64-bit accumulator: fewer than 32 bits wait in it.
+        // The common case, on a 64-bit accumulator: fewer than 32 bits wait in it. (The
+        // 128-bit loop below alone, for every width, made the packet table's encoding 12 %
+        // slower.)
         let (mut acc, mut bits) = (0u64, 0u32);
         for &v in values {
             acc |= v.into() << bits;

@@ -11,7 +11,7 @@ use super::encode::{def_levels, delta_binary_packed, index_width, pack_bits, pac
 use super::encode::{small_int_dictionary, DICT_MAX_VALUE};
 use super::thrift::Writer;
 use super::RLE_DICTIONARY;
-use super::{Column, Values, DATA_PAGE, DELTA_BINARY_PACKED, DICTIONARY_PAGE, PLAIN, RLE};
+use super::{Column, Owned, Values, DATA_PAGE, DELTA_BINARY_PACKED, DICTIONARY_PAGE, PLAIN, RLE};
 
 /// A column chunk: its bytes in pieces written one after the other (an optional
 /// dictionary page and its header, then the data page's header and the page).
@@ -30,49 +30,6 @@ impl Chunk {
     }
 }
 
-/// One row group's values of a gathered column.
-enum Gathered<'a> {
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    I64(Vec<i64>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    Str { index: Vec<u32>, dict: &'a [String] },
-}
-
-impl<'a> Gathered<'a> {
-    fn new(values: &Values<'a>, rows: &[usize]) -> Gathered<'a> {
-        fn take<T: Copy>(v: &[T], rows: &[usize]) -> Vec<T> {
-            rows.iter().map(|&i| v[i]).collect()
-        }
-        match *values {
-            Values::U8(v) => Gathered::U8(take(v, rows)),
-            Values::U16(v) => Gathered::U16(take(v, rows)),
-            Values::U32(v) => Gathered::U32(take(v, rows)),
-            Values::I64(v) => Gathered::I64(take(v, rows)),
-            Values::F64(v) => Gathered::F64(take(v, rows)),
-            Values::Bool(v) => Gathered::Bool(take(v, rows)),
-            Values::Str { index, dict } => Gathered::Str {
-                index: take(index, rows),
-                dict,
-            },
-        }
-    }
-
-    fn as_values(&self) -> Values<'_> {
-        match self {
-            Gathered::U8(v) => Values::U8(v),
-            Gathered::U16(v) => Values::U16(v),
-            Gathered::U32(v) => Values::U32(v),
-            Gathered::I64(v) => Values::I64(v),
-            Gathered::F64(v) => Values::F64(v),
-            Gathered::Bool(v) => Values::Bool(v),
-            Gathered::Str { index, dict } => Values::Str { index, dict },
-        }
-    }
-}
-
 /// A dictionary: (the dictionary page's values, each kept row's index, entries).
 type Dictionary = (Vec<u8>, Vec<u32>, usize);
 
@@ -81,7 +38,7 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
     if let Some(order) = col.order {
         let rows = &order[start..end];
         let valid: Option<Vec<bool>> = col.valid.map(|v| rows.iter().map(|&i| v[i]).collect());
-        let values = Gathered::new(&col.values, rows);
+        let values = Owned::gather(&col.values, rows);
         let direct = Column {
             name: col.name,
             values: values.as_values(),
@@ -102,16 +59,7 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
         chunk.dict_bytes = push_page(&mut chunk, DICTIONARY_PAGE, dict_page, entries, PLAIN);
         chunk.encoding = RLE_DICTIONARY;
     } else if let Values::I64(v) = &col.values {
-        let kept: Vec<i64> = match valid {
-            None => v[start..end].to_vec(),
-            Some(ok) => v[start..end]
-                .iter()
-                .zip(ok)
-                .filter(|(_, &k)| k)
-                .map(|(&x, _)| x)
-                .collect(),
-        };
-        delta_binary_packed(&mut page, &kept);
+        delta_binary_packed(&mut page, &kept_values(&v[start..end], valid));
         chunk.encoding = DELTA_BINARY_PACKED;
     } else {
         plain_values(&mut page, col, start, end);
@@ -120,6 +68,19 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
     let encoding = chunk.encoding;
     push_page(&mut chunk, DATA_PAGE, page, n, encoding);
     chunk
+}
+
+/// The values whose row is valid (all of them when `valid` is None).
+fn kept_values<T: Copy>(values: &[T], valid: Option<&[bool]>) -> Vec<T> {
+    match valid {
+        None => values.to_vec(),
+        Some(ok) => values
+            .iter()
+            .zip(ok)
+            .filter(|(_, &k)| k)
+            .map(|(&x, _)| x)
+            .collect(),
+    }
 }
 
 /// Adds a page with its header to `chunk`; returns the bytes added.
@@ -146,15 +107,7 @@ fn dictionary(col: &Column<'_>, start: usize, end: usize) -> Option<Dictionary> 
                 page_dict.extend_from_slice(&(s.len() as u32).to_le_bytes());
                 page_dict.extend_from_slice(s.as_bytes());
             }
-            let idx = match valid {
-                None => index[start..end].to_vec(),
-                Some(ok) => index[start..end]
-                    .iter()
-                    .zip(ok)
-                    .filter(|(_, &k)| k)
-                    .map(|(&i, _)| i)
-                    .collect(),
-            };
+            let idx = kept_values(&index[start..end], valid);
             (!dict.is_empty()).then_some((page_dict, idx, dict.len()))
         }
         _ => None,

@@ -7,23 +7,10 @@
 
 use super::{FlowIds, Point, NO_TIMESTAMP};
 use crate::decode::FlowKey;
-use crate::parquet::{Column, Values};
+use crate::parquet::{Column, Owned, Values};
 use crate::pcap::{Capture, Columns};
+use std::borrow::Cow;
 use std::sync::Arc;
-
-/// One column's values, owned.
-pub enum Owned {
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    I64(Vec<i64>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    Str {
-        index: Vec<u32>,
-        dict: Arc<Vec<String>>,
-    },
-}
 
 /// What the ingress-sourced columns read: the capture, its RTP marks (one per capture
 /// row) and the capture row of each table row.
@@ -41,7 +28,7 @@ type Flag = fn(&Ingress) -> &[bool];
 /// Where a column comes from.
 enum Source {
     /// Values and validity (None: no nulls), one per table row.
-    Owned(Owned, Option<Vec<bool>>),
+    Owned(Owned<'static>, Option<Vec<bool>>),
     /// A field of the ingress capture and its validity flag, read through the order.
     Ingress(Field, Option<Flag>),
 }
@@ -81,15 +68,7 @@ impl Table {
             .map(|(name, source)| match source {
                 Source::Owned(v, valid) => Column {
                     name,
-                    values: match v {
-                        Owned::U8(x) => Values::U8(x),
-                        Owned::U16(x) => Values::U16(x),
-                        Owned::U32(x) => Values::U32(x),
-                        Owned::I64(x) => Values::I64(x),
-                        Owned::F64(x) => Values::F64(x),
-                        Owned::Bool(x) => Values::Bool(x),
-                        Owned::Str { index, dict } => Values::Str { index, dict },
-                    },
+                    values: v.as_values(),
                     valid: valid.as_deref(),
                     order: None,
                 },
@@ -109,7 +88,7 @@ impl Table {
             .collect()
     }
 
-    pub(super) fn push(&mut self, name: &'static str, v: Owned, valid: Option<Vec<bool>>) {
+    pub(super) fn push(&mut self, name: &'static str, v: Owned<'static>, valid: Option<Vec<bool>>) {
         self.columns.push((name, Source::Owned(v, valid)));
     }
 
@@ -120,7 +99,8 @@ impl Table {
     /// `src` and `dst`: each row's flow (`flow_idx`) into the capture's address strings,
     /// which the Parquet writer keeps as a dictionary.
     pub(super) fn push_addresses(&mut self, cap: &Capture, flow_idx: Vec<u32>) {
-        let strings = |f: fn(&FlowKey) -> String| Arc::new(cap.flows.keys.iter().map(f).collect());
+        let strings =
+            |f: fn(&FlowKey) -> String| Cow::Owned(cap.flows.keys.iter().map(f).collect());
         let src = Owned::Str {
             index: flow_idx.clone(),
             dict: strings(|k| k.src_string()),

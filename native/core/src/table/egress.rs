@@ -1,8 +1,9 @@
 //! The egress-only table: egress packets with no ingress twin, with the fields of
 //! `cganalysis.schemas` `EGRESS_ONLY` (few rows, so copied outright).
 
-use super::columns::{gather, Owned, Table};
+use super::columns::{gather, Table};
 use super::{FlowIds, Point, NO_TIMESTAMP};
+use crate::parquet::Owned;
 
 /// Egress packets with no ingress twin (`alone`: indices into the egress point's IP
 /// rows, in capture order), with the flow id of their flow when ingress saw it.
