@@ -35,35 +35,26 @@ pub(crate) struct Rec {
     pub(crate) idx: u64,
 }
 
-/// The packets ordered by (key, timestamp, row), those without a timestamp left out.
+/// The packets with a timestamp (`ts(row)`, `key[row]`), ordered by (key, timestamp, row).
 ///
 /// Keys are hashes (uniform bits), so one counting-sort pass on the top bits spreads them
 /// into buckets of a few dozen records, each then sorted on its own while it sits in cache.
 /// Records carry their time, so the walk over groups that follows reads memory in order
 /// instead of jumping around the input columns. These two choices set the matcher's speed
-/// (a comparison sort of indices was several times slower).
-fn sorted_records(key: &[u64], ts: &[i64]) -> Vec<Rec> {
-    assert_eq!(
-        key.len(),
-        ts.len(),
-        "key and timestamp columns must have equal lengths"
-    );
-    assert!(
-        key.len() < u32::MAX as usize,
-        "too many packets for one capture"
-    );
+/// (a comparison sort of indices was several times slower; sorting the records in place,
+/// cycle by cycle, three times slower: each move waits for the load before it).
+pub(crate) fn sorted_records(key: &[u64], ts: impl Fn(usize) -> i64) -> Vec<Rec> {
     // Counted and scattered straight from the columns: collecting the records first and
     // sorting them into a second vector held both at once (24 bytes a packet each).
     let valid = || {
-        key.iter()
-            .zip(ts)
-            .enumerate()
-            .filter(|(_, (_, &t))| t != NO_TIMESTAMP)
-            .map(|(i, (&key, &ts))| Rec {
+        key.iter().enumerate().filter_map(|(i, &key)| {
+            let ts = ts(i);
+            (ts != NO_TIMESTAMP).then_some(Rec {
                 key,
                 ts,
                 idx: i as u64,
             })
+        })
     };
     // About 32 records a bucket, at least 2^8 and at most 2^20 buckets.
     let bits = (usize::BITS - (key.len() / 32).leading_zeros()).clamp(8, 20);
@@ -88,10 +79,15 @@ fn sorted_records(key: &[u64], ts: &[i64]) -> Vec<Rec> {
     out
 }
 
-/// Length of the run of equal keys at the start of `recs`.
-fn run_len(recs: &[Rec]) -> usize {
-    let k = recs[0].key;
-    recs.iter().take_while(|r| r.key == k).count()
+/// A row with no twin in [`Pairs`].
+pub const NONE: u32 = u32::MAX;
+
+/// What pairing two points found, by row (`NONE`: no twin); see [`MatchResult`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pairs {
+    pub in_to_eg: Vec<u32>,
+    pub eg_to_in: Vec<u32>,
+    pub reverse_twin: Vec<bool>,
 }
 
 pub fn match_points(
@@ -101,7 +97,43 @@ pub fn match_points(
     eg_ts: &[i64],
     max_delay_ns: i64,
 ) -> MatchResult {
+    assert_eq!(
+        in_key.len(),
+        in_ts.len(),
+        "key and timestamp columns must have equal lengths"
+    );
+    assert_eq!(
+        eg_key.len(),
+        eg_ts.len(),
+        "key and timestamp columns must have equal lengths"
+    );
+    let p = match_keys(in_key, |i| in_ts[i], eg_key, |i| eg_ts[i], max_delay_ns);
+    let wide = |v: Vec<u32>| {
+        v.into_iter()
+            .map(|j| if j == NONE { -1 } else { i64::from(j) })
+            .collect()
+    };
+    MatchResult {
+        in_to_eg: wide(p.in_to_eg),
+        eg_to_in: wide(p.eg_to_in),
+        reverse_twin: p.reverse_twin,
+    }
+}
+
+/// Pairs two points' packets given their identity keys and times (by row).
+pub(crate) fn match_keys(
+    in_key: &[u64],
+    in_ts: impl Fn(usize) -> i64 + Sync,
+    eg_key: &[u64],
+    eg_ts: impl Fn(usize) -> i64 + Send,
+    max_delay_ns: i64,
+) -> Pairs {
     assert!(max_delay_ns >= 0, "max_delay_ns must not be negative");
+    let (n_in, n_eg) = (in_key.len(), eg_key.len());
+    assert!(
+        n_in < NONE as usize && n_eg < NONE as usize,
+        "too many packets for one capture"
+    );
     // The two sorts are independent and most of the work: one on another core.
     let (ins, egs) = std::thread::scope(|scope| {
         let egs = scope.spawn(|| sorted_records(eg_key, eg_ts));
@@ -111,10 +143,10 @@ pub fn match_points(
             egs.join().expect("sorting the egress records panicked"),
         )
     });
-    let mut result = MatchResult {
-        in_to_eg: vec![-1i64; in_key.len()],
-        eg_to_in: vec![-1i64; eg_key.len()],
-        reverse_twin: vec![false; eg_key.len()],
+    let mut result = Pairs {
+        in_to_eg: vec![NONE; n_in],
+        eg_to_in: vec![NONE; n_eg],
+        reverse_twin: vec![false; n_eg],
     };
     // The walk writes each verdict at its packet's row, random writes into three arrays.
     // Split at a key (a key's records never straddle the split), the two halves go on two
@@ -133,10 +165,10 @@ pub fn match_points(
     result
 }
 
-/// Where the walks write: `MatchResult`'s arrays, shared by the two walks.
+/// Where the walks write: `Pairs`' arrays, shared by the two walks.
 struct Verdicts {
-    in_to_eg: *mut i64,
-    eg_to_in: *mut i64,
+    in_to_eg: *mut u32,
+    eg_to_in: *mut u32,
     reverse_twin: *mut bool,
     n_in: usize,
     n_eg: usize,
@@ -147,7 +179,7 @@ struct Verdicts {
 unsafe impl Sync for Verdicts {}
 
 impl Verdicts {
-    fn new(r: &mut MatchResult) -> Verdicts {
+    fn new(r: &mut Pairs) -> Verdicts {
         Verdicts {
             in_to_eg: r.in_to_eg.as_mut_ptr(),
             eg_to_in: r.eg_to_in.as_mut_ptr(),
@@ -164,14 +196,15 @@ impl Verdicts {
         // SAFETY: rows are checked against the arrays' lengths. Each ingress and each
         // egress record belongs to one key, so to one walk, and a walk writes a record's
         // row once (a pair, or for an unpaired egress record a reverse twin): no element
-        // is written by both walks, and the arrays outlive them (`match_points` holds them).
+        // is written by both walks, and the arrays outlive them (`match_records` holds
+        // them).
         match twin {
             Twin::Pair(b) => {
                 let b = b as usize;
                 assert!(a < self.n_in && b < self.n_eg, "record row out of range");
                 unsafe {
-                    *self.in_to_eg.add(a) = b as i64;
-                    *self.eg_to_in.add(b) = a as i64;
+                    *self.in_to_eg.add(a) = b as u32;
+                    *self.eg_to_in.add(b) = a as u32;
                 }
             }
             Twin::Reverse => {
@@ -180,6 +213,12 @@ impl Verdicts {
             }
         }
     }
+}
+
+/// Length of the run of equal keys at the start of `recs`.
+fn run_len(recs: &[Rec]) -> usize {
+    let k = recs[0].key;
+    recs.iter().take_while(|r| r.key == k).count()
 }
 
 /// Walks two runs of records sorted by key, pairing the groups of equal keys.
@@ -346,7 +385,7 @@ mod tests {
                 })
                 .collect();
             expected.sort_unstable_by_key(|r| (r.key, r.ts, r.idx));
-            assert_eq!(sorted_records(keys, times), expected);
+            assert_eq!(sorted_records(keys, |i| times[i]), expected);
         };
         check(
             &[u64::MAX, 3, 1 << 40, 3, 0, 1 << 63, 3, 9],
@@ -362,7 +401,8 @@ mod tests {
 
     #[test]
     fn equal_keys_are_put_in_time_order_whatever_the_file_order() {
-        let recs = sorted_records(&[7, 7, 7, 1], &[30, 10, 20, 99]);
+        let times = [30, 10, 20, 99];
+        let recs = sorted_records(&[7, 7, 7, 1], |i| times[i]);
         let order: Vec<u64> = recs.iter().map(|r| r.idx).collect();
         assert_eq!(order, vec![3, 1, 2, 0]);
     }

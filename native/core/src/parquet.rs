@@ -13,125 +13,19 @@
 //! more than reading and matching both captures. Column chunks are encoded on all cores
 //! (gathering the columns given a row order as they go) and written in order.
 
+mod column;
 mod encode;
 mod pages;
 mod thrift;
 
+pub use column::{Column, Computed, Owned, Rows, Values};
+
 use pages::{column_chunk, Chunk};
 
-use std::borrow::Cow;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use thrift::{Kind, Writer};
-
-/// One column's values; `valid` (one flag per row, None: all valid) marks the non-nulls.
-pub enum Values<'a> {
-    U8(&'a [u8]),
-    U16(&'a [u16]),
-    U32(&'a [u32]),
-    I64(&'a [i64]),
-    F64(&'a [f64]),
-    Bool(&'a [bool]),
-    /// Per row an index into `dict` (the strings are few: one per address).
-    Str {
-        index: &'a [u32],
-        dict: &'a [String],
-    },
-}
-
-/// One column's values, owned: a table's computed columns, or a row group of a gathered
-/// one. Strings are an index into `dict`, borrowed or owned.
-pub enum Owned<'a> {
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    I64(Vec<i64>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    Str {
-        index: Vec<u32>,
-        dict: Cow<'a, [String]>,
-    },
-}
-
-impl<'a> Owned<'a> {
-    /// `values[i]` for each `i` of `rows`.
-    pub fn gather(values: &Values<'a>, rows: &[usize]) -> Owned<'a> {
-        fn take<T: Copy>(v: &[T], rows: &[usize]) -> Vec<T> {
-            rows.iter().map(|&i| v[i]).collect()
-        }
-        match *values {
-            Values::U8(v) => Owned::U8(take(v, rows)),
-            Values::U16(v) => Owned::U16(take(v, rows)),
-            Values::U32(v) => Owned::U32(take(v, rows)),
-            Values::I64(v) => Owned::I64(take(v, rows)),
-            Values::F64(v) => Owned::F64(take(v, rows)),
-            Values::Bool(v) => Owned::Bool(take(v, rows)),
-            Values::Str { index, dict } => Owned::Str {
-                index: take(index, rows),
-                dict: Cow::Borrowed(dict),
-            },
-        }
-    }
-
-    pub fn as_values(&self) -> Values<'_> {
-        match self {
-            Owned::U8(v) => Values::U8(v),
-            Owned::U16(v) => Values::U16(v),
-            Owned::U32(v) => Values::U32(v),
-            Owned::I64(v) => Values::I64(v),
-            Owned::F64(v) => Values::F64(v),
-            Owned::Bool(v) => Values::Bool(v),
-            Owned::Str { index, dict } => Values::Str { index, dict },
-        }
-    }
-}
-
-pub struct Column<'a> {
-    pub name: &'a str,
-    pub values: Values<'a>,
-    pub valid: Option<&'a [bool]>,
-    /// Row `i` is `values[order[i]]` and `valid[order[i]]`: a column gathered as it is
-    /// encoded, a row group at a time on the encoding threads, instead of copied whole
-    /// beforehand. None: row `i` is `values[i]`.
-    pub order: Option<&'a [usize]>,
-}
-
-impl Column<'_> {
-    fn rows(&self) -> usize {
-        if let Some(order) = self.order {
-            return order.len();
-        }
-        self.source_len()
-    }
-
-    /// Length of the values (before any `order`).
-    fn source_len(&self) -> usize {
-        match &self.values {
-            Values::U8(v) => v.len(),
-            Values::U16(v) => v.len(),
-            Values::U32(v) => v.len(),
-            Values::I64(v) => v.len(),
-            Values::F64(v) => v.len(),
-            Values::Bool(v) => v.len(),
-            Values::Str { index, .. } => index.len(),
-        }
-    }
-
-    /// (Parquet physical type, unsigned bit width of an INTEGER annotation, is a string).
-    fn physical(&self) -> (i32, Option<i8>, bool) {
-        match self.values {
-            Values::U8(_) => (INT32, Some(8), false),
-            Values::U16(_) => (INT32, Some(16), false),
-            Values::U32(_) => (INT32, Some(32), false),
-            Values::I64(_) => (INT64, None, false),
-            Values::F64(_) => (DOUBLE, None, false),
-            Values::Bool(_) => (BOOLEAN, None, false),
-            Values::Str { .. } => (BYTE_ARRAY, None, true),
-        }
-    }
-}
 
 const BOOLEAN: i32 = 0;
 const INT32: i32 = 1;
@@ -228,9 +122,9 @@ struct ChunkMeta<'a> {
 /// Whether every column's row order stays within its values (each distinct order is
 /// scanned once: the packet table's gathered columns share one).
 fn orders_fit(columns: &[Column<'_>]) -> bool {
-    let mut largest: Vec<(*const usize, usize)> = Vec::new();
+    let mut largest: Vec<(*const u32, u32)> = Vec::new();
     columns.iter().all(|c| {
-        let Some(order) = c.order else {
+        let Rows::Order(order) = c.rows else {
             return true;
         };
         let top = match largest.iter().find(|&&(p, _)| p == order.as_ptr()) {
@@ -241,7 +135,7 @@ fn orders_fit(columns: &[Column<'_>]) -> bool {
                 top
             }
         };
-        order.is_empty() || top < c.source_len()
+        order.is_empty() || (top as usize) < c.source_len()
     })
 }
 
@@ -439,13 +333,13 @@ mod tests {
         }
     }
 
-    fn table(rows: usize) -> (Vec<i64>, Vec<u32>, Vec<bool>, Vec<usize>) {
+    fn table(rows: usize) -> (Vec<i64>, Vec<u32>, Vec<bool>, Vec<u32>) {
         let t = (0..rows as i64).map(|i| 1_000_000 * i + i % 7).collect();
         let v = (0..rows as u32)
             .map(|i| i.wrapping_mul(2_654_435_761))
             .collect();
         let ok = (0..rows).map(|i| i % 5 != 0).collect();
-        let order = (0..rows).rev().collect();
+        let order = (0..rows as u32).rev().collect();
         (t, v, ok, order)
     }
 
@@ -453,26 +347,29 @@ mod tests {
         t: &'a [i64],
         v: &'a [u32],
         ok: &'a [bool],
-        order: &'a [usize],
+        order: &'a [u32],
     ) -> Vec<Column<'a>> {
+        let squares = |start: usize, end: usize| {
+            let v: Vec<i64> = (start as i64..end as i64).map(|i| i * i).collect();
+            (
+                Owned::I64(v),
+                Some((start..end).map(|i| i % 3 != 0).collect()),
+            )
+        };
         vec![
-            Column {
-                name: "t",
-                values: Values::I64(t),
-                valid: None,
-                order: None,
-            },
-            Column {
-                name: "v",
-                values: Values::U32(v),
-                valid: Some(ok),
-                order: None,
-            },
+            Column::direct("t", Values::I64(t), None),
+            Column::direct("v", Values::U32(v), Some(ok)),
             Column {
                 name: "g",
                 values: Values::U32(v),
                 valid: Some(ok),
-                order: Some(order),
+                rows: Rows::Order(order),
+            },
+            Column {
+                name: "c",
+                values: Values::I64(&[]),
+                valid: None,
+                rows: Rows::Computed(t.len(), Box::new(squares)),
             },
         ]
     }
@@ -499,9 +396,31 @@ mod tests {
     }
 
     #[test]
+    fn computed_and_gathered_columns_equal_their_values_written_directly() {
+        let rows = ROW_GROUP_ROWS + 777;
+        let (t, v, ok, order) = table(rows);
+        let cols = columns(&t, &v, &ok, &order);
+        // the same values laid out beforehand
+        let g: Vec<u32> = order.iter().map(|&i| v[i as usize]).collect();
+        let g_ok: Vec<bool> = order.iter().map(|&i| ok[i as usize]).collect();
+        let (c, c_ok): (Vec<i64>, Vec<bool>) =
+            (0..rows as i64).map(|i| (i * i, i % 3 != 0)).unzip();
+        let direct = vec![
+            Column::direct("t", Values::I64(&t), None),
+            Column::direct("v", Values::U32(&v), Some(&ok)),
+            Column::direct("g", Values::U32(&g), Some(&g_ok)),
+            Column::direct("c", Values::I64(&c), Some(&c_ok)),
+        ];
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        write(&mut a, &cols, &[], "test").unwrap();
+        write(&mut b, &direct, &[], "test").unwrap();
+        assert!(a == b);
+    }
+
+    #[test]
     fn orders_past_their_values_are_refused() {
         let (t, v, ok, _) = table(10);
-        let order: Vec<usize> = (1..=10).collect();
+        let order: Vec<u32> = (1..=10).collect();
         let cols = columns(&t, &v, &ok, &order);
         let err = write(&mut Vec::new(), &cols, &[], "test").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);

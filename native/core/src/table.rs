@@ -11,7 +11,7 @@ mod rtp;
 pub use columns::{EgressOnly, PacketTable};
 
 use crate::keys::{identity_key, KIND_OTHER, KIND_RTP, KIND_TCP};
-use crate::matcher::{match_points, MatchResult};
+use crate::matcher::{match_keys, Pairs, NONE};
 use crate::pcap::{Capture, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
 use std::collections::{HashMap, HashSet};
@@ -84,43 +84,47 @@ impl Stages {
     }
 }
 
-/// One capture's IP packets: their rows in the capture, RTP marks and identity keys.
+/// One capture's IP packets: their rows in the capture, and at ingress the stream each
+/// belongs to and the RTP marks.
 struct Point<'a> {
     cap: &'a Capture,
-    rows: Vec<usize>,
-    is_rtp: Vec<bool>,
-    flow_key: Vec<u64>,
-    /// RTP marks of every capture row (the packet table's RTP columns read them).
+    /// The capture row of each IP packet ("IP row" `k` below is an index into this).
+    rows: Vec<u32>,
+    /// Ingress only (egress: empty): each IP row's stream, a dense index (a flow's
+    /// `flow_idx`, or past the capture's flows an RTP stream's number).
+    stream: Vec<u32>,
+    /// Ingress only: the RTP marks of every capture row (the packet table reads them).
     rtp_by_row: Vec<bool>,
 }
 
 impl<'a> Point<'a> {
-    /// The point's IP rows with their RTP marks and flow keys, and their identity keys
-    /// and times for the matcher, in one pass over the capture instead of one per vector.
-    fn new(cap: &'a Capture, streams: &rtp::Streams) -> (Point<'a>, Vec<u64>, Vec<i64>) {
+    /// The point's IP rows (with, at ingress, their streams and RTP marks) and their
+    /// identity keys, in one pass over the capture instead of one per vector.
+    fn new(cap: &'a Capture, streams: &rtp::Streams, ingress: bool) -> (Point<'a>, Vec<u64>) {
         let c = &cap.columns;
         let n = c.len();
+        let flows = cap.flows.len() as u32;
         let mut p = Point {
             cap,
             rows: Vec::with_capacity(n),
-            is_rtp: Vec::with_capacity(n),
-            flow_key: Vec::with_capacity(n),
-            rtp_by_row: Vec::with_capacity(n),
+            stream: Vec::with_capacity(if ingress { n } else { 0 }),
+            rtp_by_row: Vec::with_capacity(if ingress { n } else { 0 }),
         };
-        let (mut keys, mut times) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut keys = Vec::with_capacity(n);
         let or0 = |has: bool, v: u32| if has { v } else { 0 };
         for i in 0..n {
-            let rtp = rtp::is_rtp(c, i, streams);
-            p.rtp_by_row.push(rtp);
+            let number = rtp::stream_number(c, i, streams);
+            if ingress {
+                p.rtp_by_row.push(number.is_some());
+            }
             if c.ip_version[i] == 0 {
                 continue;
             }
-            p.rows.push(i);
-            p.is_rtp.push(rtp);
-            let ssrc = c.rtp_ssrc[i];
-            p.flow_key
-                .push(rtp::stream_key(c.flow_hash[i], rtp.then_some(ssrc)));
-            let kind = if rtp {
+            p.rows.push(i as u32);
+            if ingress {
+                p.stream.push(number.map_or(c.flow_idx[i], |s| flows + s));
+            }
+            let kind = if number.is_some() {
                 KIND_RTP
             } else if c.has_tcp[i] {
                 KIND_TCP
@@ -134,36 +138,43 @@ impl<'a> Point<'a> {
                 c.ip_len[i],
                 or0(c.has_tcp[i], c.tcp_seq[i]),
                 or0(c.has_tcp[i], c.tcp_ack[i]),
-                or0(c.has_rtp[i], ssrc),
+                or0(c.has_rtp[i], c.rtp_ssrc[i]),
                 if c.has_rtp[i] { c.rtp_seq[i] } else { 0 },
                 c.l4_hash[i],
             ));
-            times.push(c.t_ns[i]);
         }
-        (p, keys, times)
+        (p, keys)
     }
 
+    /// The capture time of IP row `k`.
     fn t(&self, k: usize) -> i64 {
-        self.cap.columns.t_ns[self.rows[k]]
+        self.cap.columns.t_ns[self.rows[k] as usize]
+    }
+
+    /// The capture row of IP row `k`.
+    fn row(&self, k: usize) -> usize {
+        self.rows[k] as usize
     }
 }
 
-/// Matches `ingress` and `egress` (both read whole). The packet table keeps `ingress`:
-/// it reads columns of it when written.
+/// Matches `ingress` and `egress` (both read whole). The tables keep both captures: the
+/// packet table reads their columns when written.
 pub fn match_pair(
     ingress: &Arc<Capture>,
-    egress: &Capture,
+    egress: &Arc<Capture>,
     opts: PairOptions,
 ) -> Result<Paired, PairError> {
     let mut clock = Stages::start();
     // Both sides must agree on which streams are RTP: the ingress point decides.
     let streams = rtp::classify(&ingress.columns);
     clock.lap("RTP streams");
-    // Each point's IP rows, RTP marks, identity keys and times, one point per core.
-    let point = |cap| Point::new(cap, &streams);
-    let ((mut ing, ing_keys, ing_t), (eg, eg_keys, eg_t)) = std::thread::scope(|s| {
-        let eg = s.spawn(|| point(egress));
-        (point(ingress.as_ref()), eg.join().expect("identity keys"))
+    // Each point's IP rows and records (identity keys), one point per core.
+    let ((ing, ing_keys), (eg, eg_keys)) = std::thread::scope(|s| {
+        let eg = s.spawn(|| Point::new(egress, &streams, false));
+        (
+            Point::new(ingress, &streams, true),
+            eg.join().expect("identity keys"),
+        )
     });
     for (which, p) in [&ing, &eg].into_iter().enumerate() {
         if p.rows.is_empty() {
@@ -171,24 +182,46 @@ pub fn match_pair(
         }
     }
     clock.lap("identity keys");
-    let m = match_points(&ing_keys, &ing_t, &eg_keys, &eg_t, opts.max_delay_ns);
-    drop((ing_keys, ing_t, eg_keys, eg_t));
+    let m = match_keys(
+        &ing_keys,
+        |k| ing.t(k),
+        &eg_keys,
+        |k| eg.t(k),
+        opts.max_delay_ns,
+    );
+    drop((ing_keys, eg_keys));
     clock.lap("pairing");
     let reverse = reverse_flows(&ing, &eg, &m)?;
-    let in_flow = |p: &Point<'_>, k: usize| reverse.contains(&p.cap.columns.flow_hash[p.rows[k]]);
-
-    let ing_kept: Vec<usize> = (0..ing.rows.len()).filter(|&k| !in_flow(&ing, k)).collect();
-    let flow_ids = FlowIds::number(&ing, &ing_kept);
+    let in_flow = |p: &Point<'_>, k: usize| {
+        !reverse.is_empty() && reverse.contains(&p.cap.columns.flow_hash[p.row(k)])
+    };
+    let ing_kept: Vec<u32> = (0..ing.rows.len() as u32)
+        .filter(|&k| !in_flow(&ing, k as usize))
+        .collect();
+    let flow_ids = FlowIds::number(&ing, &ing_kept, &streams);
     let guard_ns = opts
         .end_guard_ns
         .unwrap_or_else(|| largest_delay_ns(&ing, &eg, &ing_kept, &m.in_to_eg));
     let span_ns = stats_span(egress).or_else(|| packet_span(&eg));
-    let rtp = std::mem::take(&mut ing.rtp_by_row);
+    let truncated_packets_in = ing
+        .rows
+        .iter()
+        .filter(|&&i| ingress.columns.truncated[i as usize])
+        .count() as u64;
+    let eg_alone: Vec<usize> = (0..eg.rows.len())
+        .filter(|&k| !in_flow(&eg, k) && m.eg_to_in[k] == NONE)
+        .collect();
+    let egress_only = egress::egress_only(&eg, &eg_alone, &flow_ids, &streams);
+    let reverse_count = |p: &Point<'_>| (0..p.rows.len()).filter(|&k| in_flow(p, k)).count() as u64;
+    let (reverse_packets_in, reverse_packets_out) = (reverse_count(&ing), reverse_count(&eg));
+    let (ip_in, ip_out) = (ing.rows.len() as u64, eg.rows.len() as u64);
     let (packets, [delivered, lost, unknown]) = columns::packet_table(
-        &ing,
+        ing,
         &eg,
-        ingress,
-        rtp,
+        columns::Captures {
+            ingress: Arc::clone(ingress),
+            egress: Arc::clone(egress),
+        },
         &ing_kept,
         &flow_ids,
         &m.in_to_eg,
@@ -196,27 +229,17 @@ pub fn match_pair(
         guard_ns,
     );
     clock.lap("packet table");
-    let eg_alone: Vec<usize> = (0..eg.rows.len())
-        .filter(|&k| !in_flow(&eg, k) && m.eg_to_in[k] < 0)
-        .collect();
-    let egress_only = egress::egress_only(&eg, &eg_alone, &flow_ids);
-    clock.lap("egress-only table");
-    let reverse_count = |p: &Point<'_>| (0..p.rows.len()).filter(|&k| in_flow(p, k)).count() as u64;
     let counts = Counts {
         packets_in: packets.len() as u64,
         packets_delivered: delivered,
         packets_lost: lost,
         packets_unknown: unknown,
         egress_only_packets: eg_alone.len() as u64,
-        reverse_packets_in: reverse_count(&ing),
-        reverse_packets_out: reverse_count(&eg),
-        non_ip_packets_in: (ingress.columns.len() - ing.rows.len()) as u64,
-        non_ip_packets_out: (egress.columns.len() - eg.rows.len()) as u64,
-        truncated_packets_in: ing
-            .rows
-            .iter()
-            .filter(|&&i| ingress.columns.truncated[i])
-            .count() as u64,
+        reverse_packets_in,
+        reverse_packets_out,
+        non_ip_packets_in: ingress.columns.len() as u64 - ip_in,
+        non_ip_packets_out: egress.columns.len() as u64 - ip_out,
+        truncated_packets_in,
     };
     Ok(Paired {
         stages: clock.done,
@@ -234,7 +257,7 @@ pub fn match_pair(
 fn reverse_flows(
     ing: &Point<'_>,
     eg: &Point<'_>,
-    m: &MatchResult,
+    m: &Pairs,
 ) -> Result<HashSet<u64, WordMap>, PairError> {
     if !m.reverse_twin.iter().any(|&r| r) {
         return Ok(HashSet::default());
@@ -244,7 +267,8 @@ fn reverse_flows(
     let mut forward: HashMap<u64, u64, WordMap> = HashMap::default();
     let (mut fwd_bytes, mut matched_in) = (0u64, 0u64);
     for (k, &i) in ing.rows.iter().enumerate() {
-        if m.in_to_eg[k] >= 0 {
+        if m.in_to_eg[k] != NONE {
+            let i = i as usize;
             *forward.entry(ic.flow_hash[i]).or_default() += 1;
             fwd_bytes += u64::from(ic.ip_len[i]);
             matched_in += 1;
@@ -254,6 +278,7 @@ fn reverse_flows(
     let (mut rev_bytes, mut reverse_egress) = (0u64, 0u64);
     for (k, &i) in eg.rows.iter().enumerate() {
         if m.reverse_twin[k] {
+            let i = i as usize;
             *backward.entry(ec.flow_hash[i]).or_default() += 1;
             rev_bytes += u64::from(ec.ip_len[i]);
             reverse_egress += 1;
@@ -272,53 +297,72 @@ fn reverse_flows(
         .collect())
 }
 
-/// Flow ids by flow key, numbered by each flow's first packet: earliest time (flows with
-/// no time last), then first row.
-pub struct FlowIds(HashMap<u64, u32, WordMap>);
+/// Flow ids, numbered by each flow's first packet: earliest time (flows with no time
+/// last), then first row. A "flow" is a stream key (`rtp::stream_key`): the 5-tuple,
+/// and for RTP also the SSRC.
+pub struct FlowIds {
+    /// By ingress stream index (`Point::stream`); `NONE` for streams with no kept packet.
+    by_stream: Vec<u32>,
+    /// By stream key, for packets of the other capture.
+    by_key: HashMap<u64, u32, WordMap>,
+}
 
 impl FlowIds {
-    fn number(ing: &Point<'_>, kept: &[usize]) -> FlowIds {
-        let mut first: HashMap<u64, (bool, i64, usize), WordMap> = HashMap::default();
+    fn number(ing: &Point<'_>, kept: &[u32], streams: &rtp::Streams) -> FlowIds {
+        let flows = ing.cap.flows.len();
+        // per stream: (no time yet, earliest time, first IP row)
+        let mut first = vec![(true, i64::MAX, usize::MAX); flows + streams.len()];
         for &k in kept {
+            let k = k as usize;
             let t = ing.t(k);
-            let e = first.entry(ing.flow_key[k]).or_insert((true, i64::MAX, k));
+            let e = &mut first[ing.stream[k] as usize];
             if t != NO_TIMESTAMP && (e.0 || t < e.1) {
                 (e.0, e.1) = (false, t);
             }
             e.2 = e.2.min(k);
         }
-        let mut order: Vec<(u64, (bool, i64, usize))> = first.into_iter().collect();
+        let mut order: Vec<(usize, (bool, i64, usize))> = first
+            .into_iter()
+            .enumerate()
+            .filter(|(_, f)| f.2 != usize::MAX)
+            .collect();
         order.sort_by_key(|&(_, v)| v);
-        FlowIds(
-            order
-                .into_iter()
-                .enumerate()
-                .map(|(id, (key, _))| (key, id as u32))
-                .collect(),
-        )
+        let mut key_of: Vec<u64> = ing.cap.flows.hashes.clone();
+        key_of.resize(flows + streams.len(), 0);
+        for (&key, &number) in streams {
+            key_of[flows + number as usize] = key;
+        }
+        let mut by_stream = vec![NONE; key_of.len()];
+        let mut by_key = HashMap::default();
+        for (id, (stream, _)) in order.into_iter().enumerate() {
+            by_stream[stream] = id as u32;
+            by_key.insert(key_of[stream], id as u32);
+        }
+        FlowIds { by_stream, by_key }
     }
 
-    /// The id of a flow numbered here.
-    fn get(&self, key: u64) -> u32 {
-        self.0[&key]
+    /// The id of the flow of ingress IP row `k` (a kept row).
+    fn of_ingress(&self, ing: &Point<'_>, k: usize) -> u32 {
+        self.by_stream[ing.stream[k] as usize]
     }
 
     /// The id of a flow, if ingress saw it.
     fn find(&self, key: u64) -> Option<u32> {
-        self.0.get(&key).copied()
+        self.by_key.get(&key).copied()
     }
 
     fn len(&self) -> usize {
-        self.0.len()
+        self.by_key.len()
     }
 }
 
 /// The largest time through the bottleneck of a matched packet (0 when none matched).
-fn largest_delay_ns(ing: &Point<'_>, eg: &Point<'_>, kept: &[usize], in_to_eg: &[i64]) -> i64 {
+fn largest_delay_ns(ing: &Point<'_>, eg: &Point<'_>, kept: &[u32], in_to_eg: &[u32]) -> i64 {
     let known = |t: i64| if t == NO_TIMESTAMP { 0 } else { t };
     kept.iter()
-        .filter(|&&k| in_to_eg[k] >= 0)
-        .map(|&k| known(eg.t(in_to_eg[k] as usize)) - known(ing.t(k)))
+        .map(|&k| k as usize)
+        .filter(|&k| in_to_eg[k] != NONE)
+        .map(|k| known(eg.t(in_to_eg[k] as usize)) - known(ing.t(k)))
         .max()
         .unwrap_or(0)
 }

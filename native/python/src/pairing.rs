@@ -90,9 +90,9 @@ fn match_pair<'py>(
             (read_file(&ingress), eg.join().expect("reader thread"))
         })
     });
-    // The packet table keeps the ingress capture: it reads columns of it when written.
+    // The packet table keeps both captures: it reads their columns when written.
     let ing = std::sync::Arc::new(ing.map_err(|e| read_error(e, &ingress))?);
-    let eg = eg.map_err(|e| read_error(e, &egress))?;
+    let eg = std::sync::Arc::new(eg.map_err(|e| read_error(e, &egress))?);
     let opts = PairOptions {
         max_delay_ns,
         end_guard_ns,

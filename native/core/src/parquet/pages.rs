@@ -11,7 +11,9 @@ use super::encode::{def_levels, delta_binary_packed, index_width, pack_bits, pac
 use super::encode::{small_int_dictionary, DICT_MAX_VALUE};
 use super::thrift::Writer;
 use super::RLE_DICTIONARY;
-use super::{Column, Owned, Values, DATA_PAGE, DELTA_BINARY_PACKED, DICTIONARY_PAGE, PLAIN, RLE};
+use super::{
+    Column, Owned, Rows, Values, DATA_PAGE, DELTA_BINARY_PACKED, DICTIONARY_PAGE, PLAIN, RLE,
+};
 
 /// A column chunk: its bytes in pieces written one after the other (an optional
 /// dictionary page and its header, then the data page's header and the page).
@@ -35,17 +37,20 @@ type Dictionary = (Vec<u8>, Vec<u32>, usize);
 
 /// Rows `start..end` of `col` as one column chunk.
 pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk {
-    if let Some(order) = col.order {
-        let rows = &order[start..end];
-        let valid: Option<Vec<bool>> = col.valid.map(|v| rows.iter().map(|&i| v[i]).collect());
-        let values = Owned::gather(&col.values, rows);
-        let direct = Column {
-            name: col.name,
-            values: values.as_values(),
-            valid: valid.as_deref(),
-            order: None,
-        };
-        return column_chunk(&direct, 0, rows.len());
+    let gathered = match &col.rows {
+        Rows::Direct => None,
+        Rows::Order(order) => {
+            let rows = &order[start..end];
+            let valid = col
+                .valid
+                .map(|v| rows.iter().map(|&i| v[i as usize]).collect());
+            Some((Owned::gather(&col.values, rows), valid))
+        }
+        Rows::Computed(_, compute) => Some(compute(start, end)),
+    };
+    if let Some((values, valid)) = gathered {
+        let direct = Column::direct(col.name, values.as_values(), valid.as_deref());
+        return column_chunk(&direct, 0, end - start);
     }
     let n = end - start;
     let valid = col.valid.map(|v| &v[start..end]);

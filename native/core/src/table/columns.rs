@@ -1,36 +1,149 @@
 //! The packet and egress-only tables as columns, with a validity mask where the Python
-//! schema has nulls. Columns computed for the table (times and delays, verdicts, flow ids)
-//! are built here; columns that only copy a field of the ingress capture are read from
-//! the capture through the table's row order by the Parquet writer as it encodes them,
-//! a row group at a time, instead of copied whole beforehand (a pass over the table and a
-//! tenth of a gigabyte saved).
+//! schema has nulls. Of the packet table only the flow ids and extended RTP sequence
+//! numbers are built beforehand. Columns that copy a field of the ingress capture are
+//! read from it through the table's row order, and columns derived from a row's packet
+//! and its egress twin (times, delays, loss verdicts, ECN and DSCP at egress) are
+//! computed, both by the Parquet writer's threads a row group at a time as they encode
+//! it: none of them exists whole (about 60 bytes a row, and a pass over the table, saved).
 
 use super::{FlowIds, Point, NO_TIMESTAMP};
 use crate::decode::FlowKey;
-use crate::parquet::{Column, Owned, Values};
-use crate::pcap::{Capture, Columns};
+use crate::matcher::NONE;
+use crate::parquet::{Column, Owned, Rows, Values};
+use crate::pcap::Capture;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-/// What the ingress-sourced columns read: the capture, its RTP marks (one per capture
-/// row) and the capture row of each table row.
-pub struct Ingress {
-    cap: Arc<Capture>,
+/// The two captures a packet table reads.
+pub struct Captures {
+    pub ingress: Arc<Capture>,
+    pub egress: Arc<Capture>,
+}
+
+/// What the packet table's columns read when written: both captures, the ingress RTP
+/// marks (one per capture row), and per table row its ingress packet's capture row and
+/// its egress twin's (`NONE`: no twin).
+pub struct Sources {
+    caps: Captures,
     rtp: Vec<bool>,
-    order: Vec<usize>,
+    rows: Vec<u32>,
+    twins: Vec<u32>,
+    span_ns: Option<(i64, i64)>,
+    guard_ns: i64,
+    /// The ingress capture's addresses, by `flow_idx`.
+    src: Vec<String>,
+    dst: Vec<String>,
 }
 
 /// A field of the ingress capture.
-type Field = fn(&Ingress) -> Values<'_>;
+type Field = fn(&Sources) -> Values<'_>;
 /// A flag of the ingress capture (one per capture row).
-type Flag = fn(&Ingress) -> &[bool];
+type Flag = fn(&Sources) -> &[bool];
 
 /// Where a column comes from.
 enum Source {
     /// Values and validity (None: no nulls), one per table row.
     Owned(Owned<'static>, Option<Vec<bool>>),
-    /// A field of the ingress capture and its validity flag, read through the order.
+    /// A field of the ingress capture and its validity flag, read through the row order.
     Ingress(Field, Option<Flag>),
+    /// Computed from a row's packet and its egress twin.
+    Derived(Derived),
+}
+
+/// The columns computed from a row's ingress packet and its egress twin.
+#[derive(Clone, Copy)]
+enum Derived {
+    TIngress,
+    TEgress,
+    Delay,
+    Lost,
+    EcnEgress,
+    CeMarked,
+    DscpEgress,
+}
+
+impl Derived {
+    /// An empty slice of the column's type.
+    fn prototype(self) -> Values<'static> {
+        match self {
+            Derived::TIngress | Derived::TEgress => Values::I64(&[]),
+            Derived::Delay => Values::F64(&[]),
+            Derived::Lost | Derived::CeMarked => Values::Bool(&[]),
+            Derived::EcnEgress | Derived::DscpEgress => Values::U8(&[]),
+        }
+    }
+
+    /// Rows `start..end`: values and validity.
+    fn compute(self, s: &Sources, start: usize, end: usize) -> (Owned<'static>, Option<Vec<bool>>) {
+        let (c, e) = (&s.caps.ingress.columns, &s.caps.egress.columns);
+        let rows = &s.rows[start..end];
+        let twins = &s.twins[start..end];
+        let t_in = |i: usize| c.t_ns[rows[i] as usize];
+        let twin = |i: usize| (twins[i] != NONE).then_some(twins[i] as usize);
+        let t_eg = |i: usize| twin(i).map_or(NO_TIMESTAMP, |j| e.t_ns[j]);
+        let n = end - start;
+        // (value, valid) of each row
+        fn split<T>(pairs: impl Iterator<Item = (T, bool)>) -> (Vec<T>, Option<Vec<bool>>) {
+            let (v, ok): (Vec<T>, Vec<bool>) = pairs.unzip();
+            (v, Some(ok))
+        }
+        let at_twin = |f: &dyn Fn(usize, usize) -> u8| {
+            split((0..n).map(|i| twin(i).map_or((0, false), |j| (f(i, j), true))))
+        };
+        match self {
+            Derived::TIngress | Derived::TEgress => {
+                let t = |i| {
+                    if matches!(self, Derived::TIngress) {
+                        t_in(i)
+                    } else {
+                        t_eg(i)
+                    }
+                };
+                let (v, ok) = split((0..n).map(|i| (t(i), t(i) != NO_TIMESTAMP)));
+                (Owned::I64(v), ok)
+            }
+            Derived::Delay => {
+                let (v, ok) = split((0..n).map(|i| {
+                    let (a, b) = (t_in(i), t_eg(i));
+                    if a != NO_TIMESTAMP && b != NO_TIMESTAMP {
+                        ((b - a) as f64 / 1e6, true)
+                    } else {
+                        (0.0, false)
+                    }
+                }));
+                (Owned::F64(v), ok)
+            }
+            Derived::Lost => {
+                let verdicts = (0..n).map(|i| verdict(s, twins[i] != NONE, t_in(i)));
+                let (v, ok) = split(verdicts.map(|v| (v.unwrap_or(false), v.is_some())));
+                (Owned::Bool(v), ok)
+            }
+            Derived::CeMarked => {
+                let ce = |i: usize, j: usize| e.ecn[j] == 3 && c.ecn[rows[i] as usize] != 3;
+                let (v, ok) =
+                    split((0..n).map(|i| twin(i).map_or((false, false), |j| (ce(i, j), true))));
+                (Owned::Bool(v), ok)
+            }
+            Derived::EcnEgress => {
+                let (v, ok) = at_twin(&|_, j| e.ecn[j]);
+                (Owned::U8(v), ok)
+            }
+            Derived::DscpEgress => {
+                let (v, ok) = at_twin(&|_, j| e.dscp[j]);
+                (Owned::U8(v), ok)
+            }
+        }
+    }
+}
+
+/// Lost: no twin, and entered while the egress capture ran, early enough to have left
+/// before it stopped; unknown otherwise (`cganalysis.matching.table.loss_verdict`).
+fn verdict(s: &Sources, matched: bool, t: i64) -> Option<bool> {
+    if matched {
+        return Some(false);
+    }
+    let (start, end) = s.span_ns?;
+    (t != NO_TIMESTAMP && t >= start && t <= end - s.guard_ns).then_some(true)
 }
 
 /// A table: named columns of one length.
@@ -38,7 +151,7 @@ enum Source {
 pub struct Table {
     pub(super) rows: usize,
     columns: Vec<(&'static str, Source)>,
-    ingress: Option<Ingress>,
+    sources: Option<Sources>,
 }
 
 pub type PacketTable = Table;
@@ -63,25 +176,31 @@ impl Table {
 
     /// The columns as the Parquet writer takes them.
     pub fn parquet_columns(&self) -> Vec<Column<'_>> {
+        let sources = || {
+            self.sources
+                .as_ref()
+                .expect("a column read from the captures needs them")
+        };
         self.columns
             .iter()
             .map(|(name, source)| match source {
-                Source::Owned(v, valid) => Column {
-                    name,
-                    values: v.as_values(),
-                    valid: valid.as_deref(),
-                    order: None,
-                },
+                Source::Owned(v, valid) => Column::direct(name, v.as_values(), valid.as_deref()),
                 Source::Ingress(field, flag) => {
-                    let ing = self
-                        .ingress
-                        .as_ref()
-                        .expect("an ingress column needs its capture");
+                    let s = sources();
                     Column {
                         name,
-                        values: field(ing),
-                        valid: flag.map(|f| f(ing)),
-                        order: Some(&ing.order),
+                        values: field(s),
+                        valid: flag.map(|f| f(s)),
+                        rows: Rows::Order(&s.rows),
+                    }
+                }
+                &Source::Derived(d) => {
+                    let s = sources();
+                    Column {
+                        name,
+                        values: d.prototype(),
+                        valid: None,
+                        rows: Rows::Computed(self.rows, Box::new(move |a, b| d.compute(s, a, b))),
                     }
                 }
             })
@@ -96,22 +215,32 @@ impl Table {
         self.columns.push((name, Source::Ingress(field, flag)));
     }
 
+    fn push_derived(&mut self, name: &'static str, d: Derived) {
+        self.columns.push((name, Source::Derived(d)));
+    }
+
     /// `src` and `dst`: each row's flow (`flow_idx`) into the capture's address strings,
     /// which the Parquet writer keeps as a dictionary.
-    pub(super) fn push_addresses(&mut self, cap: &Capture, flow_idx: Vec<u32>) {
-        let strings =
-            |f: fn(&FlowKey) -> String| Cow::Owned(cap.flows.keys.iter().map(f).collect());
+    pub(super) fn push_owned_addresses(&mut self, cap: &Capture, flow_idx: Vec<u32>) {
+        let (src, dst) = addresses(cap);
+        let index = flow_idx.clone();
         let src = Owned::Str {
-            index: flow_idx.clone(),
-            dict: strings(|k| k.src_string()),
+            index,
+            dict: Cow::Owned(src),
         };
         let dst = Owned::Str {
             index: flow_idx,
-            dict: strings(|k| k.dst_string()),
+            dict: Cow::Owned(dst),
         };
         self.push("src", src, None);
         self.push("dst", dst, None);
     }
+}
+
+/// The source and destination address strings of a capture's flows, by `flow_idx`.
+fn addresses(cap: &Capture) -> (Vec<String>, Vec<String>) {
+    let strings = |f: fn(&FlowKey) -> String| cap.flows.keys.iter().map(f).collect();
+    (strings(|k| k.src_string()), strings(|k| k.dst_string()))
 }
 
 /// `src[i]` for each row `i` of `rows`.
@@ -119,214 +248,188 @@ pub(super) fn gather<T: Copy>(rows: &[usize], src: &[T]) -> Vec<T> {
     rows.iter().map(|&i| src[i]).collect()
 }
 
-/// `src[j]` for each egress twin `j` of `twins` (`NONE`: `absent`).
-fn gather_twin<T: Copy>(twins: &[usize], src: &[T], absent: T) -> Vec<T> {
-    twins
-        .iter()
-        .map(|&j| if j == NONE { absent } else { src[j] })
-        .collect()
-}
-
-const NONE: usize = usize::MAX;
-
 /// The packet rows: `kept` ingress rows (indices into the point's IP rows) in time order.
-/// `cap` is the ingress capture `ing` reads, and `rtp` its RTP marks (one per capture
-/// row), both kept by the table. Returns the table and its (delivered, lost, unknown)
-/// counts.
+/// The table keeps `caps`, which `ing` and `eg` read. Returns the table and its
+/// (delivered, lost, unknown) counts.
 #[allow(clippy::too_many_arguments)]
 pub fn packet_table(
-    ing: &Point<'_>,
+    mut ing: Point<'_>,
     eg: &Point<'_>,
-    cap: &Arc<Capture>,
-    rtp: Vec<bool>,
-    kept: &[usize],
+    caps: Captures,
+    kept: &[u32],
     flow_ids: &FlowIds,
-    in_to_eg: &[i64],
+    in_to_eg: &[u32],
     span_ns: Option<(i64, i64)>,
     guard_ns: i64,
 ) -> (Table, [u64; 3]) {
-    let (c, e) = (&ing.cap.columns, &eg.cap.columns);
     // captures are usually, not always, in time order; unknown times last
-    let key = |k: usize| (ing.t(k) == NO_TIMESTAMP, ing.t(k));
-    let mut order = kept.to_vec();
-    if !order.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+    let key = |k: u32| (ing.t(k as usize) == NO_TIMESTAMP, ing.t(k as usize));
+    let order: Cow<'_, [u32]> = if kept.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+        Cow::Borrowed(kept)
+    } else {
+        let mut order = kept.to_vec();
         order.sort_by_key(|&k| (key(k), k));
-    }
-    let rows: Vec<usize> = order.iter().map(|&k| ing.rows[k]).collect();
-    let twins: Vec<usize> = order
-        .iter()
-        .map(|&k| {
-            if in_to_eg[k] < 0 {
-                NONE
-            } else {
-                eg.rows[in_to_eg[k] as usize]
-            }
-        })
-        .collect();
-    let ids: Vec<u32> = order
-        .iter()
-        .map(|&k| flow_ids.get(ing.flow_key[k]))
-        .collect();
-    // The twins' ECN and DSCP, CE marks, RTP sequence numbers and address indices on
-    // another core, while this one does times, delays and loss verdicts.
-    let (times, (ecn_eg, ce, dscp_eg, rtp_seq_ext, is_rtp_rows, flow_idx)) =
-        std::thread::scope(|scope| {
-            let other = scope.spawn(|| {
-                let ecn_eg = gather_twin(&twins, &e.ecn, 0);
-                let ce: Vec<bool> = rows
-                    .iter()
-                    .zip(&ecn_eg)
-                    .map(|(&i, &o)| o == 3 && c.ecn[i] != 3)
-                    .collect();
-                let dscp_eg = gather_twin(&twins, &e.dscp, 0);
-                let is_rtp: Vec<bool> = rows.iter().map(|&i| rtp[i]).collect();
-                let seq = gather(&rows, &c.rtp_seq);
-                let rtp_seq_ext = unwrap_rtp_seq(&seq, &ids, &is_rtp, flow_ids.len());
-                let flow_idx = gather(&rows, &c.flow_idx);
-                (ecn_eg, ce, dscp_eg, rtp_seq_ext, is_rtp, flow_idx)
-            });
-            let times = times_and_verdicts(&rows, &twins, c, e, span_ns, guard_ns);
-            (times, other.join().expect("packet table thread"))
-        });
-    let Times {
-        t_in,
-        t_eg,
-        delay,
-        delay_known,
-        verdicts,
-        tally,
-    } = times;
-    let known = |t: &[i64]| Some(t.iter().map(|&x| x != NO_TIMESTAMP).collect::<Vec<bool>>());
-    let matched: Vec<bool> = twins.iter().map(|&j| j != NONE).collect();
-
-    let mut t = Table::with_rows(order.len());
-    t.push("flow_id", Owned::U32(ids), None);
-    t.push_ingress("proto", |s| Values::U8(&s.cap.columns.proto), None);
-    t.push_ingress(
-        "ip_version",
-        |s| Values::U8(&s.cap.columns.ip_version),
-        None,
-    );
-    t.push_addresses(ing.cap, flow_idx);
-    let ports: Option<Flag> = Some(|s| &s.cap.columns.has_ports);
-    t.push_ingress("sport", |s| Values::U16(&s.cap.columns.sport), ports);
-    t.push_ingress("dport", |s| Values::U16(&s.cap.columns.dport), ports);
-    t.push_ingress("size_bytes", |s| Values::U32(&s.cap.columns.ip_len), None);
-    let (known_in, known_eg) = (known(&t_in), known(&t_eg));
-    t.push("t_ingress_ns", Owned::I64(t_in), known_in);
-    t.push("t_egress_ns", Owned::I64(t_eg), known_eg);
-    t.push("delay_ms", Owned::F64(delay), Some(delay_known));
-    t.push(
-        "lost",
-        Owned::Bool(verdicts.iter().map(|v| v.unwrap_or(false)).collect()),
-        Some(verdicts.iter().map(Option::is_some).collect()),
-    );
-    t.push_ingress("ecn_ingress", |s| Values::U8(&s.cap.columns.ecn), None);
-    t.push("ecn_egress", Owned::U8(ecn_eg), Some(matched.clone()));
-    t.push("ce_marked", Owned::Bool(ce), Some(matched.clone()));
-    t.push_ingress("dscp_ingress", |s| Values::U8(&s.cap.columns.dscp), None);
-    t.push("dscp_egress", Owned::U8(dscp_eg), Some(matched));
-    let ip_id: Option<Flag> = Some(|s| &s.cap.columns.has_ip_id);
-    t.push_ingress("ip_id", |s| Values::U32(&s.cap.columns.ip_id), ip_id);
-    let tcp: Option<Flag> = Some(|s| &s.cap.columns.has_tcp);
-    t.push_ingress("tcp_seq", |s| Values::U32(&s.cap.columns.tcp_seq), tcp);
-    t.push_ingress("tcp_ack", |s| Values::U32(&s.cap.columns.tcp_ack), tcp);
-    t.push_ingress("tcp_flags", |s| Values::U16(&s.cap.columns.tcp_flags), tcp);
-    let payload: Field = |s| Values::U32(&s.cap.columns.tcp_payload_len);
-    t.push_ingress("tcp_payload_bytes", payload, tcp);
-    let rtp_flag: Option<Flag> = Some(|s| &s.rtp);
-    t.push_ingress(
-        "rtp_ssrc",
-        |s| Values::U32(&s.cap.columns.rtp_ssrc),
-        rtp_flag,
-    );
-    t.push_ingress("rtp_seq", |s| Values::U16(&s.cap.columns.rtp_seq), rtp_flag);
-    t.push("rtp_seq_ext", Owned::I64(rtp_seq_ext), Some(is_rtp_rows));
-    t.push_ingress("rtp_ts", |s| Values::U32(&s.cap.columns.rtp_ts), rtp_flag);
-    t.push_ingress(
-        "rtp_marker",
-        |s| Values::Bool(&s.cap.columns.rtp_marker),
-        rtp_flag,
-    );
-    t.push_ingress("rtp_pt", |s| Values::U8(&s.cap.columns.rtp_pt), rtp_flag);
-    t.ingress = Some(Ingress {
-        cap: Arc::clone(cap),
-        rtp,
-        order: rows,
-    });
-    (t, tally)
-}
-
-/// The packet table's times, delays and loss verdicts (with their tally).
-struct Times {
-    t_in: Vec<i64>,
-    t_eg: Vec<i64>,
-    delay: Vec<f64>,
-    delay_known: Vec<bool>,
-    verdicts: Vec<Option<bool>>,
-    tally: [u64; 3],
-}
-
-fn times_and_verdicts(
-    rows: &[usize],
-    twins: &[usize],
-    c: &Columns,
-    e: &Columns,
-    span_ns: Option<(i64, i64)>,
-    guard_ns: i64,
-) -> Times {
-    let t_in = gather(rows, &c.t_ns);
-    let t_eg = gather_twin(twins, &e.t_ns, NO_TIMESTAMP);
-    let delay_known: Vec<bool> = t_in
-        .iter()
-        .zip(&t_eg)
-        .map(|(&a, &b)| a != NO_TIMESTAMP && b != NO_TIMESTAMP)
-        .collect();
-    let delay: Vec<f64> = t_in
-        .iter()
-        .zip(&t_eg)
-        .zip(&delay_known)
-        .map(|((&a, &b), &ok)| if ok { (b - a) as f64 / 1e6 } else { 0.0 })
-        .collect();
-    // Lost: no twin, and entered while the egress capture ran, early enough to have left
-    // before it stopped; unknown otherwise (cganalysis.matching.table.loss_verdict).
-    let verdict = |(m, &t): (bool, &i64)| -> Option<bool> {
-        if m {
-            return Some(false);
-        }
-        let (start, end) = span_ns?;
-        (t != NO_TIMESTAMP && t >= start && t <= end - guard_ns).then_some(true)
+        Cow::Owned(order)
     };
-    let matched = twins.iter().map(|&j| j != NONE);
-    let verdicts: Vec<Option<bool>> = matched.zip(&t_in).map(verdict).collect();
+    let n = order.len();
+    let (mut rows, mut twins, mut ids) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for &k in order.iter() {
+        let k = k as usize;
+        rows.push(ing.rows[k]);
+        twins.push(match in_to_eg[k] {
+            NONE => NONE,
+            j => eg.rows[j as usize],
+        });
+        ids.push(flow_ids.of_ingress(&ing, k));
+    }
+    let c = &ing.cap.columns;
+    let rtp = std::mem::take(&mut ing.rtp_by_row);
+    let (src, dst) = addresses(ing.cap);
+    let s = Sources {
+        caps,
+        rtp,
+        rows,
+        twins,
+        span_ns,
+        guard_ns,
+        src,
+        dst,
+    };
     let mut tally = [0u64; 3];
-    for v in &verdicts {
-        tally[match v {
+    for (&i, &j) in s.rows.iter().zip(&s.twins) {
+        tally[match verdict(&s, j != NONE, c.t_ns[i as usize]) {
             Some(false) => 0,
             Some(true) => 1,
             None => 2,
         }] += 1;
     }
-    Times {
-        t_in,
-        t_eg,
-        delay,
-        delay_known,
-        verdicts,
-        tally,
-    }
+    let (rtp_seq_ext, is_rtp) = unwrap_rtp_seq(&s, &ids, flow_ids.len());
+
+    let mut t = Table::with_rows(n);
+    t.push("flow_id", Owned::U32(ids), None);
+    t.push_ingress("proto", |s| Values::U8(&s.caps.ingress.columns.proto), None);
+    t.push_ingress(
+        "ip_version",
+        |s| Values::U8(&s.caps.ingress.columns.ip_version),
+        None,
+    );
+    let src: Field = |s| Values::Str {
+        index: &s.caps.ingress.columns.flow_idx,
+        dict: &s.src,
+    };
+    let dst: Field = |s| Values::Str {
+        index: &s.caps.ingress.columns.flow_idx,
+        dict: &s.dst,
+    };
+    t.push_ingress("src", src, None);
+    t.push_ingress("dst", dst, None);
+    let ports: Option<Flag> = Some(|s| &s.caps.ingress.columns.has_ports);
+    t.push_ingress(
+        "sport",
+        |s| Values::U16(&s.caps.ingress.columns.sport),
+        ports,
+    );
+    t.push_ingress(
+        "dport",
+        |s| Values::U16(&s.caps.ingress.columns.dport),
+        ports,
+    );
+    t.push_ingress(
+        "size_bytes",
+        |s| Values::U32(&s.caps.ingress.columns.ip_len),
+        None,
+    );
+    t.push_derived("t_ingress_ns", Derived::TIngress);
+    t.push_derived("t_egress_ns", Derived::TEgress);
+    t.push_derived("delay_ms", Derived::Delay);
+    t.push_derived("lost", Derived::Lost);
+    t.push_ingress(
+        "ecn_ingress",
+        |s| Values::U8(&s.caps.ingress.columns.ecn),
+        None,
+    );
+    t.push_derived("ecn_egress", Derived::EcnEgress);
+    t.push_derived("ce_marked", Derived::CeMarked);
+    t.push_ingress(
+        "dscp_ingress",
+        |s| Values::U8(&s.caps.ingress.columns.dscp),
+        None,
+    );
+    t.push_derived("dscp_egress", Derived::DscpEgress);
+    let ip_id: Option<Flag> = Some(|s| &s.caps.ingress.columns.has_ip_id);
+    t.push_ingress(
+        "ip_id",
+        |s| Values::U32(&s.caps.ingress.columns.ip_id),
+        ip_id,
+    );
+    let tcp: Option<Flag> = Some(|s| &s.caps.ingress.columns.has_tcp);
+    t.push_ingress(
+        "tcp_seq",
+        |s| Values::U32(&s.caps.ingress.columns.tcp_seq),
+        tcp,
+    );
+    t.push_ingress(
+        "tcp_ack",
+        |s| Values::U32(&s.caps.ingress.columns.tcp_ack),
+        tcp,
+    );
+    t.push_ingress(
+        "tcp_flags",
+        |s| Values::U16(&s.caps.ingress.columns.tcp_flags),
+        tcp,
+    );
+    let payload: Field = |s| Values::U32(&s.caps.ingress.columns.tcp_payload_len);
+    t.push_ingress("tcp_payload_bytes", payload, tcp);
+    let rtp_flag: Option<Flag> = Some(|s| &s.rtp);
+    t.push_ingress(
+        "rtp_ssrc",
+        |s| Values::U32(&s.caps.ingress.columns.rtp_ssrc),
+        rtp_flag,
+    );
+    t.push_ingress(
+        "rtp_seq",
+        |s| Values::U16(&s.caps.ingress.columns.rtp_seq),
+        rtp_flag,
+    );
+    t.push("rtp_seq_ext", Owned::I64(rtp_seq_ext), Some(is_rtp));
+    t.push_ingress(
+        "rtp_ts",
+        |s| Values::U32(&s.caps.ingress.columns.rtp_ts),
+        rtp_flag,
+    );
+    t.push_ingress(
+        "rtp_marker",
+        |s| Values::Bool(&s.caps.ingress.columns.rtp_marker),
+        rtp_flag,
+    );
+    t.push_ingress(
+        "rtp_pt",
+        |s| Values::U8(&s.caps.ingress.columns.rtp_pt),
+        rtp_flag,
+    );
+    t.sources = Some(s);
+    (t, tally)
 }
 
-/// RTP sequence numbers extended past 16 bits per flow in table order: each step the
-/// shortest way round the 16-bit circle (`cganalysis.capture.rtp.unwrap_rtp_seq`).
-fn unwrap_rtp_seq(seq: &[u16], ids: &[u32], is_rtp: &[bool], flows: usize) -> Vec<i64> {
+/// RTP sequence numbers extended past 16 bits per flow in table order, each step the
+/// shortest way round the 16-bit circle (`cganalysis.capture.rtp.unwrap_rtp_seq`), and
+/// which rows are RTP.
+fn unwrap_rtp_seq(s: &Sources, ids: &[u32], flows: usize) -> (Vec<i64>, Vec<bool>) {
+    let seq = &s.caps.ingress.columns.rtp_seq;
     let mut last: Vec<Option<(i64, u16)>> = vec![None; flows];
-    (0..seq.len())
-        .map(|i| {
-            if !is_rtp[i] {
-                return 0;
+    s.rows
+        .iter()
+        .zip(ids)
+        .map(|(&i, &id)| {
+            let i = i as usize;
+            if !s.rtp[i] {
+                return (0, false);
             }
-            let slot = &mut last[ids[i] as usize];
+            let slot = &mut last[id as usize];
             let ext = match *slot {
                 None => i64::from(seq[i]),
                 Some((ext, prev)) => {
@@ -334,7 +437,7 @@ fn unwrap_rtp_seq(seq: &[u16], ids: &[u32], is_rtp: &[bool], flows: usize) -> Ve
                 }
             };
             *slot = Some((ext, seq[i]));
-            ext
+            (ext, true)
         })
-        .collect()
+        .unzip()
 }

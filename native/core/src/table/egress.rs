@@ -2,17 +2,26 @@
 //! `cganalysis.schemas` `EGRESS_ONLY` (few rows, so copied outright).
 
 use super::columns::{gather, Table};
+use super::rtp::{stream_key, stream_number, Streams};
 use super::{FlowIds, Point, NO_TIMESTAMP};
 use crate::parquet::Owned;
 
 /// Egress packets with no ingress twin (`alone`: indices into the egress point's IP
 /// rows, in capture order), with the flow id of their flow when ingress saw it.
-pub fn egress_only(eg: &Point<'_>, alone: &[usize], flow_ids: &FlowIds) -> Table {
+pub fn egress_only(
+    eg: &Point<'_>,
+    alone: &[usize],
+    flow_ids: &FlowIds,
+    streams: &Streams,
+) -> Table {
     let e = &eg.cap.columns;
-    let rows: Vec<usize> = alone.iter().map(|&k| eg.rows[k]).collect();
-    let ids: Vec<Option<u32>> = alone
+    let rows: Vec<usize> = alone.iter().map(|&k| eg.row(k)).collect();
+    let ids: Vec<Option<u32>> = rows
         .iter()
-        .map(|&k| flow_ids.find(eg.flow_key[k]))
+        .map(|&i| {
+            let rtp = stream_number(e, i, streams).map(|_| e.rtp_ssrc[i]);
+            flow_ids.find(stream_key(e.flow_hash[i], rtp))
+        })
         .collect();
     let t_ns = gather(&rows, &e.t_ns);
     let tcp = Some(gather(&rows, &e.has_tcp));
@@ -37,7 +46,7 @@ pub fn egress_only(eg: &Point<'_>, alone: &[usize], flow_ids: &FlowIds) -> Table
         None,
     );
     t.push("ip_version", Owned::U8(gather(&rows, &e.ip_version)), None);
-    t.push_addresses(eg.cap, gather(&rows, &e.flow_idx));
+    t.push_owned_addresses(eg.cap, gather(&rows, &e.flow_idx));
     t.push("proto", Owned::U8(gather(&rows, &e.proto)), None);
     t.push("sport", Owned::U16(gather(&rows, &e.sport)), ports.clone());
     t.push("dport", Owned::U16(gather(&rows, &e.dport)), ports);

@@ -3,10 +3,11 @@
 
 use crate::pcap::{Columns, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-/// The stream keys of RTP streams (already well mixed: hashed as they are).
-pub type Streams = HashSet<u64, WordMap>;
+/// The RTP streams by stream key (already well mixed: hashed as they are), each with a
+/// number from 0 (in no particular order).
+pub type Streams = HashMap<u64, u32, WordMap>;
 
 /// A stream needs this many packets ...
 const MIN_PACKETS: u64 = 8;
@@ -38,38 +39,56 @@ fn candidate(c: &Columns, i: usize) -> bool {
     c.ip_version[i] != 0 && c.proto[i] == UDP && c.has_rtp[i] && !rtcp_like(c, i)
 }
 
-/// The stream keys of the RTP streams among `c`'s packets.
-pub fn classify(c: &Columns) -> Streams {
-    let mut rows: Vec<usize> = (0..c.len()).filter(|&i| candidate(c, i)).collect();
-    // Time order, packets without a time last; ties keep file order.
-    if !rows
-        .windows(2)
-        .all(|w| order_t(c.t_ns[w[0]]) <= order_t(c.t_ns[w[1]]))
-    {
-        rows.sort_by_key(|&i| order_t(c.t_ns[i]));
-    }
-    // per stream: (packets, in-order steps, last sequence number)
-    let mut streams: HashMap<u64, (u64, u64, u16), WordMap> = HashMap::default();
-    for i in rows {
-        let key = stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i]));
-        let seq = c.rtp_seq[i];
-        streams
-            .entry(key)
-            .and_modify(|(n, in_order, last)| {
-                let step = u32::from(seq.wrapping_sub(*last));
-                *in_order += u64::from((1..=MAX_STEP).contains(&step));
-                *n += 1;
-                *last = seq;
-            })
-            .or_insert((1, 0, seq));
-    }
+/// Per stream key: (packets, in-order steps, last sequence number).
+type Tally = HashMap<u64, (u64, u64, u16), WordMap>;
+
+fn tally(streams: &mut Tally, c: &Columns, i: usize) {
+    let key = stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i]));
+    let seq = c.rtp_seq[i];
     streams
+        .entry(key)
+        .and_modify(|(n, in_order, last)| {
+            let step = u32::from(seq.wrapping_sub(*last));
+            *in_order += u64::from((1..=MAX_STEP).contains(&step));
+            *n += 1;
+            *last = seq;
+        })
+        .or_insert((1, 0, seq));
+}
+
+/// The RTP streams among `c`'s packets.
+pub fn classify(c: &Columns) -> Streams {
+    let mut streams = Tally::default();
+    // Time order, packets without a time last; ties keep file order. Captures are
+    // nearly always in time order already: one pass then, sorted rows otherwise.
+    let mut latest = order_t(i64::MIN + 1);
+    let mut sorted = true;
+    for i in (0..c.len()).filter(|&i| candidate(c, i)) {
+        let t = order_t(c.t_ns[i]);
+        if t < latest {
+            sorted = false;
+            break;
+        }
+        latest = t;
+        tally(&mut streams, c, i);
+    }
+    if !sorted {
+        streams.clear();
+        let mut rows: Vec<usize> = (0..c.len()).filter(|&i| candidate(c, i)).collect();
+        rows.sort_by_key(|&i| order_t(c.t_ns[i]));
+        for i in rows {
+            tally(&mut streams, c, i);
+        }
+    }
+    let mut rtp: Vec<u64> = streams
         .into_iter()
         .filter(|&(_, (n, in_order, _))| {
             n >= MIN_PACKETS && in_order as f64 >= MIN_IN_ORDER_SHARE * (n - 1) as f64
         })
         .map(|(k, _)| k)
-        .collect()
+        .collect();
+    rtp.sort_unstable();
+    rtp.into_iter().zip(0..).collect()
 }
 
 /// Sort key of a time: unknown times after every known one.
@@ -77,19 +96,23 @@ fn order_t(t: i64) -> (bool, i64) {
     (t == NO_TIMESTAMP, t)
 }
 
-/// Packet `i` is in one of `streams` (and not RTCP).
+/// The number of the stream of `streams` packet `i` is in, if it is RTP (not RTCP).
 #[inline]
-pub fn is_rtp(c: &Columns, i: usize, streams: &Streams) -> bool {
-    c.ip_version[i] != 0
-        && c.has_rtp[i]
-        && !rtcp_like(c, i)
-        && streams.contains(&stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i])))
+pub fn stream_number(c: &Columns, i: usize, streams: &Streams) -> Option<u32> {
+    if c.ip_version[i] == 0 || !c.has_rtp[i] || rtcp_like(c, i) || streams.is_empty() {
+        return None;
+    }
+    streams
+        .get(&stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i])))
+        .copied()
 }
 
 /// Per packet: in one of `streams` (and not RTCP).
 #[cfg(test)]
 pub fn mark(c: &Columns, streams: &Streams) -> Vec<bool> {
-    (0..c.len()).map(|i| is_rtp(c, i, streams)).collect()
+    (0..c.len())
+        .map(|i| stream_number(c, i, streams).is_some())
+        .collect()
 }
 
 #[cfg(test)]
@@ -117,8 +140,23 @@ mod tests {
         let seqs: Vec<u16> = (0..20).map(|i| 65530u16.wrapping_add(i)).collect();
         let c = udp_rtp(&seqs, 7);
         let streams = classify(&c);
-        assert!(streams.contains(&stream_key(42, Some(7))));
+        assert!(streams.contains_key(&stream_key(42, Some(7))));
         assert!(mark(&c, &streams).iter().all(|&b| b));
+    }
+
+    #[test]
+    fn captures_out_of_time_order_are_classified_in_time_order() {
+        // In time order the steps are +1; in file order they jump about.
+        let seqs: Vec<u16> = (0..40).collect();
+        let mut c = udp_rtp(&seqs, 7);
+        let file_order: Vec<usize> = (0..40).map(|i| (i * 17) % 40).collect();
+        c.t_ns = file_order.iter().map(|&i| i as i64).collect();
+        c.rtp_seq = file_order.iter().map(|&i| seqs[i]).collect();
+        assert!(classify(&c).contains_key(&stream_key(42, Some(7))));
+        // and a stream that is in order in the file but not in time is not RTP
+        let mut c = udp_rtp(&seqs, 7);
+        c.t_ns = file_order.iter().map(|&i| i as i64).collect();
+        assert!(classify(&c).is_empty());
     }
 
     #[test]
