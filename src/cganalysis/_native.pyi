@@ -132,6 +132,17 @@ class PairedTables:
     def write(self, packets: str, egress_only: str, metadata: str) -> None:
         """Writes both as Parquet (``metadata``: JSON under the key ``cganalysis``)."""
 
+class PendingMatch:
+    """A match started by :func:`start_match`, running on threads of its own."""
+
+    def result(self) -> tuple[PairedTables | None, dict[str, Any]]:
+        """Waits for it; returns what :func:`match_pair` returns (once only)."""
+
+def start_match(
+    ingress: str, egress: str, max_delay_ns: int, end_guard_ns: int | None = None
+) -> PendingMatch:
+    """Starts :func:`match_pair` on threads of its own and returns at once."""
+
 def match_pair(
     ingress: str, egress: str, max_delay_ns: int, end_guard_ns: int | None = None
 ) -> tuple[PairedTables | None, dict[str, Any]]:

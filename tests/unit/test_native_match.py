@@ -142,3 +142,28 @@ def test_packets_seen_only_at_egress(tmp_path: Path) -> None:
     assert reference.egress_only.height > 0
     assert reference.egress_only["flow_id"].null_count() < reference.egress_only.height
     _both(tmp_path, tmp_path / "in.pcap", tmp_path / "eg.pcap")
+
+
+def test_the_command_starts_the_match_early_with_its_options(tmp_path: Path) -> None:
+    # `cganalysis packets` starts the native match before importing the rest: the options
+    # it is started with must be the ones the table says.
+    from cganalysis.cli import main
+
+    ingress, egress = make_scenario(Knobs(seed=11, jitter_us=20_000)).write(tmp_path)
+    out = tmp_path / "p.parquet"
+    args = ["packets", str(ingress), str(egress), "-o", str(out)]
+    assert main([*args, "--max-delay-ms", "15", "--end-guard-ms", "5"]) == 0
+    reference = match_files(ingress, egress, options=MatchOptions(15.0, 5.0))
+    assert_frame_equal(pl.read_parquet(out), reference.packets)
+    with pytest.raises(SystemExit, match="must not be negative"):
+        main([*args, "--max-delay-ms", "-1"])
+
+
+def test_a_started_match_gives_its_result_once(tmp_path: Path) -> None:
+    from cganalysis.matching.early import start_match
+
+    pending = start_match(FIXTURE / "ingress.pcap", FIXTURE / "egress.pcap", 2000.0, None)
+    tables, result = pending.result()
+    assert tables is not None and result["counts"]["packets_in"] > 0
+    with pytest.raises(RuntimeError, match="already taken"):
+        pending.result()

@@ -3,14 +3,16 @@
 
 use crate::reading::{info_dict, os_error};
 use cga_core::parquet;
-use cga_core::pcap::{read_file, ReadError};
+use cga_core::pcap::{read_file, Capture, ReadError};
 use cga_core::table::{match_pair as core_match_pair, PairError, PairOptions, Paired};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 /// A read error naming its file: `OSError` with the file name, or
 /// `ValueError(message, byte_offset, path)`.
@@ -70,6 +72,131 @@ impl PairedTables {
     }
 }
 
+/// What the matching thread leaves: each capture (or why it could not be read), and the
+/// match once both were read.
+struct Outcome {
+    ingress: Result<Arc<Capture>, ReadError>,
+    egress: Result<Arc<Capture>, ReadError>,
+    paired: Option<Result<Paired, PairError>>,
+    read_s: f64,
+}
+
+/// Reads both captures (on two threads) and matches them.
+fn read_and_match(ingress: &Path, egress: &Path, opts: PairOptions) -> Outcome {
+    let started = std::time::Instant::now();
+    let (ing, eg) = std::thread::scope(|s| {
+        let eg = s.spawn(|| read_file(egress));
+        (read_file(ingress), eg.join().expect("reader thread"))
+    });
+    // The packet table keeps both captures: it reads their columns when written.
+    let (ingress, egress) = (ing.map(Arc::new), eg.map(Arc::new));
+    let read_s = started.elapsed().as_secs_f64();
+    let paired = match (&ingress, &egress) {
+        (Ok(ing), Ok(eg)) => Some(core_match_pair(ing, eg, opts)),
+        _ => None,
+    };
+    cga_core::hugepages::release_cache();
+    Outcome {
+        ingress,
+        egress,
+        paired,
+        read_s,
+    }
+}
+
+/// A match running on its own threads, started by `start_match`.
+#[pyclass(module = "cganalysis._native")]
+pub struct PendingMatch {
+    thread: Mutex<Option<JoinHandle<Outcome>>>,
+    paths: (PathBuf, PathBuf),
+}
+
+#[pymethods]
+impl PendingMatch {
+    /// Waits for the match; returns `(tables, result)` as `match_pair` does (once only).
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<(Option<PairedTables>, Bound<'py, PyDict>)> {
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("the match's result was already taken"))?;
+        let outcome = py
+            .detach(|| thread.join())
+            .map_err(|_| PyRuntimeError::new_err("the matching thread panicked"))?;
+        let (ingress, egress) = &self.paths;
+        let ing = outcome.ingress.map_err(|e| read_error(e, ingress))?;
+        let eg = outcome.egress.map_err(|e| read_error(e, egress))?;
+        let d = PyDict::new(py);
+        d.set_item("ingress", info_dict(py, &ing)?)?;
+        d.set_item("egress", info_dict(py, &eg)?)?;
+        let paired = match outcome.paired.expect("both captures were read") {
+            Ok(p) => p,
+            Err(PairError::NoIpPackets(which)) => {
+                d.set_item("error", ("no_ip", which))?;
+                return Ok((None, d));
+            }
+            Err(PairError::Swapped {
+                reverse_egress,
+                matched_ingress,
+            }) => {
+                d.set_item("error", ("swapped", reverse_egress, matched_ingress))?;
+                return Ok((None, d));
+            }
+        };
+        let c = &paired.counts;
+        let counts = PyDict::new(py);
+        counts.set_item("packets_in", c.packets_in)?;
+        counts.set_item("packets_delivered", c.packets_delivered)?;
+        counts.set_item("packets_lost", c.packets_lost)?;
+        counts.set_item("packets_unknown", c.packets_unknown)?;
+        counts.set_item("egress_only_packets", c.egress_only_packets)?;
+        counts.set_item("reverse_packets_in", c.reverse_packets_in)?;
+        counts.set_item("reverse_packets_out", c.reverse_packets_out)?;
+        counts.set_item("non_ip_packets_in", c.non_ip_packets_in)?;
+        counts.set_item("non_ip_packets_out", c.non_ip_packets_out)?;
+        counts.set_item("truncated_packets_in", c.truncated_packets_in)?;
+        d.set_item("counts", counts)?;
+        d.set_item("span_ns", paired.span_ns)?;
+        d.set_item("guard_ns", paired.guard_ns)?;
+        let stages = PyDict::new(py);
+        stages.set_item("read both captures", outcome.read_s)?;
+        for (name, s) in &paired.stages {
+            stages.set_item(*name, s)?;
+        }
+        d.set_item("stages_s", stages)?;
+        Ok((Some(PairedTables { inner: paired }), d))
+    }
+}
+
+/// Starts reading `ingress` and `egress` (on two threads of their own) and matching them,
+/// and returns at once: the caller goes on (importing what it needs next) meanwhile.
+#[pyfunction]
+#[pyo3(signature = (ingress, egress, max_delay_ns, end_guard_ns=None))]
+fn start_match(
+    ingress: PathBuf,
+    egress: PathBuf,
+    max_delay_ns: i64,
+    end_guard_ns: Option<i64>,
+) -> PyResult<PendingMatch> {
+    if max_delay_ns < 0 {
+        return Err(PyValueError::new_err("max_delay_ns must not be negative"));
+    }
+    let opts = PairOptions {
+        max_delay_ns,
+        end_guard_ns,
+    };
+    let paths = (ingress.clone(), egress.clone());
+    let thread = std::thread::Builder::new()
+        .name("cga-match".into())
+        .spawn(move || read_and_match(&ingress, &egress, opts))
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the matching thread: {e}")))?;
+    Ok(PendingMatch {
+        thread: Mutex::new(Some(thread)),
+        paths,
+    })
+}
+
 /// Reads `ingress` and `egress` (on two threads), matches them and returns
 /// `(tables, result)`: `result` holds `ingress` and `egress` (as `read_capture`'s dict
 /// without columns), `counts`, `span_ns` and `guard_ns`, or `error`: `("no_ip", 0|1)` or
@@ -83,69 +210,13 @@ fn match_pair<'py>(
     max_delay_ns: i64,
     end_guard_ns: Option<i64>,
 ) -> PyResult<(Option<PairedTables>, Bound<'py, PyDict>)> {
-    let started = std::time::Instant::now();
-    let (ing, eg) = py.detach(|| {
-        std::thread::scope(|s| {
-            let eg = s.spawn(|| read_file(&egress));
-            (read_file(&ingress), eg.join().expect("reader thread"))
-        })
-    });
-    // The packet table keeps both captures: it reads their columns when written.
-    let ing = std::sync::Arc::new(ing.map_err(|e| read_error(e, &ingress))?);
-    let eg = std::sync::Arc::new(eg.map_err(|e| read_error(e, &egress))?);
-    let opts = PairOptions {
-        max_delay_ns,
-        end_guard_ns,
-    };
-    let read_s = started.elapsed().as_secs_f64();
-    let paired = py.detach(|| {
-        let paired = core_match_pair(&ing, &eg, opts);
-        cga_core::hugepages::release_cache();
-        paired
-    });
-    let d = PyDict::new(py);
-    d.set_item("ingress", info_dict(py, &ing)?)?;
-    d.set_item("egress", info_dict(py, &eg)?)?;
-    let paired = match paired {
-        Ok(p) => p,
-        Err(PairError::NoIpPackets(which)) => {
-            d.set_item("error", ("no_ip", which))?;
-            return Ok((None, d));
-        }
-        Err(PairError::Swapped {
-            reverse_egress,
-            matched_ingress,
-        }) => {
-            d.set_item("error", ("swapped", reverse_egress, matched_ingress))?;
-            return Ok((None, d));
-        }
-    };
-    let c = &paired.counts;
-    let counts = PyDict::new(py);
-    counts.set_item("packets_in", c.packets_in)?;
-    counts.set_item("packets_delivered", c.packets_delivered)?;
-    counts.set_item("packets_lost", c.packets_lost)?;
-    counts.set_item("packets_unknown", c.packets_unknown)?;
-    counts.set_item("egress_only_packets", c.egress_only_packets)?;
-    counts.set_item("reverse_packets_in", c.reverse_packets_in)?;
-    counts.set_item("reverse_packets_out", c.reverse_packets_out)?;
-    counts.set_item("non_ip_packets_in", c.non_ip_packets_in)?;
-    counts.set_item("non_ip_packets_out", c.non_ip_packets_out)?;
-    counts.set_item("truncated_packets_in", c.truncated_packets_in)?;
-    d.set_item("counts", counts)?;
-    d.set_item("span_ns", paired.span_ns)?;
-    d.set_item("guard_ns", paired.guard_ns)?;
-    let stages = PyDict::new(py);
-    stages.set_item("read both captures", read_s)?;
-    for (name, s) in &paired.stages {
-        stages.set_item(*name, s)?;
-    }
-    d.set_item("stages_s", stages)?;
-    Ok((Some(PairedTables { inner: paired }), d))
+    start_match(ingress, egress, max_delay_ns, end_guard_ns)?.result(py)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PairedTables>()?;
+    m.add_class::<PendingMatch>()?;
     m.add_function(wrap_pyfunction!(match_pair, m)?)?;
+    m.add_function(wrap_pyfunction!(start_match, m)?)?;
     Ok(())
 }

@@ -109,6 +109,10 @@ def print_summary(s: MatchSummary, seconds: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    if args.max_delay_ms < 0 or (args.end_guard_ms is not None and args.end_guard_ms < 0):
+        raise SystemExit("--max-delay-ms and --end-guard-ms must not be negative")
+    in_memory = args.engine == "native" and not _large(args)
+    pending = _start_native(args) if in_memory else None
     from cganalysis.io import write_json
     from cganalysis.matching import MatchOptions
 
@@ -116,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     eg_only = args.egress_only or egress_only_path(args.output)
     if args.chunk_packets <= 0:
         raise SystemExit(f"--chunk-packets must be positive, not {args.chunk_packets}")
-    if args.engine == "native" and _large(args):
+    if args.engine == "native" and not in_memory:
         # Streaming: memory does not grow with the captures (cganalysis.matching.streaming).
         from cganalysis.matching.streaming import match_to_files
 
@@ -130,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             chunk_packets=args.chunk_packets,
         )
     else:  # small captures, or tshark (which reads a whole capture anyway): in memory
-        summary = _match_in_memory(args, options, eg_only)
+        summary = _match_in_memory(args, options, eg_only, pending)
     if args.summary:
         write_json(summary.to_dict(), args.summary)
     print_summary(summary, time.perf_counter() - started)
@@ -142,12 +146,25 @@ def _large(args: argparse.Namespace) -> bool:
     return bool(sum(sizes) > float(args.stream_above_mb) * 1e6)
 
 
-def _match_in_memory(args: argparse.Namespace, options: Any, eg_only: Path) -> MatchSummary:
+def _start_native(args: argparse.Namespace) -> Any:
+    """The native match, started before the modules the command needs next are imported
+    (both captures are read meanwhile); None when a capture is not a file (the match then
+    says what is wrong with it)."""
+    if not (args.ingress.is_file() and args.egress.is_file()):
+        return None
+    from cganalysis.matching.early import start_match
+
+    return start_match(args.ingress, args.egress, args.max_delay_ms, args.end_guard_ms)
+
+
+def _match_in_memory(
+    args: argparse.Namespace, options: Any, eg_only: Path, pending: Any
+) -> MatchSummary:
     if args.engine == "native":
         # Read, matched and written natively: no Python table in between.
         from cganalysis.matching.native import match_files_native
 
-        native = match_files_native(args.ingress, args.egress, options)
+        native = match_files_native(args.ingress, args.egress, options, pending)
         native.write(args.output, eg_only)
         if args.flows:
             _write_flows(args.output, args.flows, native.summary)

@@ -17,10 +17,9 @@ from cganalysis.capture.nativeinfo import info_from_raw, native_errors
 from cganalysis.capture.toollog import with_saved_log
 from cganalysis.errors import CaptureError, MatchError
 from cganalysis.io import atomic_path
+from cganalysis.matching.early import start_match
 from cganalysis.matching.options import MatchOptions
 from cganalysis.matching.summary import MatchSummary, SummaryCounts, make_summary
-
-NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -36,17 +35,22 @@ class NativeMatch:
 
 
 def match_files_native(
-    ingress: Path, egress: Path, options: MatchOptions | None = None
+    ingress: Path,
+    egress: Path,
+    options: MatchOptions | None = None,
+    pending: _native.PendingMatch | None = None,
 ) -> NativeMatch:
-    """Reads and matches the two captures natively (see the module's docstring)."""
+    """Reads and matches the two captures natively (see the module's docstring).
+    ``pending``: the same match already started with the same options
+    (:func:`cganalysis.matching.early.start_match`)."""
     options = options or MatchOptions()
     for path in (ingress, egress):  # before reading the other one
         if not path.exists():
             raise CaptureError(path, "no such file")
-    guard = None if options.end_guard_ms is None else round(options.end_guard_ms * NS_PER_MS)
-    max_delay_ns = round(options.max_delay_ms * NS_PER_MS)
+    if pending is None:
+        pending = start_match(ingress, egress, options.max_delay_ms, options.end_guard_ms)
     try:
-        tables, result = _native.match_pair(str(ingress), str(egress), max_delay_ns, guard)
+        tables, result = pending.result()
     except OSError as err:
         with native_errors(Path(err.filename) if err.filename else ingress):
             raise

@@ -4,6 +4,7 @@
 use crate::pcap::{Columns, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
 use std::collections::HashMap;
+use std::ops::Range;
 
 /// The RTP streams by stream key (already well mixed: hashed as they are), each with a
 /// number from 0 (in no particular order).
@@ -39,56 +40,112 @@ fn candidate(c: &Columns, i: usize) -> bool {
     c.ip_version[i] != 0 && c.proto[i] == UDP && c.has_rtp[i] && !rtcp_like(c, i)
 }
 
-/// Per stream key: (packets, in-order steps, last sequence number).
-type Tally = HashMap<u64, (u64, u64, u16), WordMap>;
+/// A stream's packets so far (in time order).
+#[derive(Clone, Copy)]
+struct Run {
+    packets: u64,
+    /// Steps of 1..=MAX_STEP from one packet's sequence number to the next one's.
+    in_order: u64,
+    first_seq: u16,
+    last_seq: u16,
+}
+
+/// The runs of the streams of some packets, by stream key.
+type Tally = HashMap<u64, Run, WordMap>;
+
+fn in_order(from: u16, to: u16) -> u64 {
+    u64::from((1..=MAX_STEP).contains(&u32::from(to.wrapping_sub(from))))
+}
 
 fn tally(streams: &mut Tally, c: &Columns, i: usize) {
     let key = stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i]));
     let seq = c.rtp_seq[i];
     streams
         .entry(key)
-        .and_modify(|(n, in_order, last)| {
-            let step = u32::from(seq.wrapping_sub(*last));
-            *in_order += u64::from((1..=MAX_STEP).contains(&step));
-            *n += 1;
-            *last = seq;
+        .and_modify(|r| {
+            r.in_order += in_order(r.last_seq, seq);
+            r.packets += 1;
+            r.last_seq = seq;
         })
-        .or_insert((1, 0, seq));
+        .or_insert(Run {
+            packets: 1,
+            in_order: 0,
+            first_seq: seq,
+            last_seq: seq,
+        });
+}
+
+/// The times (`order_t`) of the first and last of some packets; None: no packet.
+type Span = Option<[(bool, i64); 2]>;
+
+/// The runs of the candidates among `rows`, taken in file order, with their span; None
+/// when they are not in time order.
+fn tally_in_file_order(c: &Columns, rows: Range<usize>) -> Option<(Tally, Span)> {
+    let mut streams = Tally::default();
+    let mut span: Span = None;
+    for i in rows.filter(|&i| candidate(c, i)) {
+        let t = order_t(c.t_ns[i]);
+        match &mut span {
+            Some([_, last]) if t < *last => return None,
+            Some([_, last]) => *last = t,
+            None => span = Some([t, t]),
+        }
+        tally(&mut streams, c, i);
+    }
+    Some((streams, span))
 }
 
 /// The RTP streams among `c`'s packets.
 pub fn classify(c: &Columns) -> Streams {
-    let mut streams = Tally::default();
-    // Time order, packets without a time last; ties keep file order. Captures are
-    // nearly always in time order already: one pass then, sorted rows otherwise.
-    let mut latest = order_t(i64::MIN + 1);
-    let mut sorted = true;
-    for i in (0..c.len()).filter(|&i| candidate(c, i)) {
-        let t = order_t(c.t_ns[i]);
-        if t < latest {
-            sorted = false;
-            break;
+    // Time order, packets without a time last; ties keep file order. Captures are nearly
+    // always in time order already: each half of the capture is then tallied in one pass
+    // on its own core, and the halves joined; otherwise the rows are sorted.
+    let mid = c.len() / 2;
+    let (head, tail) = std::thread::scope(|s| {
+        let tail = s.spawn(|| tally_in_file_order(c, mid..c.len()));
+        (
+            tally_in_file_order(c, 0..mid),
+            tail.join().expect("RTP tally"),
+        )
+    });
+    let streams = match (head, tail) {
+        (Some((head, a)), Some((tail, b))) if a.zip(b).map_or(true, |(a, b)| a[1] <= b[0]) => {
+            join_runs(head, tail)
         }
-        latest = t;
-        tally(&mut streams, c, i);
-    }
-    if !sorted {
-        streams.clear();
-        let mut rows: Vec<usize> = (0..c.len()).filter(|&i| candidate(c, i)).collect();
-        rows.sort_by_key(|&i| order_t(c.t_ns[i]));
-        for i in rows {
-            tally(&mut streams, c, i);
+        _ => {
+            let mut streams = Tally::default();
+            let mut rows: Vec<usize> = (0..c.len()).filter(|&i| candidate(c, i)).collect();
+            rows.sort_by_key(|&i| order_t(c.t_ns[i]));
+            for i in rows {
+                tally(&mut streams, c, i);
+            }
+            streams
         }
-    }
+    };
     let mut rtp: Vec<u64> = streams
         .into_iter()
-        .filter(|&(_, (n, in_order, _))| {
-            n >= MIN_PACKETS && in_order as f64 >= MIN_IN_ORDER_SHARE * (n - 1) as f64
+        .filter(|(_, r)| {
+            r.packets >= MIN_PACKETS
+                && r.in_order as f64 >= MIN_IN_ORDER_SHARE * (r.packets - 1) as f64
         })
         .map(|(k, _)| k)
         .collect();
     rtp.sort_unstable();
     rtp.into_iter().zip(0..).collect()
+}
+
+/// The runs of `head`'s packets followed by `tail`'s.
+fn join_runs(mut head: Tally, tail: Tally) -> Tally {
+    for (key, t) in tail {
+        head.entry(key)
+            .and_modify(|h| {
+                h.in_order += in_order(h.last_seq, t.first_seq) + t.in_order;
+                h.packets += t.packets;
+                h.last_seq = t.last_seq;
+            })
+            .or_insert(t);
+    }
+    head
 }
 
 /// Sort key of a time: unknown times after every known one.
@@ -156,6 +213,21 @@ mod tests {
         // and a stream that is in order in the file but not in time is not RTP
         let mut c = udp_rtp(&seqs, 7);
         c.t_ns = file_order.iter().map(|&i| i as i64).collect();
+        assert!(classify(&c).is_empty());
+    }
+
+    #[test]
+    fn halves_each_in_order_but_not_one_after_the_other_are_sorted_first() {
+        // The halves interleave in time: in time order the sequence numbers step by 40
+        // (in order), in file order by 80 (out of order).
+        let mut c = udp_rtp(&[0; 10], 7);
+        c.t_ns = vec![0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
+        c.rtp_seq = c.t_ns.iter().map(|&t| t as u16 * 40).collect();
+        assert!(classify(&c).contains_key(&stream_key(42, Some(7))));
+        // one stream split between the halves is joined into one run
+        let seqs: Vec<u16> = (0..9).collect();
+        let mut c = udp_rtp(&seqs, 7);
+        c.rtp_seq[5] = 900; // 2 of 8 steps out of order: 75 % < 80 %
         assert!(classify(&c).is_empty());
     }
 
