@@ -13,7 +13,8 @@
 //! - when freed, kept for reuse up to [`CACHE_BYTES`] in all (the rest is unmapped): a
 //!   fresh mapping is zeroed page by page by the kernel, and the matcher's and the Parquet
 //!   writer's temporaries (sort buffers, dictionary indices, pages) come and go by the
-//!   hundred megabytes; zeroing them again took a third of the writer's time.
+//!   hundred megabytes; zeroing them again took a third of the writer's time. A request
+//!   takes the smallest kept block that holds it, and a large rest stays kept.
 //!
 //! Smaller blocks go to the system allocator untouched.
 
@@ -53,9 +54,9 @@ fn cache() -> std::sync::MutexGuard<'static, Cache> {
 }
 
 impl Cache {
-    /// Takes the smallest kept block of at least `len` bytes and at most twice that.
+    /// Takes the smallest kept block of at least `len` bytes.
     fn take(&mut self, len: usize) -> Option<(usize, usize)> {
-        let fits = |&(_, l): &(usize, usize)| l >= len && l <= 2 * len;
+        let fits = |&(_, l): &(usize, usize)| l >= len;
         let slot = (0..CACHE_SLOTS)
             .filter(|&k| fits(&self.blocks[k]))
             .min_by_key(|&k| self.blocks[k].1)?;
@@ -91,9 +92,15 @@ unsafe fn take_or_map(size: usize) -> *mut u8 {
     let kept = cache().take(len);
     match kept {
         Some((addr, had)) => {
-            // The block's length must be what `dealloc` will be told: give back the rest.
-            if had > len {
-                sys::unmap((addr + len) as *mut u8, had - len);
+            // The block's length must be what `dealloc` will be told. A large rest, from
+            // the next huge page on, is kept as a block of its own (the matcher's freed
+            // sort buffers then serve the Parquet writer's pages); anything else is given
+            // back.
+            let cut = len.next_multiple_of(HUGE_PAGE).min(had);
+            let rest_kept = had - cut >= LARGE_BYTES && cache().keep(addr + cut, had - cut);
+            let end = if rest_kept { cut } else { had };
+            if end > len {
+                sys::unmap((addr + len) as *mut u8, end - len);
             }
             addr as *mut u8
         }
@@ -257,22 +264,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cache_gives_the_smallest_block_within_twice_the_request() {
+    fn the_cache_gives_the_smallest_block_of_the_request_or_more() {
         let mut c = Cache {
             blocks: [(0, 0); CACHE_SLOTS],
             bytes: 0,
         };
         let mb = 1 << 20;
         assert!(c.keep(0x1000, 40 * mb) && c.keep(0x2000, 12 * mb) && c.keep(0x3000, 9 * mb));
-        assert_eq!(c.take(19 * mb), None); // 40 MB is more than twice 19
+        assert_eq!(c.take(41 * mb), None);
         assert_eq!(c.take(8 * mb), Some((0x3000, 9 * mb)));
         assert_eq!(c.take(8 * mb), Some((0x2000, 12 * mb)));
         assert_eq!(c.bytes, 40 * mb);
         // Full: what does not fit in CACHE_BYTES is refused (the caller unmaps it).
         assert!(!c.keep(0x4000, CACHE_BYTES));
-        while c.take(mb).is_some() {}
-        assert_eq!(c.take(40 * mb), Some((0x1000, 40 * mb)));
-        assert_eq!(c.bytes, 0);
+        assert_eq!(c.take(mb), Some((0x1000, 40 * mb)));
+        assert_eq!((c.bytes, c.take(mb)), (0, None));
+    }
+
+    #[test]
+    fn a_large_kept_block_serves_smaller_ones_from_its_front_and_keeps_the_rest() {
+        let a = HugePages;
+        release_cache();
+        let big = Layout::from_size_align(64 << 20, 64).unwrap();
+        let small = Layout::from_size_align(5 << 20, 64).unwrap();
+        unsafe {
+            let p = a.alloc(big);
+            p.write_bytes(3, big.size());
+            a.dealloc(p, big);
+            // cut from the freed block (other tests may share the cache: look for it)
+            let q = a.alloc(small);
+            let r = a.alloc(small);
+            for x in [q, r] {
+                assert!(!x.is_null());
+                x.write_bytes(4, small.size());
+            }
+            if q == p {
+                // the second one came from what was left of the first block
+                assert_eq!(r as usize, p as usize + (6 << 20));
+            }
+            a.dealloc(q, small);
+            a.dealloc(r, small);
+        }
     }
 
     #[test]
@@ -341,7 +373,8 @@ mod tests {
         let layout = Layout::from_size_align(size, 64).unwrap();
         let before = huge_kib();
         unsafe {
-            let p = HugePages.alloc(layout);
+            // zeroed: a fresh mapping, never a block another test left in the cache
+            let p = HugePages.alloc_zeroed(layout);
             p.write_bytes(1, size);
             let gained = huge_kib().saturating_sub(before);
             HugePages.dealloc(p, layout);

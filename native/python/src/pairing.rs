@@ -31,6 +31,12 @@ pub struct PairedTables {
     inner: Paired,
 }
 
+impl Drop for PairedTables {
+    fn drop(&mut self) {
+        cga_core::hugepages::release_cache();
+    }
+}
+
 fn write_table(
     path: &Path,
     table: &cga_core::table::PacketTable,
@@ -95,7 +101,11 @@ fn read_and_match(ingress: &Path, egress: &Path, opts: PairOptions) -> Outcome {
         (Ok(ing), Ok(eg)) => Some(core_match_pair(ing, eg, opts)),
         _ => None,
     };
-    cga_core::hugepages::release_cache();
+    if !matches!(paired, Some(Ok(_))) {
+        cga_core::hugepages::release_cache();
+    }
+    // else the blocks the match freed stay kept for the tables' writer, until the tables
+    // are written or dropped
     Outcome {
         ingress,
         egress,
