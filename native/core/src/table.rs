@@ -5,6 +5,7 @@
 //! tables; the Python pipeline stays the reference and serves the other readers.
 
 mod columns;
+mod derived;
 mod egress;
 mod rtp;
 
@@ -198,19 +199,24 @@ pub fn match_pair(
     let ing_kept: Vec<u32> = (0..ing.rows.len() as u32)
         .filter(|&k| !in_flow(&ing, k as usize))
         .collect();
-    let flow_ids = FlowIds::number(&ing, &ing_kept, &streams);
-    let guard_ns = opts
-        .end_guard_ns
-        .unwrap_or_else(|| largest_delay_ns(&ing, &eg, &ing_kept, &m.in_to_eg));
-    let span_ns = stats_span(egress).or_else(|| packet_span(&eg));
-    let truncated_packets_in = ing
-        .rows
-        .iter()
-        .filter(|&&i| ingress.columns.truncated[i as usize])
-        .count() as u64;
-    let eg_alone: Vec<usize> = (0..eg.rows.len())
-        .filter(|&k| !in_flow(&eg, k) && m.eg_to_in[k] == NONE)
-        .collect();
+    // Flow ids on another core, while this one measures the rest.
+    let (flow_ids, guard_ns, span_ns, truncated_packets_in, eg_alone) = std::thread::scope(|s| {
+        let ids = s.spawn(|| FlowIds::number(&ing, &ing_kept, &streams));
+        let guard_ns = opts
+            .end_guard_ns
+            .unwrap_or_else(|| largest_delay_ns(&ing, &eg, &ing_kept, &m.in_to_eg));
+        let span_ns = stats_span(egress).or_else(|| packet_span(&eg));
+        let truncated = ing
+            .rows
+            .iter()
+            .filter(|&&i| ingress.columns.truncated[i as usize])
+            .count() as u64;
+        let eg_alone: Vec<usize> = (0..eg.rows.len())
+            .filter(|&k| !in_flow(&eg, k) && m.eg_to_in[k] == NONE)
+            .collect();
+        let ids = ids.join().expect("flow ids");
+        (ids, guard_ns, span_ns, truncated, eg_alone)
+    });
     let egress_only = egress::egress_only(&eg, &eg_alone, &flow_ids, &streams);
     let reverse_count = |p: &Point<'_>| (0..p.rows.len()).filter(|&k| in_flow(p, k)).count() as u64;
     let (reverse_packets_in, reverse_packets_out) = (reverse_count(&ing), reverse_count(&eg));

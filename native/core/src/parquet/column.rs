@@ -20,6 +20,24 @@ pub enum Values<'a> {
     },
 }
 
+impl<'a> Values<'a> {
+    /// The values in `at`.
+    pub fn slice(&self, at: std::ops::Range<usize>) -> Values<'a> {
+        match *self {
+            Values::U8(v) => Values::U8(&v[at]),
+            Values::U16(v) => Values::U16(&v[at]),
+            Values::U32(v) => Values::U32(&v[at]),
+            Values::I64(v) => Values::I64(&v[at]),
+            Values::F64(v) => Values::F64(&v[at]),
+            Values::Bool(v) => Values::Bool(&v[at]),
+            Values::Str { index, dict } => Values::Str {
+                index: &index[at],
+                dict,
+            },
+        }
+    }
+}
+
 /// One column's values, owned: a table's computed columns, or a row group of a gathered
 /// or computed one. Strings are an index into `dict`, borrowed or owned.
 pub enum Owned<'a> {

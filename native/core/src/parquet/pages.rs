@@ -41,6 +41,14 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
         Rows::Direct => None,
         Rows::Order(order) => {
             let rows = &order[start..end];
+            if let Some(&first) = rows.first().filter(|_| contiguous(rows)) {
+                // Consecutive rows of the values (all of a clean capture's packets are):
+                // encoded where they lie, not copied first.
+                let at = first as usize..first as usize + rows.len();
+                let valid = col.valid.map(|v| &v[at.clone()]);
+                let direct = Column::direct(col.name, col.values.slice(at), valid);
+                return column_chunk(&direct, 0, rows.len());
+            }
             let valid = col
                 .valid
                 .map(|v| rows.iter().map(|&i| v[i as usize]).collect());
@@ -73,6 +81,11 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
     let encoding = chunk.encoding;
     push_page(&mut chunk, DATA_PAGE, page, n, encoding);
     chunk
+}
+
+/// Whether each row follows the one before it.
+fn contiguous(rows: &[u32]) -> bool {
+    rows.windows(2).all(|w| w[1] == w[0].wrapping_add(1))
 }
 
 /// The values whose row is valid (all of them when `valid` is None).

@@ -6,6 +6,7 @@
 //! computed, both by the Parquet writer's threads a row group at a time as they encode
 //! it: none of them exists whole (about 60 bytes a row, and a pass over the table, saved).
 
+use super::derived::{verdict, Derived};
 use super::{FlowIds, Point, NO_TIMESTAMP};
 use crate::decode::FlowKey;
 use crate::matcher::NONE;
@@ -24,12 +25,12 @@ pub struct Captures {
 /// marks (one per capture row), and per table row its ingress packet's capture row and
 /// its egress twin's (`NONE`: no twin).
 pub struct Sources {
-    caps: Captures,
+    pub(super) caps: Captures,
     rtp: Vec<bool>,
-    rows: Vec<u32>,
-    twins: Vec<u32>,
-    span_ns: Option<(i64, i64)>,
-    guard_ns: i64,
+    pub(super) rows: Vec<u32>,
+    pub(super) twins: Vec<u32>,
+    pub(super) span_ns: Option<(i64, i64)>,
+    pub(super) guard_ns: i64,
     /// The ingress capture's addresses, by `flow_idx`.
     src: Vec<String>,
     dst: Vec<String>,
@@ -48,102 +49,6 @@ enum Source {
     Ingress(Field, Option<Flag>),
     /// Computed from a row's packet and its egress twin.
     Derived(Derived),
-}
-
-/// The columns computed from a row's ingress packet and its egress twin.
-#[derive(Clone, Copy)]
-enum Derived {
-    TIngress,
-    TEgress,
-    Delay,
-    Lost,
-    EcnEgress,
-    CeMarked,
-    DscpEgress,
-}
-
-impl Derived {
-    /// An empty slice of the column's type.
-    fn prototype(self) -> Values<'static> {
-        match self {
-            Derived::TIngress | Derived::TEgress => Values::I64(&[]),
-            Derived::Delay => Values::F64(&[]),
-            Derived::Lost | Derived::CeMarked => Values::Bool(&[]),
-            Derived::EcnEgress | Derived::DscpEgress => Values::U8(&[]),
-        }
-    }
-
-    /// Rows `start..end`: values and validity.
-    fn compute(self, s: &Sources, start: usize, end: usize) -> (Owned<'static>, Option<Vec<bool>>) {
-        let (c, e) = (&s.caps.ingress.columns, &s.caps.egress.columns);
-        let rows = &s.rows[start..end];
-        let twins = &s.twins[start..end];
-        let t_in = |i: usize| c.t_ns[rows[i] as usize];
-        let twin = |i: usize| (twins[i] != NONE).then_some(twins[i] as usize);
-        let t_eg = |i: usize| twin(i).map_or(NO_TIMESTAMP, |j| e.t_ns[j]);
-        let n = end - start;
-        // (value, valid) of each row
-        fn split<T>(pairs: impl Iterator<Item = (T, bool)>) -> (Vec<T>, Option<Vec<bool>>) {
-            let (v, ok): (Vec<T>, Vec<bool>) = pairs.unzip();
-            (v, Some(ok))
-        }
-        let at_twin = |f: &dyn Fn(usize, usize) -> u8| {
-            split((0..n).map(|i| twin(i).map_or((0, false), |j| (f(i, j), true))))
-        };
-        match self {
-            Derived::TIngress | Derived::TEgress => {
-                let t = |i| {
-                    if matches!(self, Derived::TIngress) {
-                        t_in(i)
-                    } else {
-                        t_eg(i)
-                    }
-                };
-                let (v, ok) = split((0..n).map(|i| (t(i), t(i) != NO_TIMESTAMP)));
-                (Owned::I64(v), ok)
-            }
-            Derived::Delay => {
-                let (v, ok) = split((0..n).map(|i| {
-                    let (a, b) = (t_in(i), t_eg(i));
-                    if a != NO_TIMESTAMP && b != NO_TIMESTAMP {
-                        ((b - a) as f64 / 1e6, true)
-                    } else {
-                        (0.0, false)
-                    }
-                }));
-                (Owned::F64(v), ok)
-            }
-            Derived::Lost => {
-                let verdicts = (0..n).map(|i| verdict(s, twins[i] != NONE, t_in(i)));
-                let (v, ok) = split(verdicts.map(|v| (v.unwrap_or(false), v.is_some())));
-                (Owned::Bool(v), ok)
-            }
-            Derived::CeMarked => {
-                let ce = |i: usize, j: usize| e.ecn[j] == 3 && c.ecn[rows[i] as usize] != 3;
-                let (v, ok) =
-                    split((0..n).map(|i| twin(i).map_or((false, false), |j| (ce(i, j), true))));
-                (Owned::Bool(v), ok)
-            }
-            Derived::EcnEgress => {
-                let (v, ok) = at_twin(&|_, j| e.ecn[j]);
-                (Owned::U8(v), ok)
-            }
-            Derived::DscpEgress => {
-                let (v, ok) = at_twin(&|_, j| e.dscp[j]);
-                (Owned::U8(v), ok)
-            }
-        }
-    }
-}
-
-/// Lost: no twin, and entered while the egress capture ran, early enough to have left
-/// before it stopped; unknown otherwise (`cganalysis.matching.table.loss_verdict`).
-fn verdict(s: &Sources, matched: bool, t: i64) -> Option<bool> {
-    if matched {
-        return Some(false);
-    }
-    let (start, end) = s.span_ns?;
-    (t != NO_TIMESTAMP && t >= start && t <= end - s.guard_ns).then_some(true)
 }
 
 /// A table: named columns of one length.
@@ -272,20 +177,25 @@ pub fn packet_table(
         Cow::Owned(order)
     };
     let n = order.len();
-    let (mut rows, mut twins, mut ids) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    for &k in order.iter() {
-        let k = k as usize;
-        rows.push(ing.rows[k]);
-        twins.push(match in_to_eg[k] {
-            NONE => NONE,
-            j => eg.rows[j as usize],
+    // The flow ids on another core, while this one takes the rows and twins.
+    let (rows, twins, ids) = std::thread::scope(|s| {
+        let ids = s.spawn(|| -> Vec<u32> {
+            order
+                .iter()
+                .map(|&k| flow_ids.of_ingress(&ing, k as usize))
+                .collect()
         });
-        ids.push(flow_ids.of_ingress(&ing, k));
-    }
+        let (mut rows, mut twins) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for &k in order.iter() {
+            let k = k as usize;
+            rows.push(ing.rows[k]);
+            twins.push(match in_to_eg[k] {
+                NONE => NONE,
+                j => eg.rows[j as usize],
+            });
+        }
+        (rows, twins, ids.join().expect("flow ids"))
+    });
     let c = &ing.cap.columns;
     let rtp = std::mem::take(&mut ing.rtp_by_row);
     let (src, dst) = addresses(ing.cap);
@@ -299,15 +209,22 @@ pub fn packet_table(
         src,
         dst,
     };
-    let mut tally = [0u64; 3];
-    for (&i, &j) in s.rows.iter().zip(&s.twins) {
-        tally[match verdict(&s, j != NONE, c.t_ns[i as usize]) {
-            Some(false) => 0,
-            Some(true) => 1,
-            None => 2,
-        }] += 1;
-    }
-    let (rtp_seq_ext, is_rtp) = unwrap_rtp_seq(&s, &ids, flow_ids.len());
+    // The loss tally on another core, while this one extends the RTP sequence numbers.
+    let (tally, (rtp_seq_ext, is_rtp)) = std::thread::scope(|scope| {
+        let tally = scope.spawn(|| {
+            let mut tally = [0u64; 3];
+            for (&i, &j) in s.rows.iter().zip(&s.twins) {
+                tally[match verdict(&s, j != NONE, c.t_ns[i as usize]) {
+                    Some(false) => 0,
+                    Some(true) => 1,
+                    None => 2,
+                }] += 1;
+            }
+            tally
+        });
+        let ext = unwrap_rtp_seq(&s, &ids, flow_ids.len());
+        (tally.join().expect("loss tally"), ext)
+    });
 
     let mut t = Table::with_rows(n);
     t.push("flow_id", Owned::U32(ids), None);
