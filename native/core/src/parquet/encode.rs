@@ -176,9 +176,9 @@ pub(super) fn delta_binary_packed(out: &mut Vec<u8>, values: &[i64]) {
     }
 }
 
-/// A dictionary of the kept values of an integer column whose values all lie below
-/// [`DICT_MAX_VALUE`] (the caller checks): (the dictionary's entries as PLAIN INT32, each
-/// kept value's index, the number of entries). None when PLAIN would be as small.
+/// A dictionary of the kept values of an integer column: (the dictionary's entries as
+/// PLAIN INT32, each kept value's index, the number of entries). None when a value lies
+/// at or above [`DICT_MAX_VALUE`] or PLAIN would be as small.
 pub(super) fn small_int_dictionary<T: Copy + Into<u32>>(
     values: &[T],
     valid: Option<&[bool]>,
@@ -190,21 +190,26 @@ pub(super) fn small_int_dictionary<T: Copy + Into<u32>>(
         .expect("slot table");
     let mut dict = Vec::new();
     let mut idx = Vec::with_capacity(values.len());
-    let mut add = |x: u32| {
+    let mut add = |x: T| {
+        let x: u32 = x.into();
+        if x >= DICT_MAX_VALUE {
+            return None;
+        }
         let s = &mut slot[usize::from(x as u16)];
         if *s == u32::MAX {
             *s = (dict.len() / 4) as u32;
             dict.extend_from_slice(&(x as i32).to_le_bytes());
         }
         idx.push(*s);
+        Some(())
     };
     match valid {
-        None => values.iter().for_each(|&x| add(x.into())),
+        None => values.iter().try_for_each(|&x| add(x))?,
         Some(ok) => values
             .iter()
             .zip(ok)
             .filter(|(_, &k)| k)
-            .for_each(|(&x, _)| add(x.into())),
+            .try_for_each(|(&x, _)| add(x))?,
     }
     let (kept, entries) = (idx.len(), dict.len() / 4);
     let width = index_width(entries) as usize;
@@ -367,5 +372,10 @@ mod tests {
         // All distinct: the dictionary would outweigh PLAIN.
         let distinct: Vec<u32> = (0..1000).collect();
         assert!(small_int_dictionary(&distinct, None).is_none());
+        // A value past the slot table: none (a null row's value does not count).
+        let wide = [7u32, 7, 1 << 16, 7].repeat(100);
+        assert!(small_int_dictionary(&wide, None).is_none());
+        let valid: Vec<bool> = (0..wide.len()).map(|i| i % 4 != 2).collect();
+        assert!(small_int_dictionary(&wide, Some(&valid)).is_some());
     }
 }

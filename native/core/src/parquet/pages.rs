@@ -7,8 +7,8 @@
 //! - the rest (sequence numbers, floats, booleans): PLAIN.
 
 use super::encode::pack_hybrid;
+use super::encode::small_int_dictionary;
 use super::encode::{def_levels, delta_binary_packed, index_width, pack_bits, pack_flags};
-use super::encode::{small_int_dictionary, DICT_MAX_VALUE};
 use super::thrift::Writer;
 use super::RLE_DICTIONARY;
 use super::{
@@ -62,11 +62,13 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
     }
     let n = end - start;
     let valid = col.valid.map(|v| &v[start..end]);
-    let kept = valid.map_or(n, |v| v.iter().filter(|&&k| k).count());
+    let kept = valid.map_or(n, |v| v.iter().map(|&k| usize::from(k)).sum());
+    // No null in these rows: the encodings below take their unmasked paths.
+    let valid = valid.filter(|_| kept < n);
     let mut page = Vec::with_capacity(kept * 8 + 64);
     def_levels(&mut page, valid, n);
     let mut chunk = Chunk::default();
-    if let Some((dict_page, idx, entries)) = dictionary(col, start, end) {
+    if let Some((dict_page, idx, entries)) = dictionary(&col.values, valid, start, end) {
         page.push(index_width(entries));
         pack_hybrid(&mut page, &idx, index_width(entries));
         chunk.dict_bytes = push_page(&mut chunk, DICTIONARY_PAGE, dict_page, entries, PLAIN);
@@ -75,7 +77,7 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
         delta_binary_packed(&mut page, &kept_values(&v[start..end], valid));
         chunk.encoding = DELTA_BINARY_PACKED;
     } else {
-        plain_values(&mut page, col, start, end);
+        plain_values(&mut page, &col.values, valid, start, end);
         chunk.encoding = PLAIN;
     }
     let encoding = chunk.encoding;
@@ -110,15 +112,18 @@ fn push_page(chunk: &mut Chunk, kind: i32, page: Vec<u8>, values: usize, encodin
     added
 }
 
-/// The dictionary of rows `start..end`, for the columns that take one (see the module).
-fn dictionary(col: &Column<'_>, start: usize, end: usize) -> Option<Dictionary> {
-    let valid = col.valid.map(|v| &v[start..end]);
-    match &col.values {
+/// The dictionary of rows `start..end` (`valid`: of those rows), for the columns that
+/// take one (see the module).
+fn dictionary(
+    values: &Values<'_>,
+    valid: Option<&[bool]>,
+    start: usize,
+    end: usize,
+) -> Option<Dictionary> {
+    match values {
         Values::U8(v) => small_int_dictionary(&v[start..end], valid),
         Values::U16(v) => small_int_dictionary(&v[start..end], valid),
-        Values::U32(v) if v[start..end].iter().all(|&x| x < DICT_MAX_VALUE) => {
-            small_int_dictionary(&v[start..end], valid)
-        }
+        Values::U32(v) => small_int_dictionary(&v[start..end], valid),
         Values::Str { index, dict } => {
             let mut page_dict = Vec::new();
             for s in dict.iter() {
@@ -155,11 +160,16 @@ fn page_header(kind: i32, len: usize, values: usize, encoding: i32) -> Vec<u8> {
     h.out
 }
 
-/// The non-null values of rows `start..end`, PLAIN.
-fn plain_values(page: &mut Vec<u8>, col: &Column<'_>, start: usize, end: usize) {
-    let valid = col.valid.map(|v| &v[start..end]);
+/// The non-null values of rows `start..end` (`valid`: of those rows), PLAIN.
+fn plain_values(
+    page: &mut Vec<u8>,
+    values: &Values<'_>,
+    valid: Option<&[bool]>,
+    start: usize,
+    end: usize,
+) {
     let keep = |i: usize| valid.map_or(true, |v| v[i]);
-    match &col.values {
+    match values {
         Values::U8(v) => plain_i32(page, &v[start..end], valid, i32::from),
         Values::U16(v) => plain_i32(page, &v[start..end], valid, i32::from),
         Values::U32(v) => plain_i32(page, &v[start..end], valid, |x| x as i32),
