@@ -67,12 +67,22 @@ pub(crate) fn sorted_records(key: &[u64], ts: impl Fn(usize) -> i64) -> Vec<Rec>
         starts[b] += starts[b - 1];
     }
     let mut fill = starts.clone();
-    let mut out = vec![Rec::default(); starts[starts.len() - 1]];
+    let total = starts[starts.len() - 1];
+    // Every slot is written once below (the counts say where): no zeroing pass first.
+    let mut out: Vec<Rec> = Vec::with_capacity(total);
+    let slots = out.spare_capacity_mut();
     for r in valid() {
         let b = (r.key >> shift) as usize;
-        out[fill[b]] = r;
+        slots[fill[b]].write(r);
         fill[b] += 1;
     }
+    assert!(
+        fill.iter().zip(&starts[1..]).all(|(f, s)| f == s),
+        "the records changed between counting and placing them"
+    );
+    // SAFETY: bucket b's slots starts[b]..starts[b + 1] were each written once (fill[b]
+    // ran from starts[b] to starts[b + 1], checked above), and the buckets tile 0..total.
+    unsafe { out.set_len(total) };
     for w in starts.windows(2) {
         out[w[0]..w[1]].sort_unstable_by_key(|r| (r.key, r.ts, r.idx));
     }
