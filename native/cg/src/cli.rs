@@ -43,6 +43,11 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
                                 ericsson (every acknowledged packet feeds the base delay
                                 and jitter, reports every 32 packets and at frame ends)
                                 or draft (the newest packet of a report every 16)
+  --loss-detection P            which packets are lost, whatever the profile: ericsson
+                                (as each report arrives: sent 30 ms later than the packet
+                                acknowledged last beyond their frames' distance, or 512
+                                packets behind it; SCReAM's ericsson profile) or draft (30
+                                ms missing after a later packet was acknowledged)
   --reduce-jitter               SCReAM: jitter filtering (REDUCE_JITTER; on in ericsson)
   --adapt-qdelay-target         SCReAM: optional qdelay target adaptation against
                                 loss-based competing flows
@@ -208,6 +213,7 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         "l4s-alpha-gain",
         "profile",
         "delay-sampling",
+        "loss-detection",
         "feedback-timeout-ms",
         "reorder-window-ms",
         "num-reports",
@@ -296,6 +302,15 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
                 "draft" => Ok(Profile::Draft),
                 other => Err(format!(
                     "--delay-sampling {other:?}: expected ericsson or draft"
+                )),
+            })
+            .transpose()?,
+        loss_detection: get("loss-detection")
+            .map(|v| match v {
+                "ericsson" => Ok(Profile::Ericsson),
+                "draft" => Ok(Profile::Draft),
+                other => Err(format!(
+                    "--loss-detection {other:?}: expected ericsson or draft"
                 )),
             })
             .transpose()?,

@@ -6,9 +6,9 @@
 //! repeats what was missed), duplicated or reordered (acknowledging a packet twice is a
 //! no-op and only a report that raises the highest acknowledged sequence number gives an
 //! RTT sample), or name packets this sender never sent or has forgotten (ignored and
-//! counted). A loss is declared only when a packet is still missing a reordering window
-//! after a later packet was acknowledged (time-based, like RACK, RFC 8985); the window
-//! grows to the largest reordering actually seen.
+//! counted). Losses are declared by one of two rules (`loss`): a packet still missing a
+//! reordering window after a later packet was acknowledged (time-based, like RACK, RFC
+//! 8985; the window grows to the largest reordering actually seen), or Ericsson's.
 
 use crate::clock::{ntp32_to_wall_ns, Clock};
 use crate::rfc8888::{ato_to_ns, Feedback};
@@ -19,11 +19,17 @@ const CAPACITY: usize = 1 << 14;
 /// The reordering window never grows beyond this (a longer one delays every loss signal).
 const MAX_REORDER_WINDOW_NS: i64 = 250_000_000;
 
+mod loss;
+
+pub use loss::LossDetection;
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Sent {
     seq: u64,
     t_send_ns: i64,
     size: u32,
+    /// The RTP timestamp of the packet's frame.
+    rtp_ts: u32,
     acked: bool,
     lost: bool,
     /// When a later packet was first acknowledged while this one was not (0: never).
@@ -88,11 +94,21 @@ pub struct TxHistory {
     bytes_in_flight: u64,
     reorder_window_ns: i64,
     latest_report_ts: Option<u32>,
+    loss_detection: LossDetection,
+    /// Ericsson's rule: the send time of the packet acknowledged last and the highest
+    /// frame timestamp acknowledged.
+    ack_t_send_ns: i64,
+    ack_rtp_ts_high: Option<u32>,
     pub counters: HistoryCounters,
 }
 
 impl TxHistory {
-    pub fn new(ssrc: u32, first_seq: u64, reorder_window_ns: i64) -> Self {
+    pub fn new(
+        ssrc: u32,
+        first_seq: u64,
+        reorder_window_ns: i64,
+        loss_detection: LossDetection,
+    ) -> Self {
         TxHistory {
             ring: vec![Sent::default(); CAPACITY],
             ssrc,
@@ -103,6 +119,9 @@ impl TxHistory {
             bytes_in_flight: 0,
             reorder_window_ns,
             latest_report_ts: None,
+            loss_detection,
+            ack_t_send_ns: 0,
+            ack_rtp_ts_high: None,
             counters: HistoryCounters::default(),
         }
     }
@@ -126,8 +145,9 @@ impl TxHistory {
         self.reorder_window_ns
     }
 
-    /// Records a transmitted packet (`seq` must be the next one).
-    pub fn on_sent(&mut self, seq: u64, t_send_ns: i64, size: usize) {
+    /// Records a transmitted packet (`seq` must be the next one) of the frame with RTP
+    /// timestamp `rtp_ts`.
+    pub fn on_sent(&mut self, seq: u64, t_send_ns: i64, size: usize, rtp_ts: u32) {
         debug_assert!(seq >= self.next_seq);
         self.next_seq = seq + 1;
         if self.next_seq - self.first_seq > CAPACITY as u64 {
@@ -138,6 +158,7 @@ impl TxHistory {
             seq,
             t_send_ns,
             size: size as u32,
+            rtp_ts,
             ..Sent::default()
         };
         self.bytes_in_flight += size as u64;
@@ -187,14 +208,17 @@ impl TxHistory {
                 }
                 p.acked = true;
                 let size = p.size as u64;
-                let t_send_ns = p.t_send_ns;
+                let (t_send_ns, rtp_ts) = (p.t_send_ns, p.rtp_ts);
                 if p.lost {
                     // It arrived after all: the reordering window was too short.
                     p.lost = false;
                     out.packets_spurious_loss += 1;
                     let late = now_ns - p.gap_seen_ns;
-                    self.reorder_window_ns = window.max(late.min(MAX_REORDER_WINDOW_NS));
+                    if self.loss_detection == LossDetection::AfterGap {
+                        self.reorder_window_ns = window.max(late.min(MAX_REORDER_WINDOW_NS));
+                    }
                 }
+                self.note_acked(t_send_ns, rtp_ts);
                 out.packets_newly_acked += 1;
                 if ce {
                     out.packets_newly_ce += 1;
@@ -211,6 +235,7 @@ impl TxHistory {
                 }
             }
         }
+        let highest_before = self.highest_acked;
         if let Some((seq, ato)) = new_highest {
             let old = self.highest_acked;
             if old.map_or(true, |h| seq > h) {
@@ -244,7 +269,10 @@ impl TxHistory {
                 }
             }
         }
-        self.detect_losses(now_ns, &mut out);
+        match self.loss_detection {
+            LossDetection::AfterGap => self.detect_losses(now_ns, &mut out),
+            LossDetection::Ericsson => self.detect_losses_ericsson(highest_before, &mut out),
+        }
         out.bytes_in_flight = self.bytes_in_flight;
         out.nothing_new = out.packets_newly_acked == 0 && out.packets_newly_lost == 0;
         if out.nothing_new {
@@ -254,34 +282,6 @@ impl TxHistory {
         self.counters.packets_ce += out.packets_newly_ce;
         self.counters.packets_spurious_loss += out.packets_spurious_loss;
         out
-    }
-
-    /// Declares lost the packets still missing a reordering window after a later packet
-    /// was acknowledged.
-    pub fn detect_losses(&mut self, now_ns: i64, out: &mut FeedbackSummary) {
-        let Some(highest) = self.highest_acked else {
-            return;
-        };
-        let window = self.reorder_window_ns;
-        let mut s = self.loss_scan_from.max(self.first_seq);
-        let mut prefix_done = true;
-        while s < highest {
-            if let Some(p) = self.slot_mut(s) {
-                if !p.acked && !p.lost {
-                    if p.gap_seen_ns != 0 && now_ns - p.gap_seen_ns >= window {
-                        p.lost = true;
-                        out.packets_newly_lost += 1;
-                    } else {
-                        prefix_done = false;
-                    }
-                }
-            }
-            if prefix_done {
-                self.loss_scan_from = s + 1;
-            }
-            s += 1;
-        }
-        self.counters.packets_lost += out.packets_newly_lost;
     }
 
     /// No report for too long: forget what is in flight (the receiver may be gone or not
@@ -304,139 +304,4 @@ impl TxHistory {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::clock::ntp32_ceil;
-    use crate::rfc8888::{ato_from_ns, MetricBlock, StreamReport};
-
-    const MS: i64 = 1_000_000;
-
-    fn report(clock: &Clock, now: i64, begin: u16, rx: &[(bool, u8, i64)]) -> Feedback {
-        // rx: (received, ecn, arrival monotonic ns)
-        let rts = ntp32_ceil(clock.wall(now));
-        let rts_wall = ntp32_to_wall_ns(rts, clock.wall(now));
-        Feedback {
-            sender_ssrc: 1,
-            streams: vec![StreamReport {
-                ssrc: 9,
-                begin_seq: begin,
-                blocks: rx
-                    .iter()
-                    .map(|&(r, ecn, t)| {
-                        if r {
-                            MetricBlock {
-                                received: true,
-                                ecn,
-                                ato: ato_from_ns(rts_wall - clock.wall(t)),
-                            }
-                        } else {
-                            MetricBlock::MISSING
-                        }
-                    })
-                    .collect(),
-            }],
-            report_ts: rts,
-        }
-    }
-
-    fn sent(h: &mut TxHistory, n: u64, t0: i64) {
-        for i in 0..n {
-            h.on_sent(i, t0 + i as i64 * MS, 1000);
-        }
-    }
-
-    #[test]
-    fn acks_rtt_and_bytes_in_flight() {
-        let clock = Clock::identity();
-        let mut h = TxHistory::new(9, 0, 30 * MS);
-        sent(&mut h, 4, 1_000 * MS);
-        assert_eq!(h.bytes_in_flight(), 4000);
-        // Packets 0..=2 arrive 10 ms after sending; report at 1020 ms.
-        let fb = report(
-            &clock,
-            1_020 * MS,
-            0,
-            &[
-                (true, 1, 1_010 * MS),
-                (true, 1, 1_011 * MS),
-                (true, 3, 1_012 * MS),
-            ],
-        );
-        let s = h.on_feedback(&fb, 1_020 * MS, &clock);
-        assert_eq!(s.bytes_newly_acked, 3000);
-        assert_eq!(s.packets_newly_acked, 3);
-        assert_eq!(s.packets_newly_ce, 1);
-        assert_eq!(s.bytes_in_flight, 1000);
-        // RTT of packet 2: sent 1002, reported at 1020 -> 18 ms (hold time included).
-        assert_eq!(s.rtt_sample_ns, Some(18 * MS));
-        let owd = s.owd_ns.unwrap();
-        assert!((owd - 10 * MS).abs() < MS, "{owd}");
-        // The same report again teaches nothing.
-        let again = h.on_feedback(&fb, 1_021 * MS, &clock);
-        assert!(again.nothing_new);
-        assert_eq!(again.rtt_sample_ns, None);
-        assert_eq!(h.counters.reports_nothing_new, 1);
-    }
-
-    #[test]
-    fn loss_after_reordering_window_and_spurious_loss() {
-        let clock = Clock::identity();
-        let mut h = TxHistory::new(9, 0, 30 * MS);
-        sent(&mut h, 3, 0);
-        let fb = report(
-            &clock,
-            10 * MS,
-            0,
-            &[(true, 0, 5 * MS), (false, 0, 0), (true, 0, 7 * MS)],
-        );
-        let s = h.on_feedback(&fb, 10 * MS, &clock);
-        assert_eq!(s.packets_newly_lost, 0, "not before the reordering window");
-        let mut tick = FeedbackSummary::default();
-        h.detect_losses(39 * MS, &mut tick);
-        assert_eq!(tick.packets_newly_lost, 0);
-        h.detect_losses(41 * MS, &mut tick);
-        assert_eq!(tick.packets_newly_lost, 1);
-        // Packet 1 shows up after all: a spurious loss, and the window grows.
-        let fb = report(&clock, 80 * MS, 1, &[(true, 0, 75 * MS)]);
-        let s = h.on_feedback(&fb, 80 * MS, &clock);
-        assert_eq!(s.packets_spurious_loss, 1);
-        assert!(h.reorder_window_ns() >= 70 * MS);
-    }
-
-    #[test]
-    fn unknown_and_foreign_blocks_are_ignored() {
-        let clock = Clock::identity();
-        let mut h = TxHistory::new(9, 100, 30 * MS);
-        h.on_sent(100, 0, 500);
-        let mut fb = report(
-            &clock,
-            5 * MS,
-            100,
-            &[(true, 0, MS), (true, 0, MS), (true, 0, MS)],
-        );
-        fb.streams.push(StreamReport {
-            ssrc: 77,
-            begin_seq: 100,
-            blocks: vec![MetricBlock::MISSING],
-        });
-        let s = h.on_feedback(&fb, 5 * MS, &clock);
-        assert_eq!(s.packets_newly_acked, 1);
-        assert_eq!(h.counters.blocks_unknown_seq, 2);
-        assert_eq!(h.counters.reports_other_ssrc, 1);
-    }
-
-    #[test]
-    fn timeout_clears_flight() {
-        let clock = Clock::identity();
-        let mut h = TxHistory::new(9, 0, 30 * MS);
-        sent(&mut h, 10, 0);
-        h.on_feedback_timeout();
-        assert_eq!(h.bytes_in_flight(), 0);
-        // A late report about those packets changes nothing.
-        let fb = report(&clock, 50 * MS, 0, &[(true, 0, 10 * MS)]);
-        let s = h.on_feedback(&fb, 50 * MS, &clock);
-        assert!(s.nothing_new);
-        h.on_sent(10, 60 * MS, 1000);
-        assert_eq!(h.bytes_in_flight(), 1000);
-    }
-}
+mod tests;

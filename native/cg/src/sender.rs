@@ -24,7 +24,7 @@ mod summary;
 
 pub use config::{CcKind, SenderConfig};
 
-use config::build_controller;
+use config::{build_controller, loss_detection};
 use logs::{log_controller, Logs};
 use summary::Counts;
 
@@ -93,7 +93,12 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
         first_seq,
         cfg.seed as u32,
     );
-    let mut history = TxHistory::new(cfg.ssrc, packetizer.next_seq(), cfg.reorder_window_ns);
+    let mut history = TxHistory::new(
+        cfg.ssrc,
+        packetizer.next_seq(),
+        cfg.reorder_window_ns,
+        loss_detection(&cfg),
+    );
     let mut queue: VecDeque<QueuedPacket> = VecDeque::new();
     let mut queue_bytes = 0usize;
     let mut pacer = crate::pacer::Pacer::new(start);
@@ -188,7 +193,8 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
             }
         }
 
-        // Timers: losses past the reordering window, feedback timeout, controller timers.
+        // Timers: losses past the reordering window (the `AfterGap` rule), feedback
+        // timeout, controller timers.
         let mut tick = FeedbackSummary {
             now_ns: now,
             bytes_in_flight: history.bytes_in_flight(),
@@ -320,7 +326,7 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
             if sock.send_to(&p.bytes, cfg.dest).is_err() {
                 counts.send_errors += 1;
             }
-            history.on_sent(p.seq, send_ns, size);
+            history.on_sent(p.seq, send_ns, size, p.rtp_ts);
             cc.on_sent(send_ns, size, history.bytes_in_flight());
             pacer.on_sent(size, cc.pacing_rate());
             counts.pacing_errors_ns.push(send_ns - due);

@@ -7,6 +7,7 @@ use crate::cc::none::NoControl;
 use crate::cc::scream::{Profile, Scream, ScreamConfig};
 use crate::cc::tfrc::Tfrc;
 use crate::cc::{Controller, RateLimits};
+use crate::history::LossDetection;
 use crate::net::Ecn;
 use crate::rfc8888::NumReports;
 
@@ -56,6 +57,8 @@ pub struct SenderConfig {
     pub scream_profile: Profile,
     /// SCReAM: whose queue sampling (None: the profile's).
     pub delay_sampling: Option<Profile>,
+    /// Whose loss detection (None: SCReAM's profile's; the draft's for other controllers).
+    pub loss_detection: Option<Profile>,
     pub reduce_jitter: bool,
     pub adapt_qdelay_target: bool,
     pub conditional_loss_backoff: bool,
@@ -81,6 +84,20 @@ pub struct SenderConfig {
     pub num_reports: NumReports,
     pub log_dir: Option<PathBuf>,
     pub quiet: bool,
+}
+
+/// How the sender's history declares losses: Ericsson's rule for SCReAM's Ericsson
+/// profile (their `detectLoss`), the reordering-window rule otherwise.
+pub(super) fn loss_detection(cfg: &SenderConfig) -> LossDetection {
+    let profile = match (cfg.loss_detection, cfg.cc) {
+        (Some(p), _) => p,
+        (None, CcKind::Scream) => cfg.scream_profile,
+        (None, _) => Profile::Draft,
+    };
+    match profile {
+        Profile::Ericsson => LossDetection::Ericsson,
+        Profile::Draft => LossDetection::AfterGap,
+    }
 }
 
 pub(super) fn build_controller(cfg: &SenderConfig, frame_period_s: f64) -> Box<dyn Controller> {

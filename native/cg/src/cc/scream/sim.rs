@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::clock::{ntp32_ceil, ntp32_to_wall_ns, Clock};
-use crate::history::TxHistory;
+use crate::history::{LossDetection, TxHistory};
 use crate::rfc8888::{ato_from_ns, Feedback, MetricBlock, StreamReport};
 use std::collections::VecDeque;
 
@@ -84,7 +84,7 @@ pub fn simulate_with(
     let step = 100_000i64; // 0.1 ms
     let size = 1000usize;
     let owd = (owd_ms * 1e6) as i64;
-    let mut history = TxHistory::new(9, 0, 30 * MS);
+    let mut history = TxHistory::new(9, 0, 30 * MS, LossDetection::AfterGap);
     let mut next_seq = 0u64;
     let mut source_bytes = 0.0f64;
     // Frame mode: packets waiting to be paced out (true: the frame's last).
@@ -146,7 +146,7 @@ pub fn simulate_with(
                 }
                 Some(_) => rtp_queue.pop_front().unwrap(),
             };
-            history.on_sent(next_seq, t, size);
+            history.on_sent(next_seq, t, size, 0);
             cc.on_sent(t, size, history.bytes_in_flight());
             let queued: usize = queue.len() * size;
             if queued + size <= buffer_bytes {
