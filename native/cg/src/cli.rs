@@ -411,6 +411,17 @@ mod tests {
         assert_eq!(m.delay_sampling, Some(Profile::Draft));
         let e = parse_send(&s(&["10.0.0.1:5000", "--delay-sampling", "x"])).unwrap_err();
         assert!(e.contains("--delay-sampling \"x\""), "{e}");
+        // Losses: the profile's rule, Ericsson's for SCReAM by default, or as asked.
+        use crate::history::LossDetection;
+        use crate::sender::loss_detection;
+        assert_eq!(loss_detection(&c), LossDetection::Ericsson);
+        assert_eq!(loss_detection(&d), LossDetection::AfterGap);
+        let l = parse_send(&s(&["10.0.0.1:5000", "--loss-detection", "draft"])).unwrap();
+        assert_eq!(loss_detection(&l), LossDetection::AfterGap);
+        let t = parse_send(&s(&["10.0.0.1:5000", "--cc", "tfrc"])).unwrap();
+        assert_eq!(loss_detection(&t), LossDetection::AfterGap);
+        let e = parse_send(&s(&["10.0.0.1:5000", "--loss-detection", "x"])).unwrap_err();
+        assert!(e.contains("--loss-detection \"x\""), "{e}");
         // A cloud-gaming encoder: I-frames on request only, unless periodic ones are asked.
         assert_eq!(c.keyframe_interval_s, 0.0);
         let k = parse_send(&s(&["10.0.0.1:5000", "--keyframe-interval", "2"])).unwrap();

@@ -22,9 +22,9 @@ mod config;
 mod logs;
 mod summary;
 
-pub use config::{CcKind, SenderConfig};
+pub use config::{loss_detection, CcKind, SenderConfig};
 
-use config::{build_controller, loss_detection};
+use config::build_controller;
 use logs::{log_controller, Logs};
 use summary::Counts;
 

@@ -88,7 +88,7 @@ pub struct SenderConfig {
 
 /// How the sender's history declares losses: Ericsson's rule for SCReAM's Ericsson
 /// profile (their `detectLoss`), the reordering-window rule otherwise.
-pub(super) fn loss_detection(cfg: &SenderConfig) -> LossDetection {
+pub fn loss_detection(cfg: &SenderConfig) -> LossDetection {
     let profile = match (cfg.loss_detection, cfg.cc) {
         (Some(p), _) => p,
         (None, CcKind::Scream) => cfg.scream_profile,
