@@ -51,6 +51,8 @@ pub struct FeedbackSummary {
     pub packets_newly_ce: u64,
     /// Packets declared lost during this call.
     pub packets_newly_lost: u64,
+    /// The latest frame (RTP timestamp) among them: an I-frame made after it repairs them.
+    pub newest_lost_rtp_ts: Option<u32>,
     /// Packets earlier declared lost that this report shows received (reordering).
     pub packets_spurious_loss: u64,
     /// Time from sending the highest newly acknowledged packet to this report.

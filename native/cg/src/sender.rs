@@ -108,6 +108,8 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
     let mut last_feedback_ns = start;
     let mut last_discard_ns = i64::MIN / 2;
     let mut frame_id: u32 = 0;
+    // The frame timestamp of the last I-frame: losses of earlier frames need no other.
+    let mut last_keyframe_rtp_ts: Option<u32> = None;
     let mut counts = Counts {
         pacing_errors_ns: Vec::with_capacity(1 << 16),
         ..Counts::default()
@@ -142,7 +144,7 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
                             let s = history.on_feedback(&fb, now, &clock);
                             last_feedback_ns = now;
                             cc.on_feedback(&s);
-                            if s.packets_newly_lost > 0 {
+                            if s.needs_keyframe(last_keyframe_rtp_ts) {
                                 source.request_keyframe();
                                 counts.keyframe_requests += 1;
                             }
@@ -203,8 +205,10 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
         history.detect_losses(now, &mut tick);
         if tick.packets_newly_lost > 0 {
             cc.on_feedback(&tick);
-            source.request_keyframe();
-            counts.keyframe_requests += 1;
+            if tick.needs_keyframe(last_keyframe_rtp_ts) {
+                source.request_keyframe();
+                counts.keyframe_requests += 1;
+            }
             log_controller(
                 &mut logs.controller,
                 &clock,
@@ -240,6 +244,9 @@ pub fn run(cfg: SenderConfig) -> Result<(), String> {
             let frame_t = start + (source.next_time_s() * 1e9) as i64;
             let frame = source.produce(cc.target_bitrate());
             let rtp_ts = packetizer.rtp_timestamp(frame_t - start);
+            if frame.keyframe {
+                last_keyframe_rtp_ts = Some(rtp_ts);
+            }
             let f = frame_flags | if frame.keyframe { flags::KEYFRAME } else { 0 };
             let pkts = packetizer.packetize(frame_id, frame.bytes, rtp_ts, f, now);
             if queue.is_empty() {

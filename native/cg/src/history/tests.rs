@@ -208,3 +208,25 @@ fn ericsson_a_packet_512_behind_is_lost_at_most_32_a_report() {
     ack(&mut h, 101, 530, &[]);
     assert_eq!(ack(&mut h, 531, 560, &[]).packets_newly_lost, 3);
 }
+
+#[test]
+fn losses_of_frames_before_the_last_keyframe_need_no_other() {
+    let clock = Clock::identity();
+    let mut h = TxHistory::new(9, 0, 30 * MS, LossDetection::Ericsson);
+    sent_frames(&mut h, 1, 40); // frame 0 (RTP timestamp 0), 40 packets
+    let mut rx = vec![(false, 0, 0)];
+    rx.extend((1..40).map(|i| (true, 0, 20 * MS + i * MS)));
+    let s = h.on_feedback(&report(&clock, 70 * MS, 0, &rx), 70 * MS, &clock);
+    assert_eq!((s.packets_newly_lost, s.newest_lost_rtp_ts), (1, Some(0)));
+    assert!(s.needs_keyframe(None), "no I-frame yet");
+    assert!(s.needs_keyframe(Some(0)), "the I-frame itself was hit");
+    assert!(!s.needs_keyframe(Some(1500)), "a later I-frame repairs it");
+    assert!(
+        s.needs_keyframe(Some(u32::MAX - 100)),
+        "across the timestamp wrap"
+    );
+    assert!(
+        !FeedbackSummary::default().needs_keyframe(None),
+        "nothing lost"
+    );
+}
