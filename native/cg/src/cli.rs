@@ -291,28 +291,12 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         qdelay_target_s: get("qdelay-target-ms")
             .map_or(Ok(60.0), |v| positive("qdelay-target-ms", v))?
             * 1e-3,
-        scream_profile: match get("profile").unwrap_or("ericsson") {
-            "ericsson" => Profile::Ericsson,
-            "draft" => Profile::Draft,
-            other => return Err(format!("--profile {other:?}: expected ericsson or draft")),
-        },
+        scream_profile: profile("profile", get("profile").unwrap_or("ericsson"))?,
         delay_sampling: get("delay-sampling")
-            .map(|v| match v {
-                "ericsson" => Ok(Profile::Ericsson),
-                "draft" => Ok(Profile::Draft),
-                other => Err(format!(
-                    "--delay-sampling {other:?}: expected ericsson or draft"
-                )),
-            })
+            .map(|v| profile("delay-sampling", v))
             .transpose()?,
         loss_detection: get("loss-detection")
-            .map(|v| match v {
-                "ericsson" => Ok(Profile::Ericsson),
-                "draft" => Ok(Profile::Draft),
-                other => Err(format!(
-                    "--loss-detection {other:?}: expected ericsson or draft"
-                )),
-            })
+            .map(|v| profile("loss-detection", v))
             .transpose()?,
         reduce_jitter: get("reduce-jitter").is_some(),
         adapt_qdelay_target: get("adapt-qdelay-target").is_some(),
@@ -344,6 +328,15 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         log_dir: get("log").map(PathBuf::from),
         quiet: get("quiet").is_some(),
     })
+}
+
+/// A profile name given to option `--name`.
+fn profile(name: &str, v: &str) -> Result<Profile, String> {
+    match v {
+        "ericsson" => Ok(Profile::Ericsson),
+        "draft" => Ok(Profile::Draft),
+        other => Err(format!("--{name} {other:?}: expected ericsson or draft")),
+    }
 }
 
 pub fn parse_receive(args: &[String]) -> Result<ReceiveConfig, String> {
