@@ -184,6 +184,7 @@ fn encode_in_order(
         failed: false,
     });
     let ready = Condvar::new();
+    let runs = contiguous_runs(columns, spans);
     let encode = || {
         let _flag = PanicFlag(&shared, &ready);
         loop {
@@ -191,8 +192,9 @@ fn encode_in_order(
             if task >= tasks {
                 return;
             }
-            let (start, end) = spans[task / columns.len()];
-            let chunk = column_chunk(&columns[task % columns.len()], start, end);
+            let (group, col) = (task / columns.len(), task % columns.len());
+            let (start, end) = spans[group];
+            let chunk = column_chunk(&columns[col], start, end, runs[group][col]);
             lock(&shared).done[task] = Some(chunk);
             ready.notify_all();
         }
@@ -219,6 +221,32 @@ fn encode_in_order(
         }
         Ok(())
     })
+}
+
+/// Per row group and column, whether the column's row order is a contiguous run of its
+/// values in that row group (then it is encoded in place). Each distinct order is checked
+/// once per row group: the packet table's columns share one.
+fn contiguous_runs(columns: &[Column<'_>], spans: &[(usize, usize)]) -> Vec<Vec<bool>> {
+    spans
+        .iter()
+        .map(|&(start, end)| {
+            let mut known: Vec<(*const u32, bool)> = Vec::new();
+            columns
+                .iter()
+                .map(|c| {
+                    let Rows::Order(order) = c.rows else {
+                        return false;
+                    };
+                    if let Some(&(_, run)) = known.iter().find(|&&(p, _)| p == order.as_ptr()) {
+                        return run;
+                    }
+                    let run = pages::contiguous(&order[start..end]);
+                    known.push((order.as_ptr(), run));
+                    run
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn footer(

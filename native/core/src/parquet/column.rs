@@ -2,6 +2,7 @@
 //! its rows come from them (directly, through a row order, or computed a row group at a
 //! time on the encoding threads).
 
+use super::encode::kept_values;
 use super::{BOOLEAN, BYTE_ARRAY, DOUBLE, INT32, INT64};
 use std::borrow::Cow;
 
@@ -68,6 +69,22 @@ impl<'a> Owned<'a> {
             Values::Bool(v) => Owned::Bool(take(v, rows)),
             Values::Str { index, dict } => Owned::Str {
                 index: take(index, rows),
+                dict: Cow::Borrowed(dict),
+            },
+        }
+    }
+
+    /// The values whose flag in `valid` is set, next to each other.
+    pub fn kept(values: &Values<'a>, valid: &[bool]) -> Owned<'a> {
+        match *values {
+            Values::U8(v) => Owned::U8(kept_values(v, valid)),
+            Values::U16(v) => Owned::U16(kept_values(v, valid)),
+            Values::U32(v) => Owned::U32(kept_values(v, valid)),
+            Values::I64(v) => Owned::I64(kept_values(v, valid)),
+            Values::F64(v) => Owned::F64(kept_values(v, valid)),
+            Values::Bool(v) => Owned::Bool(kept_values(v, valid)),
+            Values::Str { index, dict } => Owned::Str {
+                index: kept_values(index, valid),
                 dict: Cow::Borrowed(dict),
             },
         }

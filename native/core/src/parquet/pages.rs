@@ -8,7 +8,7 @@
 
 use super::encode::pack_hybrid;
 use super::encode::small_int_dictionary;
-use super::encode::{def_levels, delta_binary_packed, index_width, pack_bits, pack_flags};
+use super::encode::{def_levels, delta_binary_packed, index_width, pack_flags};
 use super::thrift::Writer;
 use super::RLE_DICTIONARY;
 use super::{
@@ -35,19 +35,21 @@ impl Chunk {
 /// A dictionary: (the dictionary page's values, each kept row's index, entries).
 type Dictionary = (Vec<u8>, Vec<u32>, usize);
 
-/// Rows `start..end` of `col` as one column chunk.
-pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk {
+/// Rows `start..end` of `col` as one column chunk. `contiguous`: whether the rows of a
+/// `Rows::Order` column are consecutive rows of its values there (the writer checks each
+/// distinct order once per row group, not once per column).
+pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize, contiguous: bool) -> Chunk {
     let gathered = match &col.rows {
         Rows::Direct => None,
         Rows::Order(order) => {
             let rows = &order[start..end];
-            if let Some(&first) = rows.first().filter(|_| contiguous(rows)) {
+            if let Some(&first) = rows.first().filter(|_| contiguous) {
                 // Consecutive rows of the values (all of a clean capture's packets are):
                 // encoded where they lie, not copied first.
                 let at = first as usize..first as usize + rows.len();
                 let valid = col.valid.map(|v| &v[at.clone()]);
                 let direct = Column::direct(col.name, col.values.slice(at), valid);
-                return column_chunk(&direct, 0, rows.len());
+                return column_chunk(&direct, 0, rows.len(), false);
             }
             let valid = col
                 .valid
@@ -58,7 +60,7 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
     };
     if let Some((values, valid)) = gathered {
         let direct = Column::direct(col.name, values.as_values(), valid.as_deref());
-        return column_chunk(&direct, 0, end - start);
+        return column_chunk(&direct, 0, end - start, false);
     }
     let n = end - start;
     let valid = col.valid.map(|v| &v[start..end]);
@@ -66,18 +68,26 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
     // No null in these rows: the encodings below take their unmasked paths.
     let valid = valid.filter(|_| kept < n);
     let mut page = Vec::with_capacity(kept * 8 + 64);
-    def_levels(&mut page, valid, n);
+    def_levels(&mut page, valid, kept, n);
+    // The non-null values, next to each other: the encodings below see no nulls.
+    let compacted = valid.map(|ok| Owned::kept(&col.values.slice(start..end), ok));
+    let values = compacted
+        .as_ref()
+        .map_or_else(|| col.values.slice(start..end), Owned::as_values);
     let mut chunk = Chunk::default();
-    if let Some((dict_page, idx, entries)) = dictionary(&col.values, valid, start, end) {
+    if kept == 0 {
+        // All null: the levels say it all (no values, no dictionary).
+        chunk.encoding = PLAIN;
+    } else if let Some((dict_page, idx, entries)) = dictionary(&values) {
         page.push(index_width(entries));
         pack_hybrid(&mut page, &idx, index_width(entries));
         chunk.dict_bytes = push_page(&mut chunk, DICTIONARY_PAGE, dict_page, entries, PLAIN);
         chunk.encoding = RLE_DICTIONARY;
-    } else if let Values::I64(v) = &col.values {
-        delta_binary_packed(&mut page, &kept_values(&v[start..end], valid));
+    } else if let Values::I64(v) = values {
+        delta_binary_packed(&mut page, v);
         chunk.encoding = DELTA_BINARY_PACKED;
     } else {
-        plain_values(&mut page, &col.values, valid, start, end);
+        plain_values(&mut page, &values);
         chunk.encoding = PLAIN;
     }
     let encoding = chunk.encoding;
@@ -86,21 +96,8 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize) -> Chunk 
 }
 
 /// Whether each row follows the one before it.
-fn contiguous(rows: &[u32]) -> bool {
+pub(super) fn contiguous(rows: &[u32]) -> bool {
     rows.windows(2).all(|w| w[1] == w[0].wrapping_add(1))
-}
-
-/// The values whose row is valid (all of them when `valid` is None).
-fn kept_values<T: Copy>(values: &[T], valid: Option<&[bool]>) -> Vec<T> {
-    match valid {
-        None => values.to_vec(),
-        Some(ok) => values
-            .iter()
-            .zip(ok)
-            .filter(|(_, &k)| k)
-            .map(|(&x, _)| x)
-            .collect(),
-    }
 }
 
 /// Adds a page with its header to `chunk`; returns the bytes added.
@@ -112,26 +109,19 @@ fn push_page(chunk: &mut Chunk, kind: i32, page: Vec<u8>, values: usize, encodin
     added
 }
 
-/// The dictionary of rows `start..end` (`valid`: of those rows), for the columns that
-/// take one (see the module).
-fn dictionary(
-    values: &Values<'_>,
-    valid: Option<&[bool]>,
-    start: usize,
-    end: usize,
-) -> Option<Dictionary> {
-    match values {
-        Values::U8(v) => small_int_dictionary(&v[start..end], valid),
-        Values::U16(v) => small_int_dictionary(&v[start..end], valid),
-        Values::U32(v) => small_int_dictionary(&v[start..end], valid),
+/// The dictionary of `values` (non-null), for the columns that take one (see the module).
+fn dictionary(values: &Values<'_>) -> Option<Dictionary> {
+    match *values {
+        Values::U8(v) => small_int_dictionary(v),
+        Values::U16(v) => small_int_dictionary(v),
+        Values::U32(v) => small_int_dictionary(v),
         Values::Str { index, dict } => {
             let mut page_dict = Vec::new();
             for s in dict.iter() {
                 page_dict.extend_from_slice(&(s.len() as u32).to_le_bytes());
                 page_dict.extend_from_slice(s.as_bytes());
             }
-            let idx = kept_values(&index[start..end], valid);
-            (!dict.is_empty()).then_some((page_dict, idx, dict.len()))
+            (!dict.is_empty()).then(|| (page_dict, index.to_vec(), dict.len()))
         }
         _ => None,
     }
@@ -160,76 +150,35 @@ fn page_header(kind: i32, len: usize, values: usize, encoding: i32) -> Vec<u8> {
     h.out
 }
 
-/// The non-null values of rows `start..end` (`valid`: of those rows), PLAIN.
-fn plain_values(
-    page: &mut Vec<u8>,
-    values: &Values<'_>,
-    valid: Option<&[bool]>,
-    start: usize,
-    end: usize,
-) {
-    let keep = |i: usize| valid.map_or(true, |v| v[i]);
-    match values {
-        Values::U8(v) => plain_i32(page, &v[start..end], valid, i32::from),
-        Values::U16(v) => plain_i32(page, &v[start..end], valid, i32::from),
-        Values::U32(v) => plain_i32(page, &v[start..end], valid, |x| x as i32),
-        Values::I64(v) => plain_8(page, &v[start..end], valid, |x| x.to_le_bytes()),
-        Values::F64(v) => plain_8(page, &v[start..end], valid, |x| x.to_le_bytes()),
-        Values::Bool(v) => match valid {
-            None => pack_flags(page, &v[start..end]),
-            Some(ok) => {
-                let bits = v[start..end].iter().zip(ok).filter(|(_, &k)| k);
-                pack_bits(page, bits.map(|(&b, _)| b));
-            }
-        },
+/// `values` (non-null), PLAIN.
+fn plain_values(page: &mut Vec<u8>, values: &Values<'_>) {
+    match *values {
+        Values::U8(v) => plain_i32(page, v, i32::from),
+        Values::U16(v) => plain_i32(page, v, i32::from),
+        Values::U32(v) => plain_i32(page, v, |x| x as i32),
+        Values::I64(v) => plain_fixed(page, v, i64::to_le_bytes),
+        Values::F64(v) => plain_fixed(page, v, f64::to_le_bytes),
+        Values::Bool(v) => pack_flags(page, v),
         Values::Str { index, dict } => {
-            for (i, &k) in index[start..end].iter().enumerate() {
-                if keep(i) {
-                    let s = dict[k as usize].as_bytes();
-                    page.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                    page.extend_from_slice(s);
-                }
+            for &k in index {
+                let s = dict[k as usize].as_bytes();
+                page.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                page.extend_from_slice(s);
             }
         }
     }
 }
 
-fn plain_i32<T: Copy>(page: &mut Vec<u8>, v: &[T], valid: Option<&[bool]>, f: impl Fn(T) -> i32) {
-    plain_fixed(page, v, valid, |x| f(x).to_le_bytes());
+fn plain_i32<T: Copy>(page: &mut Vec<u8>, v: &[T], f: impl Fn(T) -> i32) {
+    plain_fixed(page, v, |x| f(x).to_le_bytes());
 }
 
-fn plain_8<T: Copy>(page: &mut Vec<u8>, v: &[T], valid: Option<&[bool]>, f: impl Fn(T) -> [u8; 8]) {
-    plain_fixed(page, v, valid, f);
-}
-
-/// The kept values, `N` bytes each, written into room made once (a push per value
-/// checks the capacity each time and cost more than the rest of the encoding).
-fn plain_fixed<T: Copy, const N: usize>(
-    page: &mut Vec<u8>,
-    v: &[T],
-    valid: Option<&[bool]>,
-    f: impl Fn(T) -> [u8; N],
-) {
+/// The values, `N` bytes each, written into room made once (a push per value checks the
+/// capacity each time and cost more than the rest of the encoding).
+fn plain_fixed<T: Copy, const N: usize>(page: &mut Vec<u8>, v: &[T], f: impl Fn(T) -> [u8; N]) {
     let at = page.len();
     page.resize(at + v.len() * N, 0);
-    let mut slots = page[at..].chunks_exact_mut(N);
-    let mut written = 0;
-    match valid {
-        None => {
-            for (slot, &x) in slots.zip(v) {
-                slot.copy_from_slice(&f(x));
-            }
-            written = v.len();
-        }
-        Some(ok) => {
-            for (&x, _) in v.iter().zip(ok).filter(|(_, &k)| k) {
-                // At most one slot per value: never runs out.
-                if let Some(slot) = slots.next() {
-                    slot.copy_from_slice(&f(x));
-                    written += 1;
-                }
-            }
-        }
+    for (slot, &x) in page[at..].chunks_exact_mut(N).zip(v) {
+        slot.copy_from_slice(&f(x));
     }
-    page.truncate(at + written * N);
 }

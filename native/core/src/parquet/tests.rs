@@ -130,3 +130,14 @@ fn orders_past_their_values_are_refused() {
     let err = write(&mut Vec::new(), &cols, &[], "test").unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
 }
+
+#[test]
+fn a_column_null_in_every_row_is_one_run_of_levels_and_no_values() {
+    let (v, none) = (vec![7u32; 1000], vec![false; 1000]);
+    let col = Column::direct("n", Values::U32(&v), Some(&none));
+    let chunk = pages::column_chunk(&col, 0, 1000, false);
+    assert_eq!((chunk.dict_bytes, chunk.encoding), (0, PLAIN));
+    // The levels' 4-byte length, then one RLE run: 1000 rows (ULEB128 of 1000 << 1) at 0.
+    let page = chunk.pieces.last().expect("a data page");
+    assert_eq!(page.as_slice(), &[3, 0, 0, 0, 0xd0, 0x0f, 0]);
+}

@@ -29,7 +29,9 @@ impl Derived {
         }
     }
 
-    /// Rows `start..end`: values and validity.
+    /// Rows `start..end`: values and validity. Each is one pass over the rows, without a
+    /// branch per row (a lost packet's twin is missing at random: a branch on it
+    /// mispredicts).
     pub(super) fn compute(
         self,
         s: &Sources,
@@ -39,60 +41,67 @@ impl Derived {
         let (c, e) = (&s.caps.ingress.columns, &s.caps.egress.columns);
         let rows = &s.rows[start..end];
         let twins = &s.twins[start..end];
-        let t_in = |i: usize| c.t_ns[rows[i] as usize];
-        let twin = |i: usize| (twins[i] != NONE).then_some(twins[i] as usize);
-        let t_eg = |i: usize| twin(i).map_or(NO_TIMESTAMP, |j| e.t_ns[j]);
-        let n = end - start;
-        // (value, valid) of each row
-        fn split<T>(pairs: impl Iterator<Item = (T, bool)>) -> (Vec<T>, Option<Vec<bool>>) {
-            let (v, ok): (Vec<T>, Vec<bool>) = pairs.unzip();
-            (v, Some(ok))
+        let t_in = || rows.iter().map(|&r| c.t_ns[r as usize]);
+        // A field of each row's twin: `none` where it has none.
+        fn at_twin<'t, T: Copy>(
+            twins: &'t [u32],
+            field: &'t [T],
+            none: T,
+        ) -> impl Iterator<Item = T> + 't {
+            twins.iter().map(move |&j| {
+                // Row 0 stands in for a missing twin, then its value is replaced: a select,
+                // not a branch.
+                let at = if j == NONE { 0 } else { j as usize };
+                let v = field.get(at).copied().unwrap_or(none);
+                if j == NONE {
+                    none
+                } else {
+                    v
+                }
+            })
         }
-        let at_twin = |f: &dyn Fn(usize, usize) -> u8| {
-            split((0..n).map(|i| twin(i).map_or((0, false), |j| (f(i, j), true))))
-        };
+        let matched = || Some(twins.iter().map(|&j| j != NONE).collect());
+        let known = |t: &[i64]| Some(t.iter().map(|&t| t != NO_TIMESTAMP).collect());
         match self {
-            Derived::TIngress | Derived::TEgress => {
-                let t = |i| {
-                    if matches!(self, Derived::TIngress) {
-                        t_in(i)
-                    } else {
-                        t_eg(i)
-                    }
-                };
-                let (v, ok) = split((0..n).map(|i| (t(i), t(i) != NO_TIMESTAMP)));
-                (Owned::I64(v), ok)
+            Derived::TIngress => {
+                let t: Vec<i64> = t_in().collect();
+                let ok = known(&t);
+                (Owned::I64(t), ok)
+            }
+            Derived::TEgress => {
+                let t: Vec<i64> = at_twin(twins, &e.t_ns, NO_TIMESTAMP).collect();
+                let ok = known(&t);
+                (Owned::I64(t), ok)
             }
             Derived::Delay => {
-                let (v, ok) = split((0..n).map(|i| {
-                    let (a, b) = (t_in(i), t_eg(i));
-                    if a != NO_TIMESTAMP && b != NO_TIMESTAMP {
-                        ((b - a) as f64 / 1e6, true)
-                    } else {
-                        (0.0, false)
-                    }
-                }));
-                (Owned::F64(v), ok)
+                let (mut delay, mut ok) = (Vec::with_capacity(rows.len()), Vec::new());
+                ok.reserve(rows.len());
+                for (a, b) in t_in().zip(at_twin(twins, &e.t_ns, NO_TIMESTAMP)) {
+                    delay.push(b.wrapping_sub(a) as f64 / 1e6);
+                    ok.push(a != NO_TIMESTAMP && b != NO_TIMESTAMP);
+                }
+                (Owned::F64(delay), Some(ok))
             }
             Derived::Lost => {
-                let verdicts = (0..n).map(|i| verdict(s, twins[i] != NONE, t_in(i)));
-                let (v, ok) = split(verdicts.map(|v| (v.unwrap_or(false), v.is_some())));
-                (Owned::Bool(v), ok)
+                let verdicts: Vec<Option<bool>> = twins
+                    .iter()
+                    .zip(t_in())
+                    .map(|(&j, t)| verdict(s, j != NONE, t))
+                    .collect();
+                let lost = verdicts.iter().map(|v| v.unwrap_or(false)).collect();
+                let ok = verdicts.iter().map(Option::is_some).collect();
+                (Owned::Bool(lost), Some(ok))
             }
             Derived::CeMarked => {
-                let ce = |i: usize, j: usize| e.ecn[j] == 3 && c.ecn[rows[i] as usize] != 3;
-                let (v, ok) =
-                    split((0..n).map(|i| twin(i).map_or((false, false), |j| (ce(i, j), true))));
-                (Owned::Bool(v), ok)
+                let ecn_in = rows.iter().map(|&r| c.ecn[r as usize]);
+                let ce = at_twin(twins, &e.ecn, 0)
+                    .zip(ecn_in)
+                    .map(|(out, inn)| out == 3 && inn != 3)
+                    .collect();
+                (Owned::Bool(ce), matched())
             }
-            Derived::EcnEgress => {
-                let (v, ok) = at_twin(&|_, j| e.ecn[j]);
-                (Owned::U8(v), ok)
-            }
-            Derived::DscpEgress => {
-                let (v, ok) = at_twin(&|_, j| e.dscp[j]);
-                (Owned::U8(v), ok)
-            }
+            Derived::EcnEgress => (Owned::U8(at_twin(twins, &e.ecn, 0).collect()), matched()),
+            Derived::DscpEgress => (Owned::U8(at_twin(twins, &e.dscp, 0).collect()), matched()),
         }
     }
 }
