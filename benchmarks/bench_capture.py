@@ -66,15 +66,24 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 #: Runs the command line, then writes the process's peak memory (VmHWM, kB) to the file
 #: named by argv[1]. Measured inside the child: a forked child's ru_maxrss also counts
 #: the parent's pages it shared before exec (this benchmark holds a gigabyte of tables).
+#: The command may end the process with os._exit (cganalysis.cli._exit_at_once): the
+#: peak is written then too.
 _PEAK_PROBE = """
-import runpy, sys
+import os, runpy, sys
 peak_file = sys.argv.pop(1)
 sys.argv[0] = "cganalysis"
+def write_peak():
+    with open("/proc/self/status") as status, open(peak_file, "w") as out:
+        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM")))
+exit_now = os._exit
+def exit_after_peak(status):
+    write_peak()
+    exit_now(status)
+os._exit = exit_after_peak
 try:
     runpy.run_module("cganalysis.cli", run_name="__main__")
 finally:
-    with open("/proc/self/status") as status, open(peak_file, "w") as out:
-        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM")))
+    write_peak()
 """
 
 

@@ -96,6 +96,24 @@ def test_failure_leaves_an_existing_output_intact(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("option", ["-o", "--egress-only"])
+def test_an_output_naming_a_capture_is_refused(tmp_path: Path, option: str) -> None:
+    for name in ("ingress.pcap", "egress.pcap"):
+        shutil.copy(DUAL / name, tmp_path / name)
+    good = _sha(tmp_path / "egress.pcap")
+    # A link to the capture under another name is the same file.
+    (tmp_path / "alias.pcap").symlink_to(tmp_path / "egress.pcap")
+    argv = ["packets", str(tmp_path / "ingress.pcap"), str(tmp_path / "egress.pcap")]
+    if option == "-o":
+        argv += ["-o", str(tmp_path / "alias.pcap")]
+    else:
+        argv += ["-o", str(tmp_path / "out.parquet"), option, str(tmp_path / "alias.pcap")]
+    with pytest.raises(SystemExit, match="names the capture"):
+        main(argv)
+    assert _sha(tmp_path / "egress.pcap") == good
+    assert not (tmp_path / "out.parquet").exists()
+
+
 def test_capture_drops_make_loss_suspect(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

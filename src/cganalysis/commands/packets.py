@@ -6,9 +6,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+# Not `typing.TYPE_CHECKING`: the match starts once the arguments are parsed, and typing
+# would be imported before it (see cganalysis.cli).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from cganalysis.matching.summary import MatchSummary
 
 # Parsing the arguments must not import polars (see cganalysis.cli): the engines and the
@@ -74,7 +78,8 @@ def add_parser(sub: Any) -> None:
         "are together larger than this; smaller ones are matched in memory, which is faster "
         "(0: always stream; default %(default)s)",
     )
-    p.set_defaults(run=run)
+    # Its outputs are written and closed when it returns (cganalysis.cli._exit_at_once).
+    p.set_defaults(run=run, exit_at_once=True)
 
 
 def egress_only_path(output: Path) -> Path:
@@ -109,17 +114,15 @@ def print_summary(s: MatchSummary, seconds: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    if args.max_delay_ms < 0 or (args.end_guard_ms is not None and args.end_guard_ms < 0):
-        raise SystemExit("--max-delay-ms and --end-guard-ms must not be negative")
+    eg_only = args.egress_only or egress_only_path(args.output)
+    outputs = [p for p in (args.output, eg_only, args.flows, args.summary) if p is not None]
+    _check(args, outputs)
     in_memory = args.engine == "native" and not _large(args)
     pending = _start_native(args) if in_memory else None
     from cganalysis.io import write_json
     from cganalysis.matching import MatchOptions
 
     options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
-    eg_only = args.egress_only or egress_only_path(args.output)
-    if args.chunk_packets <= 0:
-        raise SystemExit(f"--chunk-packets must be positive, not {args.chunk_packets}")
     if args.engine == "native" and not in_memory:
         # Streaming: memory does not grow with the captures (cganalysis.matching.streaming).
         from cganalysis.matching.streaming import match_to_files
@@ -139,6 +142,19 @@ def run(args: argparse.Namespace) -> int:
         write_json(summary.to_dict(), args.summary)
     print_summary(summary, time.perf_counter() - started)
     return 0
+
+
+def _check(args: argparse.Namespace, outputs: list[Path]) -> None:
+    """The options' values, and that no output is one of the captures (raw data is never
+    overwritten)."""
+    if args.max_delay_ms < 0 or (args.end_guard_ms is not None and args.end_guard_ms < 0):
+        raise SystemExit("--max-delay-ms and --end-guard-ms must not be negative")
+    if args.chunk_packets <= 0:
+        raise SystemExit(f"--chunk-packets must be positive, not {args.chunk_packets}")
+    for out in outputs:
+        for capture in (args.ingress, args.egress):
+            if out.is_file() and capture.is_file() and out.samefile(capture):
+                raise SystemExit(f"{out}: an output path names the capture {capture}")
 
 
 def _large(args: argparse.Namespace) -> bool:
