@@ -12,7 +12,7 @@
 //! This file holds the entry points; the parts are `capture` (what a read yields), `error`,
 //! `builder` (packets into columns), `classic` (pcap records), `pcapng` and `chunks`.
 
-use crate::decode::{decode_into, len_source, linktype_name, FlowTable, Link, Packet};
+use crate::decode::{decode_into, len_source, linktype_name, FlowKey, FlowTable, Link, Packet};
 use memmap2::MmapOptions;
 use std::fmt;
 use std::fs::File;

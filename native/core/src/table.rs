@@ -13,7 +13,7 @@ pub use columns::{EgressOnly, PacketTable};
 
 use crate::keys::{identity_key, KIND_OTHER, KIND_RTP, KIND_TCP};
 use crate::matcher::{match_keys, Pairs, NONE};
-use crate::pcap::{Capture, NO_TIMESTAMP};
+use crate::pcap::{Capture, NO_FLOW, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -114,12 +114,12 @@ impl<'a> Point<'a> {
         let mut keys = Vec::with_capacity(n);
         let or0 = |has: bool, v: u32| if has { v } else { 0 };
         for i in 0..n {
-            let number = rtp::stream_number(c, i, streams);
+            let number = rtp::stream_number(cap, i, streams);
             if ingress {
                 p.rtp_by_row.push(number.is_some());
             }
-            if c.ip_version[i] == 0 {
-                continue;
+            if c.flow_idx[i] == NO_FLOW {
+                continue; // not IP
             }
             p.rows.push(i as u32);
             if ingress {
@@ -134,7 +134,7 @@ impl<'a> Point<'a> {
             };
             keys.push(identity_key(
                 kind,
-                c.flow_hash[i],
+                cap.flows.hashes[c.flow_idx[i] as usize],
                 or0(c.has_ip_id[i], c.ip_id[i]),
                 c.ip_len[i],
                 or0(c.has_tcp[i], c.tcp_seq[i]),
@@ -167,7 +167,7 @@ pub fn match_pair(
 ) -> Result<Paired, PairError> {
     let mut clock = Stages::start();
     // Both sides must agree on which streams are RTP: the ingress point decides.
-    let streams = rtp::classify(&ingress.columns);
+    let streams = rtp::classify(ingress);
     clock.lap("RTP streams");
     // Each point's IP rows and records (identity keys), one point per core.
     let ((ing, ing_keys), (eg, eg_keys)) = std::thread::scope(|s| {
@@ -194,7 +194,7 @@ pub fn match_pair(
     clock.lap("pairing");
     let reverse = reverse_flows(&ing, &eg, &m)?;
     let in_flow = |p: &Point<'_>, k: usize| {
-        !reverse.is_empty() && reverse.contains(&p.cap.columns.flow_hash[p.row(k)])
+        !reverse.is_empty() && reverse.contains(&p.cap.flow_hash(p.row(k)))
     };
     let ing_kept: Vec<u32> = (0..ing.rows.len() as u32)
         .filter(|&k| !in_flow(&ing, k as usize))
@@ -275,7 +275,7 @@ fn reverse_flows(
     for (k, &i) in ing.rows.iter().enumerate() {
         if m.in_to_eg[k] != NONE {
             let i = i as usize;
-            *forward.entry(ic.flow_hash[i]).or_default() += 1;
+            *forward.entry(ing.cap.flow_hash(i)).or_default() += 1;
             fwd_bytes += u64::from(ic.ip_len[i]);
             matched_in += 1;
         }
@@ -285,7 +285,7 @@ fn reverse_flows(
     for (k, &i) in eg.rows.iter().enumerate() {
         if m.reverse_twin[k] {
             let i = i as usize;
-            *backward.entry(ec.flow_hash[i]).or_default() += 1;
+            *backward.entry(eg.cap.flow_hash(i)).or_default() += 1;
             rev_bytes += u64::from(ec.ip_len[i]);
             reverse_egress += 1;
         }

@@ -1,5 +1,6 @@
 //! Binding of `cga_core::pcap`: `read_capture(path) -> dict`.
 
+use cga_core::decode::{FlowKey, FlowTable};
 use cga_core::pcap::{read_file, Capture, ReadError};
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -30,25 +31,41 @@ pub(crate) fn to_py_err(e: ReadError, path: &Path) -> PyErr {
 }
 
 fn columns_dict<'py>(py: Python<'py>, cap: &mut Capture) -> PyResult<Bound<'py, PyDict>> {
-    columns_to_dict(py, std::mem::take(&mut cap.columns))
+    columns_to_dict(py, std::mem::take(&mut cap.columns), &cap.flows)
 }
 
-/// The columns as numpy arrays (moved, not copied).
-pub(crate) fn columns_to_dict(
-    py: Python<'_>,
+/// The columns as numpy arrays (moved, not copied), with the fields each packet's flow
+/// determines (`flows`, by `flow_idx`) spelled out per packet.
+pub(crate) fn columns_to_dict<'py>(
+    py: Python<'py>,
     c: cga_core::pcap::Columns,
-) -> PyResult<Bound<'_, PyDict>> {
+    flows: &FlowTable,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
+    fn per_packet<'py, T: Default + numpy::Element>(
+        py: Python<'py>,
+        idx: &[u32],
+        flows: &FlowTable,
+        field: fn(&FlowKey) -> T,
+    ) -> Bound<'py, numpy::PyArray1<T>> {
+        let of = |&i: &u32| flows.keys.get(i as usize).map_or_else(T::default, field);
+        idx.iter().map(of).collect::<Vec<T>>().into_pyarray(py)
+    }
+    let idx = &c.flow_idx;
+    d.set_item(
+        "ip_version",
+        per_packet(py, idx, flows, FlowKey::ip_version),
+    )?;
+    d.set_item("proto", per_packet(py, idx, flows, FlowKey::proto))?;
+    d.set_item("sport", per_packet(py, idx, flows, FlowKey::sport))?;
+    d.set_item("dport", per_packet(py, idx, flows, FlowKey::dport))?;
+    let hash: Vec<u64> = idx.iter().map(|&i| flows.hash_of(i)).collect();
+    d.set_item("flow_hash", hash.into_pyarray(py))?;
     d.set_item("t_ns", c.t_ns.into_pyarray(py))?;
     d.set_item("interface_id", c.interface_id.into_pyarray(py))?;
     d.set_item("wire_len", c.wire_len.into_pyarray(py))?;
     d.set_item("cap_len", c.cap_len.into_pyarray(py))?;
-    d.set_item("ip_version", c.ip_version.into_pyarray(py))?;
     d.set_item("flow_idx", c.flow_idx.into_pyarray(py))?;
-    d.set_item("flow_hash", c.flow_hash.into_pyarray(py))?;
-    d.set_item("proto", c.proto.into_pyarray(py))?;
-    d.set_item("sport", c.sport.into_pyarray(py))?;
-    d.set_item("dport", c.dport.into_pyarray(py))?;
     d.set_item("has_ports", c.has_ports.into_pyarray(py))?;
     d.set_item("ip_id", c.ip_id.into_pyarray(py))?;
     d.set_item("has_ip_id", c.has_ip_id.into_pyarray(py))?;

@@ -55,7 +55,7 @@ impl CaptureChunks {
             return Ok(None);
         };
         let d = PyDict::new(py);
-        d.set_item("columns", columns_to_dict(py, columns)?)?;
+        d.set_item("columns", columns_to_dict(py, columns, reader.flows())?)?;
         let keys = &reader.flows().keys;
         d.set_item("flows", flow_keys_dict(py, &keys[self.flows_given..])?)?;
         self.flows_given = keys.len();

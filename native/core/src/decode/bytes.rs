@@ -1,6 +1,6 @@
 //! Reading header words from a frame, and hashing frame bytes without copying them.
 
-use crate::keys::{finalize, mix64};
+use crate::keys::{bytes_seed, mix64};
 
 #[inline(always)]
 pub(super) fn be16(b: &[u8], off: usize) -> u16 {
@@ -32,7 +32,7 @@ pub(super) fn ne64(b: &[u8], off: usize) -> u64 {
 #[inline]
 pub fn hash_frame_bytes(bytes: &[u8]) -> u64 {
     let n = bytes.len();
-    let mut h = finalize(n as u64 ^ 0x6a09_e667_f3bc_c909);
+    let mut h = bytes_seed(n);
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
         h = mix64(

@@ -130,13 +130,19 @@ impl FlowTable {
         self.keys.is_empty()
     }
 
-    /// The index and directional hash of the packet's flow (which must be IP).
+    /// The directional hash of flow `idx`; 0 for `NO_FLOW` (a packet that is not IP).
     #[inline]
-    pub fn intern(&mut self, p: &Packet) -> (u32, u64) {
+    pub fn hash_of(&self, idx: u32) -> u64 {
+        self.hashes.get(idx as usize).copied().unwrap_or(0)
+    }
+
+    /// The index of the packet's flow (which must be IP).
+    #[inline]
+    pub fn intern(&mut self, p: &Packet) -> u32 {
         let key = FlowKey::of(p);
         if let Some(last) = self.keys.get(self.last) {
             if *last == key {
-                return (self.last as u32, self.hashes[self.last]);
+                return self.last as u32;
             }
         }
         let idx = match self.index.get(&key) {
@@ -153,6 +159,6 @@ impl FlowTable {
             }
         };
         self.last = idx as usize;
-        (idx, self.hashes[idx as usize])
+        idx
     }
 }

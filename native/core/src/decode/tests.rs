@@ -60,13 +60,15 @@ fn flow_table_interns_in_order() {
         ports: (sport << 16) | 9,
         ..Packet::default()
     };
-    assert_eq!(t.intern(&mk(1)).0, 0);
-    assert_eq!(t.intern(&mk(1)).0, 0);
-    assert_eq!(t.intern(&mk(2)).0, 1);
-    assert_eq!(t.intern(&mk(1)).0, 0);
-    assert_eq!(t.intern(&mk(3)).0, 2);
+    assert_eq!(t.intern(&mk(1)), 0);
+    assert_eq!(t.intern(&mk(1)), 0);
+    assert_eq!(t.intern(&mk(2)), 1);
+    assert_eq!(t.intern(&mk(1)), 0);
+    assert_eq!(t.intern(&mk(3)), 2);
     assert_eq!(t.len(), 3);
-    assert_eq!(t.intern(&mk(2)), (1, t.hashes[1]));
+    let i = t.intern(&mk(2));
+    assert_eq!((i, t.hash_of(i)), (1, t.keys[1].flow_hash()));
+    assert_eq!(t.hash_of(u32::MAX), 0, "a packet that is not IP");
 }
 
 #[test]

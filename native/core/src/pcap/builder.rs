@@ -15,7 +15,6 @@ struct Row {
     wire_len: u32,
     cap_len: u32,
     flow_idx: u32,
-    flow_hash: u64,
 }
 
 /// Decodes packets into columns and interns their flows.
@@ -60,10 +59,10 @@ impl Builder {
         r.p = Packet::default();
         decode_into(link, frame, wire_len, &mut r.p);
         self.len_sources[usize::from(r.p.len_source)] += 1;
-        (r.flow_idx, r.flow_hash) = if r.p.ip_version != 0 {
+        r.flow_idx = if r.p.ip_version != 0 {
             self.flows.intern(&r.p)
         } else {
-            (NO_FLOW, 0)
+            NO_FLOW
         };
         r.t_ns = t_ns;
         r.interface_id = interface_id;
@@ -79,12 +78,7 @@ impl Builder {
         c.interface_id.extend(rows.iter().map(|r| r.interface_id));
         c.wire_len.extend(rows.iter().map(|r| r.wire_len));
         c.cap_len.extend(rows.iter().map(|r| r.cap_len));
-        c.ip_version.extend(rows.iter().map(|r| r.p.ip_version));
         c.flow_idx.extend(rows.iter().map(|r| r.flow_idx));
-        c.flow_hash.extend(rows.iter().map(|r| r.flow_hash));
-        c.proto.extend(rows.iter().map(|r| r.p.proto));
-        c.sport.extend(rows.iter().map(|r| r.p.sport()));
-        c.dport.extend(rows.iter().map(|r| r.p.dport()));
         c.has_ports.extend(rows.iter().map(|r| r.p.has_ports));
         c.ip_id.extend(rows.iter().map(|r| r.p.ip_id));
         c.has_ip_id.extend(rows.iter().map(|r| r.p.has_ip_id));
@@ -137,12 +131,7 @@ impl Builder {
             c.interface_id.shrink_to_fit();
             c.wire_len.shrink_to_fit();
             c.cap_len.shrink_to_fit();
-            c.ip_version.shrink_to_fit();
             c.flow_idx.shrink_to_fit();
-            c.flow_hash.shrink_to_fit();
-            c.proto.shrink_to_fit();
-            c.sport.shrink_to_fit();
-            c.dport.shrink_to_fit();
             c.has_ports.shrink_to_fit();
             c.ip_id.shrink_to_fit();
             c.has_ip_id.shrink_to_fit();

@@ -127,18 +127,15 @@ fn column<T>(n: usize) -> Vec<T> {
 }
 
 /// One value per packet record, in file order (see `decode::Packet` for the fields).
+/// What a packet's flow determines (IP version, protocol, ports, flow hash) is not
+/// repeated per packet: it is in the flow table, through `flow_idx` (`Capture::flow`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Columns {
     pub t_ns: Vec<i64>,
     pub interface_id: Vec<u32>,
     pub wire_len: Vec<u32>,
     pub cap_len: Vec<u32>,
-    pub ip_version: Vec<u8>,
     pub flow_idx: Vec<u32>,
-    pub flow_hash: Vec<u64>,
-    pub proto: Vec<u8>,
-    pub sport: Vec<u16>,
-    pub dport: Vec<u16>,
     pub has_ports: Vec<bool>,
     pub ip_id: Vec<u32>,
     pub has_ip_id: Vec<bool>,
@@ -168,12 +165,7 @@ impl Columns {
             interface_id: column(n),
             wire_len: column(n),
             cap_len: column(n),
-            ip_version: column(n),
             flow_idx: column(n),
-            flow_hash: column(n),
-            proto: column(n),
-            sport: column(n),
-            dport: column(n),
             has_ports: column(n),
             ip_id: column(n),
             has_ip_id: column(n),
@@ -224,6 +216,37 @@ pub struct Capture {
     pub warnings: Vec<String>,
     /// Records that needed a decision the file does not make plain (counts).
     pub quirks: Quirks,
+}
+
+impl Capture {
+    /// A pcap capture of these columns and flows (for tests of what reads captures).
+    #[cfg(test)]
+    pub(crate) fn of(columns: Columns, flows: FlowTable) -> Capture {
+        Capture {
+            format: Format::Pcap,
+            big_endian: false,
+            nanosecond: Some(true),
+            snaplen: 65535,
+            columns,
+            flows,
+            interfaces: Vec::new(),
+            stats: Vec::new(),
+            warnings: Vec::new(),
+            quirks: Quirks::default(),
+        }
+    }
+
+    /// The flow of packet `i`; None when it is not IP.
+    #[inline]
+    pub fn flow(&self, i: usize) -> Option<&FlowKey> {
+        self.flows.keys.get(self.columns.flow_idx[i] as usize)
+    }
+
+    /// The directional hash of packet `i`'s flow (`FlowKey::flow_hash`); 0 when not IP.
+    #[inline]
+    pub fn flow_hash(&self, i: usize) -> u64 {
+        self.flows.hash_of(self.columns.flow_idx[i])
+    }
 }
 
 /// Counts of records that needed a decision tcpdump and tshark also make.

@@ -320,6 +320,29 @@ fn read(data: &[u8]) -> Capture {
     whole
 }
 
+/// What each packet's flow determines, per packet (the columns keep it per flow).
+struct PerPacket {
+    ip_version: Vec<u8>,
+    proto: Vec<u8>,
+    sport: Vec<u16>,
+    dport: Vec<u16>,
+    flow_hash: Vec<u64>,
+}
+
+fn per_packet(c: &Capture) -> PerPacket {
+    fn field<T: Default>(c: &Capture, f: fn(&FlowKey) -> T) -> Vec<T> {
+        let of = |i| c.flow(i).map_or_else(T::default, f);
+        (0..c.columns.len()).map(of).collect()
+    }
+    PerPacket {
+        ip_version: field(c, FlowKey::ip_version),
+        proto: field(c, FlowKey::proto),
+        sport: field(c, FlowKey::sport),
+        dport: field(c, FlowKey::dport),
+        flow_hash: (0..c.columns.len()).map(|i| c.flow_hash(i)).collect(),
+    }
+}
+
 fn append(all: &mut Columns, c: Columns) {
     macro_rules! cat {
         ($($f:ident),*) => { $(all.$f.extend(c.$f);)* };
@@ -329,12 +352,7 @@ fn append(all: &mut Columns, c: Columns) {
         interface_id,
         wire_len,
         cap_len,
-        ip_version,
         flow_idx,
-        flow_hash,
-        proto,
-        sport,
-        dport,
         has_ports,
         ip_id,
         has_ip_id,
@@ -460,9 +478,16 @@ fn udp_rtp_fields_and_flow() {
         &[rec(1, 0, &frame), rec(2, 0, &frame)],
     ));
     let k = &c.columns;
-    assert_eq!(k.ip_version, vec![4, 4]);
-    assert_eq!(k.proto, vec![17, 17]);
-    assert_eq!((k.sport[0], k.dport[0], k.has_ports[0]), (5004, 6000, true));
+    assert_eq!(per_packet(&c).ip_version, vec![4, 4]);
+    assert_eq!(per_packet(&c).proto, vec![17, 17]);
+    assert_eq!(
+        (
+            per_packet(&c).sport[0],
+            per_packet(&c).dport[0],
+            k.has_ports[0]
+        ),
+        (5004, 6000, true)
+    );
     assert_eq!((k.ip_id[0], k.has_ip_id[0]), (0x1234, true));
     assert_eq!(k.ip_len[0], 20 + 8 + 32);
     assert_eq!((k.dscp[0], k.ecn[0], k.ttl[0]), (0xb9 >> 2, 1, 64));
@@ -481,9 +506,9 @@ fn udp_rtp_fields_and_flow() {
     assert_eq!(k.l4_hash[0], hash_bytes(&payload[..16]));
     assert!(!k.truncated[0]);
     assert_eq!(k.flow_idx, vec![0, 0]);
-    assert_eq!(k.flow_hash[0], k.flow_hash[1]);
+    assert_eq!(per_packet(&c).flow_hash[0], per_packet(&c).flow_hash[1]);
     assert_eq!(
-        k.flow_hash[0],
+        per_packet(&c).flow_hash[0],
         hash_bytes(&[4, 10, 0, 0, 1, 10, 0, 0, 2, 17, 0x13, 0x8c, 0x17, 0x70])
     );
     let f = &c.flows.keys[0];
@@ -576,7 +601,7 @@ fn hashes_ignore_what_routers_change() {
     );
     let ca = read(&pcap(false, false, 65535, 1, &[rec(0, 0, &a)]));
     let cb = read(&pcap(true, true, 65535, 276, &[rec(0, 0, &b)]));
-    assert_eq!(ca.columns.flow_hash, cb.columns.flow_hash);
+    assert_eq!(per_packet(&ca).flow_hash, per_packet(&cb).flow_hash);
     assert_eq!(ca.columns.l4_hash, cb.columns.l4_hash);
     assert_ne!(ca.columns.ecn, cb.columns.ecn);
     assert_ne!(ca.columns.ttl, cb.columns.ttl);
@@ -592,7 +617,10 @@ fn tcp_fields_and_hash() {
     let c = read(&pcap(false, false, 65535, 1, &[rec(0, 0, &frame)]));
     let k = &c.columns;
     assert!(k.has_tcp[0] && k.has_ports[0] && !k.has_rtp[0] && !k.truncated[0]);
-    assert_eq!((k.sport[0], k.dport[0]), (443, 50000));
+    assert_eq!(
+        (per_packet(&c).sport[0], per_packet(&c).dport[0]),
+        (443, 50000)
+    );
     assert_eq!(
         (k.tcp_seq[0], k.tcp_ack[0], k.tcp_flags[0]),
         (1000, 2000, 0x1d8)
@@ -623,9 +651,9 @@ fn non_ip_frames_are_rows() {
         &[rec(0, 0, &arp), rec(0, 1, &udp_frame())],
     ));
     let k = &c.columns;
-    assert_eq!(k.ip_version, vec![0, 4]);
+    assert_eq!(per_packet(&c).ip_version, vec![0, 4]);
     assert_eq!(k.flow_idx, vec![NO_FLOW, 0]);
-    assert_eq!(k.flow_hash[0], 0);
+    assert_eq!(per_packet(&c).flow_hash[0], 0);
     assert_eq!(k.l4_hash[0], 0);
     assert!(!k.truncated[0]);
     assert_eq!(c.flows.len(), 1);
@@ -655,8 +683,8 @@ fn vlan_and_qinq() {
         ],
     ));
     let k = &c.columns;
-    assert_eq!(k.ip_version, vec![4, 4, 6, 0]);
-    assert_eq!(k.sport, vec![1, 1, 3, 0]);
+    assert_eq!(per_packet(&c).ip_version, vec![4, 4, 6, 0]);
+    assert_eq!(per_packet(&c).sport, vec![1, 1, 3, 0]);
     assert_eq!(k.truncated, vec![false, false, false, true]);
     assert_eq!(k.flow_idx, vec![0, 0, 1, NO_FLOW]);
 }
@@ -684,13 +712,13 @@ fn linux_cooked_v1_and_v2() {
             rec(0, 0, &sll2(0x0800, &ip[..10])),
         ],
     ));
-    assert_eq!(c1.columns.ip_version, vec![4, 0]);
-    assert_eq!(c2.columns.ip_version, vec![4, 0]);
+    assert_eq!(per_packet(&c1).ip_version, vec![4, 0]);
+    assert_eq!(per_packet(&c2).ip_version, vec![4, 0]);
     assert_eq!(c2.columns.truncated, vec![false, true]);
     assert_eq!(c1.columns.tcp_seq[0], 3);
     assert_eq!(c2.columns.tcp_seq[0], 3);
     assert_eq!(c1.columns.tcp_flags[0], 2);
-    assert_eq!(c1.columns.flow_hash[0], c2.columns.flow_hash[0]);
+    assert_eq!(per_packet(&c1).flow_hash[0], per_packet(&c2).flow_hash[0]);
     assert_eq!(c1.columns.l4_hash[0], c2.columns.l4_hash[0]);
 }
 
@@ -706,7 +734,7 @@ fn raw_ip_link_types() {
             lt,
             &[rec(0, 0, &v4), rec(0, 0, &v6), rec(0, 0, &[0x10, 0, 0])],
         ));
-        assert_eq!(c.columns.ip_version, vec![4, 6, 0]);
+        assert_eq!(per_packet(&c).ip_version, vec![4, 6, 0]);
         assert_eq!(c.columns.l4_hash[0], c.columns.l4_hash[1]);
     }
     let c = read(&pcap(
@@ -716,7 +744,7 @@ fn raw_ip_link_types() {
         228,
         &[rec(0, 0, &v4), rec(0, 0, &v6)],
     ));
-    assert_eq!(c.columns.ip_version, vec![4, 0]);
+    assert_eq!(per_packet(&c).ip_version, vec![4, 0]);
     let c = read(&pcap(
         false,
         false,
@@ -724,7 +752,7 @@ fn raw_ip_link_types() {
         229,
         &[rec(0, 0, &v6), rec(0, 0, &v4)],
     ));
-    assert_eq!(c.columns.ip_version, vec![6, 0]);
+    assert_eq!(per_packet(&c).ip_version, vec![6, 0]);
     let f = &c.flows.keys[0];
     assert_eq!(
         (f.src_string(), f.dst_string()),
@@ -789,8 +817,8 @@ fn ipv4_options_and_fragments() {
     ));
     let k = &c.columns;
     assert_eq!(k.has_ports, vec![true, true, false, false]);
-    assert_eq!(k.sport, vec![7, 7, 0, 0]);
-    assert_eq!(k.proto, vec![17, 17, 17, 1]);
+    assert_eq!(per_packet(&c).sport, vec![7, 7, 0, 0]);
+    assert_eq!(per_packet(&c).proto, vec![17, 17, 17, 1]);
     assert_eq!(k.ip_len, vec![24 + 32, 20 + 16, 20 + 24, 20 + 30]);
     assert_eq!(k.ip_id, vec![5, 6, 6, 7]);
     assert_eq!(k.l4_hash[0], hash_bytes(&[9; 16]));
@@ -827,16 +855,19 @@ fn ipv6_extension_headers_and_fragment() {
         &[rec(0, 0, &p1), rec(0, 0, &p2), rec(0, 0, &p3)],
     ));
     let k = &c.columns;
-    assert_eq!(k.ip_version, vec![6, 6, 6]);
-    assert_eq!(k.proto, vec![6, 17, 17]);
+    assert_eq!(per_packet(&c).ip_version, vec![6, 6, 6]);
+    assert_eq!(per_packet(&c).proto, vec![6, 17, 17]);
     assert_eq!((k.dscp[0], k.ecn[0], k.ttl[0]), (0x2e >> 2, 2, 33));
     assert!(k.has_tcp[0]);
-    assert_eq!((k.sport[0], k.tcp_seq[0], k.tcp_ack[0]), (80, 11, 22));
+    assert_eq!(
+        (per_packet(&c).sport[0], k.tcp_seq[0], k.tcp_ack[0]),
+        (80, 11, 22)
+    );
     assert_eq!(k.tcp_payload_len[0], 3);
     assert_eq!(k.ip_len[0], 40 + 44 + 23);
     assert!(!k.has_ip_id[0]);
     assert_eq!((k.has_ip_id[1], k.ip_id[1]), (true, 0xcafe_babe));
-    assert_eq!((k.has_ports[1], k.sport[1]), (true, 5));
+    assert_eq!((k.has_ports[1], per_packet(&c).sport[1]), (true, 5));
     assert!(k.has_rtp[1]);
     assert_eq!(
         (k.has_ip_id[2], k.ip_id[2], k.has_ports[2]),
@@ -852,7 +883,10 @@ fn ipv6_extension_headers_and_fragment() {
         data: &p1[..41],
     };
     let c = read(&pcap(false, false, 65535, 229, &[cut]));
-    assert_eq!((c.columns.ip_version[0], c.columns.truncated[0]), (6, true));
+    assert_eq!(
+        (per_packet(&c).ip_version[0], c.columns.truncated[0]),
+        (6, true)
+    );
     assert!(!c.columns.has_ports[0]);
 }
 
@@ -882,7 +916,7 @@ fn snaplen_truncation() {
     ];
     let c = read(&pcap(false, false, 78, 1, &recs));
     let k = &c.columns;
-    assert_eq!(k.ip_version, vec![0, 0, 4, 4, 4, 4, 4]);
+    assert_eq!(per_packet(&c).ip_version, vec![0, 0, 4, 4, 4, 4, 4]);
     assert_eq!(
         k.has_ports,
         vec![false, false, true, true, true, true, true]
@@ -925,7 +959,7 @@ fn pcapng_two_interfaces() {
         );
         assert_eq!(c.columns.interface_id, vec![0, 1]);
         assert_eq!(c.columns.wire_len[0], 999);
-        assert_eq!(c.columns.ip_version, vec![4, 4]);
+        assert_eq!(per_packet(&c).ip_version, vec![4, 4]);
         assert_eq!(c.interfaces.len(), 2);
         assert_eq!(c.interfaces[0].name.as_deref(), Some("eth0"));
         assert_eq!(c.interfaces[0].ts_resolution.label(), "1e-9");
@@ -963,7 +997,7 @@ fn pcapng_simple_packet_block() {
     assert_eq!(c.columns.interface_id, vec![0]);
     assert_eq!(c.columns.wire_len, vec![frame.len() as u32]);
     assert_eq!(c.columns.cap_len, vec![50]);
-    assert_eq!(c.columns.sport, vec![5004]);
+    assert_eq!(per_packet(&c).sport, vec![5004]);
     // the padding of a short frame is not captured data
     let mut ng = Ng::new(false);
     ng.idb(1, 0, &[]);
@@ -1071,7 +1105,7 @@ fn pcapng_sections_reset_interfaces() {
     assert_eq!(c.snaplen, 300);
     assert_eq!(c.columns.interface_id, vec![0, 2, 1]);
     assert_eq!(c.columns.t_ns, vec![1000, 2000, 3000]);
-    assert_eq!(c.columns.ip_version, vec![4, 4, 4]);
+    assert_eq!(per_packet(&c).ip_version, vec![4, 4, 4]);
 }
 
 #[test]
@@ -1218,7 +1252,7 @@ fn unsupported_link_types() {
         1 | (0x1 << 26) | (4 << 28),
         &[rec(0, 0, &udp_frame())],
     );
-    assert_eq!(read(&data).columns.ip_version, vec![4]);
+    assert_eq!(per_packet(&read(&data)).ip_version, vec![4]);
 
     // a pcapng file none of whose interfaces can be decoded is refused like a pcap file
     // (one undecodable interface among others is skipped: see tests/quirks.rs)
@@ -1292,8 +1326,8 @@ fn many_records_beyond_the_capacity_estimate() {
     let c = read(&pcap(false, false, 65535, 1, &recs));
     assert_eq!(c.columns.len(), 24_096);
     assert_eq!(c.columns.t_ns[24_095], 24_999_000_000_000);
-    assert_eq!(c.columns.ip_version[4095], 4);
-    assert_eq!(c.columns.ip_version[4096], 0);
+    assert_eq!(per_packet(&c).ip_version[4095], 4);
+    assert_eq!(per_packet(&c).ip_version[4096], 0);
     assert_eq!(c.columns.flow_idx.iter().filter(|&&f| f == 0).count(), 4096);
 }
 

@@ -228,12 +228,8 @@ pub fn packet_table(
 
     let mut t = Table::with_rows(n);
     t.push("flow_id", Owned::U32(ids), None);
-    t.push_ingress("proto", |s| Values::U8(&s.caps.ingress.columns.proto), None);
-    t.push_ingress(
-        "ip_version",
-        |s| Values::U8(&s.caps.ingress.columns.ip_version),
-        None,
-    );
+    t.push_derived("proto", Derived::Proto);
+    t.push_derived("ip_version", Derived::IpVersion);
     let src: Field = |s| Values::Str {
         index: &s.caps.ingress.columns.flow_idx,
         dict: &s.src,
@@ -244,17 +240,8 @@ pub fn packet_table(
     };
     t.push_ingress("src", src, None);
     t.push_ingress("dst", dst, None);
-    let ports: Option<Flag> = Some(|s| &s.caps.ingress.columns.has_ports);
-    t.push_ingress(
-        "sport",
-        |s| Values::U16(&s.caps.ingress.columns.sport),
-        ports,
-    );
-    t.push_ingress(
-        "dport",
-        |s| Values::U16(&s.caps.ingress.columns.dport),
-        ports,
-    );
+    t.push_derived("sport", Derived::Sport);
+    t.push_derived("dport", Derived::Dport);
     t.push_ingress(
         "size_bytes",
         |s| Values::U32(&s.caps.ingress.columns.ip_len),

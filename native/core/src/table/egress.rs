@@ -4,7 +4,9 @@
 use super::columns::{gather, Table};
 use super::rtp::{stream_key, stream_number, Streams};
 use super::{FlowIds, Point, NO_TIMESTAMP};
+use crate::decode::FlowKey;
 use crate::parquet::Owned;
+use crate::pcap::Capture;
 
 /// Egress packets with no ingress twin (`alone`: indices into the egress point's IP
 /// rows, in capture order), with the flow id of their flow when ingress saw it.
@@ -19,10 +21,11 @@ pub fn egress_only(
     let ids: Vec<Option<u32>> = rows
         .iter()
         .map(|&i| {
-            let rtp = stream_number(e, i, streams).map(|_| e.rtp_ssrc[i]);
-            flow_ids.find(stream_key(e.flow_hash[i], rtp))
+            let rtp = stream_number(eg.cap, i, streams).map(|_| e.rtp_ssrc[i]);
+            flow_ids.find(stream_key(eg.cap.flow_hash(i), rtp))
         })
         .collect();
+
     let t_ns = gather(&rows, &e.t_ns);
     let tcp = Some(gather(&rows, &e.has_tcp));
     let rtp = Some(gather(&rows, &e.has_rtp));
@@ -45,11 +48,18 @@ pub fn egress_only(
         Owned::U32(gather(&rows, &e.wire_len)),
         None,
     );
-    t.push("ip_version", Owned::U8(gather(&rows, &e.ip_version)), None);
+    let ip_version = of_flows(eg.cap, &rows, FlowKey::ip_version);
+    t.push("ip_version", Owned::U8(ip_version), None);
     t.push_owned_addresses(eg.cap, gather(&rows, &e.flow_idx));
-    t.push("proto", Owned::U8(gather(&rows, &e.proto)), None);
-    t.push("sport", Owned::U16(gather(&rows, &e.sport)), ports.clone());
-    t.push("dport", Owned::U16(gather(&rows, &e.dport)), ports);
+    t.push(
+        "proto",
+        Owned::U8(of_flows(eg.cap, &rows, FlowKey::proto)),
+        None,
+    );
+    let sport = of_flows(eg.cap, &rows, FlowKey::sport);
+    t.push("sport", Owned::U16(sport), ports.clone());
+    let dport = of_flows(eg.cap, &rows, FlowKey::dport);
+    t.push("dport", Owned::U16(dport), ports);
     t.push(
         "ip_id",
         Owned::U32(gather(&rows, &e.ip_id)),
@@ -98,4 +108,15 @@ pub fn egress_only(
     t.push("rtp_pt", Owned::U8(gather(&rows, &e.rtp_pt)), rtp);
     t.push("truncated", Owned::Bool(gather(&rows, &e.truncated)), None);
     t
+}
+
+/// A field of each row's flow (0 for a packet that is not IP).
+pub(super) fn of_flows<T: Default>(
+    cap: &Capture,
+    rows: &[usize],
+    field: fn(&FlowKey) -> T,
+) -> Vec<T> {
+    rows.iter()
+        .map(|&i| cap.flow(i).map_or_else(T::default, field))
+        .collect()
 }

@@ -1,7 +1,7 @@
 //! Which UDP packets are RTP, decided per stream (flow and SSRC) at the ingress point and
 //! applied to both points: `cganalysis.capture.rtp` in Python, the same rule.
 
-use crate::pcap::{Columns, NO_TIMESTAMP};
+use crate::pcap::{Capture, Columns, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -36,8 +36,9 @@ fn rtcp_like(c: &Columns, i: usize) -> bool {
 }
 
 /// An IP UDP packet with an RTP-shaped header that is not RTCP.
-fn candidate(c: &Columns, i: usize) -> bool {
-    c.ip_version[i] != 0 && c.proto[i] == UDP && c.has_rtp[i] && !rtcp_like(c, i)
+fn candidate(cap: &Capture, i: usize) -> bool {
+    let c = &cap.columns;
+    c.has_rtp[i] && !rtcp_like(c, i) && cap.flow(i).is_some_and(|f| f.proto() == UDP)
 }
 
 /// A stream's packets so far (in time order).
@@ -57,8 +58,9 @@ fn in_order(from: u16, to: u16) -> u64 {
     u64::from((1..=MAX_STEP).contains(&u32::from(to.wrapping_sub(from))))
 }
 
-fn tally(streams: &mut Tally, c: &Columns, i: usize) {
-    let key = stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i]));
+fn tally(streams: &mut Tally, cap: &Capture, i: usize) {
+    let c = &cap.columns;
+    let key = stream_key(cap.flow_hash(i), Some(c.rtp_ssrc[i]));
     let seq = c.rtp_seq[i];
     streams
         .entry(key)
@@ -80,31 +82,32 @@ type Span = Option<[(bool, i64); 2]>;
 
 /// The runs of the candidates among `rows`, taken in file order, with their span; None
 /// when they are not in time order.
-fn tally_in_file_order(c: &Columns, rows: Range<usize>) -> Option<(Tally, Span)> {
+fn tally_in_file_order(cap: &Capture, rows: Range<usize>) -> Option<(Tally, Span)> {
     let mut streams = Tally::default();
     let mut span: Span = None;
-    for i in rows.filter(|&i| candidate(c, i)) {
-        let t = order_t(c.t_ns[i]);
+    for i in rows.filter(|&i| candidate(cap, i)) {
+        let t = order_t(cap.columns.t_ns[i]);
         match &mut span {
             Some([_, last]) if t < *last => return None,
             Some([_, last]) => *last = t,
             None => span = Some([t, t]),
         }
-        tally(&mut streams, c, i);
+        tally(&mut streams, cap, i);
     }
     Some((streams, span))
 }
 
-/// The RTP streams among `c`'s packets.
-pub fn classify(c: &Columns) -> Streams {
+/// The RTP streams among the capture's packets.
+pub fn classify(cap: &Capture) -> Streams {
+    let c = &cap.columns;
     // Time order, packets without a time last; ties keep file order. Captures are nearly
     // always in time order already: each half of the capture is then tallied in one pass
     // on its own core, and the halves joined; otherwise the rows are sorted.
     let mid = c.len() / 2;
     let (head, tail) = std::thread::scope(|s| {
-        let tail = s.spawn(|| tally_in_file_order(c, mid..c.len()));
+        let tail = s.spawn(|| tally_in_file_order(cap, mid..c.len()));
         (
-            tally_in_file_order(c, 0..mid),
+            tally_in_file_order(cap, 0..mid),
             tail.join().expect("RTP tally"),
         )
     });
@@ -114,10 +117,10 @@ pub fn classify(c: &Columns) -> Streams {
         }
         _ => {
             let mut streams = Tally::default();
-            let mut rows: Vec<usize> = (0..c.len()).filter(|&i| candidate(c, i)).collect();
+            let mut rows: Vec<usize> = (0..c.len()).filter(|&i| candidate(cap, i)).collect();
             rows.sort_by_key(|&i| order_t(c.t_ns[i]));
             for i in rows {
-                tally(&mut streams, c, i);
+                tally(&mut streams, cap, i);
             }
             streams
         }
@@ -155,20 +158,21 @@ fn order_t(t: i64) -> (bool, i64) {
 
 /// The number of the stream of `streams` packet `i` is in, if it is RTP (not RTCP).
 #[inline]
-pub fn stream_number(c: &Columns, i: usize, streams: &Streams) -> Option<u32> {
-    if c.ip_version[i] == 0 || !c.has_rtp[i] || rtcp_like(c, i) || streams.is_empty() {
+pub fn stream_number(cap: &Capture, i: usize, streams: &Streams) -> Option<u32> {
+    let c = &cap.columns;
+    if !c.has_rtp[i] || rtcp_like(c, i) || streams.is_empty() || cap.flow(i).is_none() {
         return None;
     }
     streams
-        .get(&stream_key(c.flow_hash[i], Some(c.rtp_ssrc[i])))
+        .get(&stream_key(cap.flow_hash(i), Some(c.rtp_ssrc[i])))
         .copied()
 }
 
 /// Per packet: in one of `streams` (and not RTCP).
 #[cfg(test)]
-pub fn mark(c: &Columns, streams: &Streams) -> Vec<bool> {
-    (0..c.len())
-        .map(|i| stream_number(c, i, streams).is_some())
+pub fn mark(cap: &Capture, streams: &Streams) -> Vec<bool> {
+    (0..cap.columns.len())
+        .map(|i| stream_number(cap, i, streams).is_some())
         .collect()
 }
 
@@ -176,20 +180,32 @@ pub fn mark(c: &Columns, streams: &Streams) -> Vec<bool> {
 mod tests {
     use super::*;
 
-    fn udp_rtp(seqs: &[u16], ssrc: u32) -> Columns {
+    /// One IPv4 UDP flow of RTP-shaped packets with sequence numbers `seqs`, one per
+    /// nanosecond.
+    fn udp_rtp(seqs: &[u16], ssrc: u32) -> Capture {
         let n = seqs.len();
-        Columns {
+        let columns = Columns {
             t_ns: (0..n as i64).collect(),
-            ip_version: vec![4; n],
-            proto: vec![UDP; n],
-            flow_hash: vec![42; n],
+            flow_idx: vec![0; n],
             has_rtp: vec![true; n],
             rtp_ssrc: vec![ssrc; n],
             rtp_seq: seqs.to_vec(),
             rtp_marker: vec![false; n],
             rtp_pt: vec![96; n],
             ..Default::default()
-        }
+        };
+        let mut flows = crate::decode::FlowTable::default();
+        flows.intern(&crate::decode::Packet {
+            ip_version: 4,
+            proto: UDP,
+            ports: (5004 << 16) | 5004,
+            ..Default::default()
+        });
+        Capture::of(columns, flows)
+    }
+
+    fn flow(c: &Capture) -> u64 {
+        c.flow_hash(0)
     }
 
     #[test]
@@ -197,7 +213,7 @@ mod tests {
         let seqs: Vec<u16> = (0..20).map(|i| 65530u16.wrapping_add(i)).collect();
         let c = udp_rtp(&seqs, 7);
         let streams = classify(&c);
-        assert!(streams.contains_key(&stream_key(42, Some(7))));
+        assert!(streams.contains_key(&stream_key(flow(&c), Some(7))));
         assert!(mark(&c, &streams).iter().all(|&b| b));
     }
 
@@ -207,12 +223,12 @@ mod tests {
         let seqs: Vec<u16> = (0..40).collect();
         let mut c = udp_rtp(&seqs, 7);
         let file_order: Vec<usize> = (0..40).map(|i| (i * 17) % 40).collect();
-        c.t_ns = file_order.iter().map(|&i| i as i64).collect();
-        c.rtp_seq = file_order.iter().map(|&i| seqs[i]).collect();
-        assert!(classify(&c).contains_key(&stream_key(42, Some(7))));
+        c.columns.t_ns = file_order.iter().map(|&i| i as i64).collect();
+        c.columns.rtp_seq = file_order.iter().map(|&i| seqs[i]).collect();
+        assert!(classify(&c).contains_key(&stream_key(flow(&c), Some(7))));
         // and a stream that is in order in the file but not in time is not RTP
         let mut c = udp_rtp(&seqs, 7);
-        c.t_ns = file_order.iter().map(|&i| i as i64).collect();
+        c.columns.t_ns = file_order.iter().map(|&i| i as i64).collect();
         assert!(classify(&c).is_empty());
     }
 
@@ -221,13 +237,13 @@ mod tests {
         // The halves interleave in time: in time order the sequence numbers step by 40
         // (in order), in file order by 80 (out of order).
         let mut c = udp_rtp(&[0; 10], 7);
-        c.t_ns = vec![0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
-        c.rtp_seq = c.t_ns.iter().map(|&t| t as u16 * 40).collect();
-        assert!(classify(&c).contains_key(&stream_key(42, Some(7))));
+        c.columns.t_ns = vec![0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
+        c.columns.rtp_seq = c.columns.t_ns.iter().map(|&t| t as u16 * 40).collect();
+        assert!(classify(&c).contains_key(&stream_key(flow(&c), Some(7))));
         // one stream split between the halves is joined into one run
         let seqs: Vec<u16> = (0..9).collect();
         let mut c = udp_rtp(&seqs, 7);
-        c.rtp_seq[5] = 900; // 2 of 8 steps out of order: 75 % < 80 %
+        c.columns.rtp_seq[5] = 900; // 2 of 8 steps out of order: 75 % < 80 %
         assert!(classify(&c).is_empty());
     }
 
@@ -242,8 +258,8 @@ mod tests {
     fn rtcp_on_the_rtp_port_is_left_out() {
         let seqs: Vec<u16> = (0..20).collect();
         let mut c = udp_rtp(&seqs, 7);
-        c.rtp_marker[3] = true;
-        c.rtp_pt[3] = 72;
+        c.columns.rtp_marker[3] = true;
+        c.columns.rtp_pt[3] = 72;
         let marked = mark(&c, &classify(&c));
         assert!(!marked[3] && marked[4]);
     }

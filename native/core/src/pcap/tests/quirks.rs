@@ -69,7 +69,7 @@ fn ipv6_jumbograms_take_the_jumbo_payload_length() {
     let c = read(&pcap(false, false, 200, 1, &recs));
     assert_eq!(c.columns.ip_len, vec![ip_len]);
     assert!(ip_len > 65_535 + 40);
-    assert_eq!(c.columns.proto, vec![6]);
+    assert_eq!(per_packet(&c).proto, vec![6]);
     assert_eq!(c.columns.tcp_payload_len, vec![70_000]);
     assert_eq!((c.quirks.jumbograms, c.quirks.len_from_frame), (1, 0));
 
@@ -102,7 +102,11 @@ fn out_of_range_sub_second_fields_are_kept_without_a_time() {
                 8_000_000_000
             ]
         );
-        assert_eq!(c.columns.ip_version, vec![4; 4], "the packets are kept");
+        assert_eq!(
+            per_packet(&c).ip_version,
+            vec![4; 4],
+            "the packets are kept"
+        );
         assert_eq!(c.quirks.bad_timestamps, 2);
         let second = 24 + 16 + f.len();
         assert_eq!(c.quirks.first_bad_timestamp_at, Some(second as u64));
