@@ -19,6 +19,13 @@ pub enum Values<'a> {
         index: &'a [u32],
         dict: &'a [String],
     },
+    /// Per row an index into `dict`, unsigned integers of `bits` (8, 16 or 32) bits: a
+    /// field of a row's flow, written as a dictionary of one entry per flow.
+    Indexed {
+        index: &'a [u32],
+        dict: &'a [u32],
+        bits: u8,
+    },
 }
 
 impl<'a> Values<'a> {
@@ -34,6 +41,11 @@ impl<'a> Values<'a> {
             Values::Str { index, dict } => Values::Str {
                 index: &index[at],
                 dict,
+            },
+            Values::Indexed { index, dict, bits } => Values::Indexed {
+                index: &index[at],
+                dict,
+                bits,
             },
         }
     }
@@ -51,6 +63,11 @@ pub enum Owned<'a> {
     Str {
         index: Vec<u32>,
         dict: Cow<'a, [String]>,
+    },
+    Indexed {
+        index: Vec<u32>,
+        dict: Cow<'a, [u32]>,
+        bits: u8,
     },
 }
 
@@ -71,6 +88,11 @@ impl<'a> Owned<'a> {
                 index: take(index, rows),
                 dict: Cow::Borrowed(dict),
             },
+            Values::Indexed { index, dict, bits } => Owned::Indexed {
+                index: take(index, rows),
+                dict: Cow::Borrowed(dict),
+                bits,
+            },
         }
     }
 
@@ -87,6 +109,11 @@ impl<'a> Owned<'a> {
                 index: kept_values(index, valid),
                 dict: Cow::Borrowed(dict),
             },
+            Values::Indexed { index, dict, bits } => Owned::Indexed {
+                index: kept_values(index, valid),
+                dict: Cow::Borrowed(dict),
+                bits,
+            },
         }
     }
 
@@ -99,6 +126,11 @@ impl<'a> Owned<'a> {
             Owned::F64(v) => Values::F64(v),
             Owned::Bool(v) => Values::Bool(v),
             Owned::Str { index, dict } => Values::Str { index, dict },
+            Owned::Indexed { index, dict, bits } => Values::Indexed {
+                index,
+                dict,
+                bits: *bits,
+            },
         }
     }
 }
@@ -154,7 +186,7 @@ impl<'a> Column<'a> {
             Values::I64(v) => v.len(),
             Values::F64(v) => v.len(),
             Values::Bool(v) => v.len(),
-            Values::Str { index, .. } => index.len(),
+            Values::Str { index, .. } | Values::Indexed { index, .. } => index.len(),
         }
     }
 
@@ -168,6 +200,7 @@ impl<'a> Column<'a> {
             Values::F64(_) => (DOUBLE, None, false),
             Values::Bool(_) => (BOOLEAN, None, false),
             Values::Str { .. } => (BYTE_ARRAY, None, true),
+            Values::Indexed { bits, .. } => (INT32, Some(bits as i8), false),
         }
     }
 }

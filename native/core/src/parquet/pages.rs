@@ -123,6 +123,10 @@ fn dictionary(values: &Values<'_>) -> Option<Dictionary> {
             }
             (!dict.is_empty()).then(|| (page_dict, index.to_vec(), dict.len()))
         }
+        Values::Indexed { index, dict, .. } => {
+            let page_dict = dict.iter().flat_map(|&v| v.to_le_bytes()).collect();
+            (!dict.is_empty()).then(|| (page_dict, index.to_vec(), dict.len()))
+        }
         _ => None,
     }
 }
@@ -159,6 +163,9 @@ fn plain_values(page: &mut Vec<u8>, values: &Values<'_>) {
         Values::I64(v) => plain_fixed(page, v, i64::to_le_bytes),
         Values::F64(v) => plain_fixed(page, v, f64::to_le_bytes),
         Values::Bool(v) => pack_flags(page, v),
+        Values::Indexed { index, dict, .. } => {
+            plain_i32(page, index, |k| dict[k as usize] as i32);
+        }
         Values::Str { index, dict } => {
             for &k in index {
                 let s = dict[k as usize].as_bytes();

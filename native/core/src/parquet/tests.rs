@@ -141,3 +141,30 @@ fn a_column_null_in_every_row_is_one_run_of_levels_and_no_values() {
     let page = chunk.pieces.last().expect("a data page");
     assert_eq!(page.as_slice(), &[3, 0, 0, 0, 0xd0, 0x0f, 0]);
 }
+
+#[test]
+fn an_indexed_column_is_its_dictionary_and_the_indices() {
+    // Three flows' ports, and rows of flows 2, 0, 2, 1.
+    let (ports, flow_of_row) = ([80u32, 443, 5004], [2u32, 0, 2, 1]);
+    let col = Column::direct(
+        "sport",
+        Values::Indexed {
+            index: &flow_of_row,
+            dict: &ports,
+            bits: 16,
+        },
+        None,
+    );
+    assert_eq!(col.physical(), (INT32, Some(16), false));
+    let chunk = pages::column_chunk(&col, 0, 4, false);
+    assert_eq!(chunk.encoding, RLE_DICTIONARY);
+    // The dictionary page's entries are the ports, PLAIN; the data page ends with the
+    // index width (2 bits) and one bit-packed run of 8 indices (4 rows, then padding).
+    let dict_page = &chunk.pieces[1];
+    assert_eq!(
+        dict_page.as_slice(),
+        &[80, 0, 0, 0, 187, 1, 0, 0, 140, 19, 0, 0]
+    );
+    let data = chunk.pieces.last().expect("a data page");
+    assert_eq!(&data[data.len() - 4..], &[2, 3, 0b0110_0010, 0]);
+}

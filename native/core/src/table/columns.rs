@@ -31,9 +31,43 @@ pub struct Sources {
     pub(super) twins: Vec<u32>,
     pub(super) span_ns: Option<(i64, i64)>,
     pub(super) guard_ns: i64,
-    /// The ingress capture's addresses, by `flow_idx`.
+    /// The ingress capture's addresses and other fields of its flows, by `flow_idx`.
     src: Vec<String>,
     dst: Vec<String>,
+    flow_fields: FlowFields,
+}
+
+/// Fields of a capture's flows, by `flow_idx` (as the dictionary of a column that reads
+/// its rows' flows).
+struct FlowFields {
+    ip_version: Vec<u32>,
+    proto: Vec<u32>,
+    sport: Vec<u32>,
+    dport: Vec<u32>,
+}
+
+impl FlowFields {
+    fn of(cap: &Capture) -> FlowFields {
+        let field = |f: fn(&FlowKey) -> u32| cap.flows.keys.iter().map(f).collect();
+        FlowFields {
+            ip_version: field(|k| k.ip_version().into()),
+            proto: field(|k| k.proto().into()),
+            sport: field(|k| k.sport().into()),
+            dport: field(|k| k.dport().into()),
+        }
+    }
+}
+
+impl Sources {
+    /// A field of each packet's flow: `by_flow` (`bits`-bit unsigned integers) read
+    /// through the ingress capture's `flow_idx`.
+    fn of_flows<'a>(&'a self, by_flow: &'a [u32], bits: u8) -> Values<'a> {
+        Values::Indexed {
+            index: &self.caps.ingress.columns.flow_idx,
+            dict: by_flow,
+            bits,
+        }
+    }
 }
 
 /// A field of the ingress capture.
@@ -200,6 +234,7 @@ pub fn packet_table(
     let rtp = std::mem::take(&mut ing.rtp_by_row);
     let (src, dst) = addresses(ing.cap);
     let s = Sources {
+        flow_fields: FlowFields::of(ing.cap),
         caps,
         rtp,
         rows,
@@ -228,8 +263,10 @@ pub fn packet_table(
 
     let mut t = Table::with_rows(n);
     t.push("flow_id", Owned::U32(ids), None);
-    t.push_derived("proto", Derived::Proto);
-    t.push_derived("ip_version", Derived::IpVersion);
+    let proto: Field = |s| s.of_flows(&s.flow_fields.proto, 8);
+    t.push_ingress("proto", proto, None);
+    let ip_version: Field = |s| s.of_flows(&s.flow_fields.ip_version, 8);
+    t.push_ingress("ip_version", ip_version, None);
     let src: Field = |s| Values::Str {
         index: &s.caps.ingress.columns.flow_idx,
         dict: &s.src,
@@ -240,8 +277,11 @@ pub fn packet_table(
     };
     t.push_ingress("src", src, None);
     t.push_ingress("dst", dst, None);
-    t.push_derived("sport", Derived::Sport);
-    t.push_derived("dport", Derived::Dport);
+    let ports: Option<Flag> = Some(|s| &s.caps.ingress.columns.has_ports);
+    let sport: Field = |s| s.of_flows(&s.flow_fields.sport, 16);
+    t.push_ingress("sport", sport, ports);
+    let dport: Field = |s| s.of_flows(&s.flow_fields.dport, 16);
+    t.push_ingress("dport", dport, ports);
     t.push_ingress(
         "size_bytes",
         |s| Values::U32(&s.caps.ingress.columns.ip_len),

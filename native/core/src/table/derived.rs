@@ -3,19 +3,12 @@
 
 use super::columns::Sources;
 use super::NO_TIMESTAMP;
-use crate::decode::FlowKey;
 use crate::matcher::NONE;
 use crate::parquet::{Owned, Values};
-use crate::pcap::Capture;
 
-/// The columns computed from a row's ingress packet and its egress twin, or from its
-/// flow (which the capture's columns do not repeat per packet).
+/// The columns computed from a row's ingress packet and its egress twin.
 #[derive(Clone, Copy)]
 pub(super) enum Derived {
-    IpVersion,
-    Proto,
-    Sport,
-    Dport,
     TIngress,
     TEgress,
     Delay,
@@ -29,8 +22,6 @@ impl Derived {
     /// An empty slice of the column's type.
     pub(super) fn prototype(self) -> Values<'static> {
         match self {
-            Derived::IpVersion | Derived::Proto => Values::U8(&[]),
-            Derived::Sport | Derived::Dport => Values::U16(&[]),
             Derived::TIngress | Derived::TEgress => Values::I64(&[]),
             Derived::Delay => Values::F64(&[]),
             Derived::Lost | Derived::CeMarked => Values::Bool(&[]),
@@ -70,19 +61,8 @@ impl Derived {
             })
         }
         let matched = || Some(twins.iter().map(|&j| j != NONE).collect());
-        // A field of each row's flow (the rows are IP packets: each has one).
-        fn of_flow<T: Default>(cap: &Capture, rows: &[u32], field: fn(&FlowKey) -> T) -> Vec<T> {
-            let field = |r: &u32| cap.flow(*r as usize).map_or_else(T::default, field);
-            rows.iter().map(field).collect()
-        }
-        let ports = || Some(rows.iter().map(|&r| c.has_ports[r as usize]).collect());
-        let ing = &s.caps.ingress;
         let known = |t: &[i64]| Some(t.iter().map(|&t| t != NO_TIMESTAMP).collect());
         match self {
-            Derived::IpVersion => (Owned::U8(of_flow(ing, rows, FlowKey::ip_version)), None),
-            Derived::Proto => (Owned::U8(of_flow(ing, rows, FlowKey::proto)), None),
-            Derived::Sport => (Owned::U16(of_flow(ing, rows, FlowKey::sport)), ports()),
-            Derived::Dport => (Owned::U16(of_flow(ing, rows, FlowKey::dport)), ports()),
             Derived::TIngress => {
                 let t: Vec<i64> = t_in().collect();
                 let ok = known(&t);
