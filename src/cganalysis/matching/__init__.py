@@ -9,9 +9,12 @@ table and loss verdicts (:mod:`.table`), the flow table (:mod:`.flows`) and the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+# Not `typing.TYPE_CHECKING`: `cganalysis packets` starts the native match from
+# cganalysis.matching.early, after this package, and typing would be imported before it.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from cganalysis.matching.options import MatchOptions
     from cganalysis.matching.pipeline import MatchedPackets, match_captures, match_files
 
