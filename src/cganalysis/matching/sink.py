@@ -4,8 +4,6 @@ only when :meth:`ParquetSink.commit` is called, its provenance added to the foot
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -14,7 +12,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from cganalysis import schemas
-from cganalysis.io import METADATA_KEY
+from cganalysis.io import METADATA_KEY, new_partial
 
 #: Rows gathered before a row group is written (small batches are merged).
 ROW_GROUP = 1 << 17
@@ -27,9 +25,7 @@ class ParquetSink:
         self.path = path
         self.rows = 0
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-        os.close(fd)
-        self._tmp = Path(name)
+        self._tmp = new_partial(path)
         self._arrow = schemas.empty(schema).to_arrow().schema
         # as cganalysis.io.write_parquet(fast=True): zstd level 1, no column statistics; and
         # dictionaries only for the address strings (for every column they took 2.5 times
@@ -65,9 +61,6 @@ class ParquetSink:
         if provenance:
             self._writer.add_key_value_metadata({METADATA_KEY: json.dumps(provenance, default=str)})
         self._writer.close()
-        umask = os.umask(0)
-        os.umask(umask)
-        self._tmp.chmod(0o666 & ~umask)
         self._tmp.replace(to or self.path)
 
     def abort(self) -> None:
