@@ -51,6 +51,7 @@ pub(crate) fn columns_to_dict<'py>(
         let of = |&i: &u32| flows.keys.get(i as usize).map_or_else(T::default, field);
         idx.iter().map(of).collect::<Vec<T>>().into_pyarray(py)
     }
+    d.set_item("interface_id", c.interface_ids().into_pyarray(py))?;
     let idx = &c.flow_idx;
     d.set_item(
         "ip_version",
@@ -62,7 +63,7 @@ pub(crate) fn columns_to_dict<'py>(
     let hash: Vec<u64> = idx.iter().map(|&i| flows.hash_of(i)).collect();
     d.set_item("flow_hash", hash.into_pyarray(py))?;
     d.set_item("t_ns", c.t_ns.into_pyarray(py))?;
-    d.set_item("interface_id", c.interface_id.into_pyarray(py))?;
+
     d.set_item("wire_len", c.wire_len.into_pyarray(py))?;
     d.set_item("cap_len", c.cap_len.into_pyarray(py))?;
     d.set_item("flow_idx", c.flow_idx.into_pyarray(py))?;

@@ -75,7 +75,11 @@ impl Builder {
         let rows = &self.rows[..self.n_rows];
         let c = &mut self.cols;
         c.t_ns.extend(rows.iter().map(|r| r.t_ns));
-        c.interface_id.extend(rows.iter().map(|r| r.interface_id));
+        // Kept only once a packet of another interface than 0 comes (zeros filled in).
+        if !c.interface_id.is_empty() || rows.iter().any(|r| r.interface_id != 0) {
+            c.interface_id.resize(c.t_ns.len() - rows.len(), 0);
+            c.interface_id.extend(rows.iter().map(|r| r.interface_id));
+        }
         c.wire_len.extend(rows.iter().map(|r| r.wire_len));
         c.cap_len.extend(rows.iter().map(|r| r.cap_len));
         c.flow_idx.extend(rows.iter().map(|r| r.flow_idx));

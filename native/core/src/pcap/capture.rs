@@ -132,6 +132,8 @@ fn column<T>(n: usize) -> Vec<T> {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Columns {
     pub t_ns: Vec<i64>,
+    /// Empty when every packet's interface is 0 (all pcap files, and pcapng files of one
+    /// interface): read it through [`Columns::interface_id`].
     pub interface_id: Vec<u32>,
     pub wire_len: Vec<u32>,
     pub cap_len: Vec<u32>,
@@ -162,7 +164,7 @@ impl Columns {
     pub(super) fn with_capacity(n: usize) -> Columns {
         Columns {
             t_ns: column(n),
-            interface_id: column(n),
+            interface_id: Vec::new(),
             wire_len: column(n),
             cap_len: column(n),
             flow_idx: column(n),
@@ -191,6 +193,19 @@ impl Columns {
 
     pub fn len(&self) -> usize {
         self.t_ns.len()
+    }
+
+    /// The interface of packet `i` (a pcapng interface id; 0 in a pcap file).
+    #[inline]
+    pub fn interface_id(&self, i: usize) -> u32 {
+        self.interface_id.get(i).copied().unwrap_or(0)
+    }
+
+    /// Every packet's interface (see [`Columns::interface_id`]).
+    pub fn interface_ids(&self) -> Vec<u32> {
+        let mut ids = self.interface_id.clone();
+        ids.resize(self.len(), 0);
+        ids
     }
 
     pub fn is_empty(&self) -> bool {

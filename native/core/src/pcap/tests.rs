@@ -347,9 +347,15 @@ fn append(all: &mut Columns, c: Columns) {
     macro_rules! cat {
         ($($f:ident),*) => { $(all.$f.extend(c.$f);)* };
     }
+    // Interface ids are kept only when one is not 0: so for the whole as for a read.
+    let ids = [all.interface_ids(), c.interface_ids()].concat();
+    all.interface_id = if ids.iter().any(|&id| id != 0) {
+        ids
+    } else {
+        Vec::new()
+    };
     cat!(
         t_ns,
-        interface_id,
         wire_len,
         cap_len,
         flow_idx,
@@ -451,7 +457,7 @@ fn pcap_all_magics() {
             assert_eq!(c.snaplen, 128);
             let want = 1_700_000_000_000_000_000 + if nano { 123_456_789 } else { 123_456_000 };
             assert_eq!(c.columns.t_ns, vec![want]);
-            assert_eq!(c.columns.interface_id, vec![0]);
+            assert_eq!(c.columns.interface_ids(), vec![0]);
             assert_eq!(c.columns.wire_len, vec![frame.len() as u32]);
             assert_eq!(c.columns.cap_len, vec![frame.len() as u32]);
             assert_eq!(c.interfaces.len(), 1);
@@ -937,6 +943,29 @@ fn snaplen_truncation() {
 // ---------------------------------------------------------------- pcapng
 
 #[test]
+fn interface_ids_are_kept_only_once_one_is_not_0() {
+    let mut ng = Ng::new(false);
+    ng.idb(1, 65535, &[]);
+    ng.idb(1, 65535, &[]);
+    // More packets on interface 0 than the reader decodes in a batch, then one on 1.
+    for i in 0..600 {
+        ng.epb(0, i, &udp_frame(), 60);
+    }
+    let c = read(&ng.out);
+    assert!(c.columns.interface_id.is_empty(), "all 0: no column");
+    assert_eq!(c.columns.interface_ids(), vec![0; 600]);
+    ng.epb(1, 600, &udp_frame(), 60);
+    let c = read(&ng.out);
+    let mut want = vec![0; 600];
+    want.push(1);
+    assert_eq!(c.columns.interface_id, want);
+    assert_eq!(
+        (c.columns.interface_id(0), c.columns.interface_id(600)),
+        (0, 1)
+    );
+}
+
+#[test]
 fn pcapng_two_interfaces() {
     for be in [false, true] {
         let mut ng = Ng::new(be);
@@ -957,7 +986,7 @@ fn pcapng_two_interfaces() {
             c.columns.t_ns,
             vec![1_700_000_000_123_456_789, 13_500_000_000 + 953]
         );
-        assert_eq!(c.columns.interface_id, vec![0, 1]);
+        assert_eq!(c.columns.interface_ids(), vec![0, 1]);
         assert_eq!(c.columns.wire_len[0], 999);
         assert_eq!(per_packet(&c).ip_version, vec![4, 4]);
         assert_eq!(c.interfaces.len(), 2);
@@ -994,7 +1023,7 @@ fn pcapng_simple_packet_block() {
     ng.idb(1, 0, &[]);
     let c = read(&ng.out);
     assert_eq!(c.columns.t_ns, vec![NO_TIMESTAMP]);
-    assert_eq!(c.columns.interface_id, vec![0]);
+    assert_eq!(c.columns.interface_ids(), vec![0]);
     assert_eq!(c.columns.wire_len, vec![frame.len() as u32]);
     assert_eq!(c.columns.cap_len, vec![50]);
     assert_eq!(per_packet(&c).sport, vec![5004]);
@@ -1103,7 +1132,7 @@ fn pcapng_sections_reset_interfaces() {
     assert!(!c.big_endian);
     assert_eq!(c.interfaces.len(), 3);
     assert_eq!(c.snaplen, 300);
-    assert_eq!(c.columns.interface_id, vec![0, 2, 1]);
+    assert_eq!(c.columns.interface_ids(), vec![0, 2, 1]);
     assert_eq!(c.columns.t_ns, vec![1000, 2000, 3000]);
     assert_eq!(per_packet(&c).ip_version, vec![4, 4, 4]);
 }

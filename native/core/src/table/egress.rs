@@ -40,7 +40,7 @@ pub fn egress_only(
     t.push("t_ns", Owned::I64(t_ns), Some(known));
     t.push(
         "interface_id",
-        Owned::U32(gather(&rows, &e.interface_id)),
+        Owned::U32(rows.iter().map(|&i| e.interface_id(i)).collect()),
         None,
     );
     t.push(

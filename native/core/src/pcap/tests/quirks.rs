@@ -201,7 +201,7 @@ fn pcapng_undecodable_interface_is_skipped() {
     ng.epb(1, 3_000, &[1, 2, 3, 4], 4);
     ng.epb(0, 4_000, &f, f.len() as u32);
     let c = read(&ng.out);
-    assert_eq!(c.columns.interface_id, vec![0, 0]);
+    assert_eq!(c.columns.interface_ids(), vec![0, 0]);
     assert_eq!(c.columns.t_ns, vec![1_000_000, 4_000_000]);
     assert_eq!(c.quirks.skipped_packets, 2);
     assert_eq!(c.interfaces.len(), 2);
