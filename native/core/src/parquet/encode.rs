@@ -111,23 +111,30 @@ pub(super) fn pack_hybrid(out: &mut Vec<u8>, values: &[u32], width: u8) {
     pack_width(out, values, groups * 8 - values.len(), u32::from(width));
 }
 
-/// Definition levels (max level 1) in the RLE/bit-packing hybrid, with the v1 page's
-/// 4-byte length: one RLE run when every row is valid (`valid` None) or none is (`kept`
-/// 0), bit-packed otherwise.
-pub(super) fn def_levels(page: &mut Vec<u8>, valid: Option<&[bool]>, kept: usize, n: usize) {
+/// Definition levels (max level 1) of `n` rows in the RLE/bit-packing hybrid, with the
+/// v1 page's 4-byte length, and how many rows are valid: one RLE run when every row is
+/// (`valid` None or all set) or none is, bit-packed otherwise. The flags are packed
+/// first and counted from the packed bytes, an eighth of the bytes to count.
+pub(super) fn def_levels(valid: Option<&[bool]>, n: usize) -> (Vec<u8>, usize) {
     let mut enc = Vec::new();
-    match valid {
-        Some(v) if kept > 0 => {
+    let mut kept = n;
+    if let Some(v) = valid {
+        let mut packed = Vec::with_capacity(n.div_ceil(8));
+        pack_flags(&mut packed, v);
+        kept = packed.iter().map(|b| b.count_ones() as usize).sum();
+        if 0 < kept && kept < n {
             uleb(&mut enc, ((n.div_ceil(8) as u64) << 1) | 1);
-            pack_flags(&mut enc, v);
-        }
-        _ => {
-            uleb(&mut enc, (n as u64) << 1);
-            enc.push(u8::from(kept > 0));
+            enc.extend_from_slice(&packed);
         }
     }
-    page.extend_from_slice(&(enc.len() as u32).to_le_bytes());
-    page.extend_from_slice(&enc);
+    if enc.is_empty() {
+        uleb(&mut enc, (n as u64) << 1);
+        enc.push(u8::from(kept > 0));
+    }
+    let mut levels = Vec::with_capacity(enc.len() + 4);
+    levels.extend_from_slice(&(enc.len() as u32).to_le_bytes());
+    levels.extend_from_slice(&enc);
+    (levels, kept)
 }
 
 /// `values` DELTA_BINARY_PACKED: a header (block size, miniblocks per block, count, first

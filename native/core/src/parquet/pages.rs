@@ -64,11 +64,11 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize, contiguou
     }
     let n = end - start;
     let valid = col.valid.map(|v| &v[start..end]);
-    let kept = valid.map_or(n, |v| v.iter().map(|&k| usize::from(k)).sum());
+    let (levels, kept) = def_levels(valid, n);
     // No null in these rows: the encodings below take their unmasked paths.
     let valid = valid.filter(|_| kept < n);
     let mut page = Vec::with_capacity(kept * 8 + 64);
-    def_levels(&mut page, valid, kept, n);
+    page.extend_from_slice(&levels);
     // The non-null values, next to each other: the encodings below see no nulls.
     let compacted = valid.map(|ok| Owned::kept(&col.values.slice(start..end), ok));
     let values = compacted
