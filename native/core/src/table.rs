@@ -137,10 +137,10 @@ impl<'a> Point<'a> {
                 cap.flows.hashes[c.flow_idx[i] as usize],
                 or0(c.has_ip_id[i], c.ip_id[i]),
                 c.ip_len[i],
-                or0(c.has_tcp[i], c.tcp_seq[i]),
-                or0(c.has_tcp[i], c.tcp_ack[i]),
-                or0(c.has_rtp[i], c.rtp_ssrc[i]),
-                if c.has_rtp[i] { c.rtp_seq[i] } else { 0 },
+                c.tcp_seq(i),
+                c.tcp_ack(i),
+                c.rtp_ssrc(i),
+                c.rtp_seq(i),
                 c.l4_hash[i],
             ));
         }

@@ -1,7 +1,7 @@
 //! Binding of `cga_core::pcap`: `read_capture(path) -> dict`.
 
 use cga_core::decode::{FlowKey, FlowTable};
-use cga_core::pcap::{read_file, Capture, ReadError};
+use cga_core::pcap::{read_file, Capture, Columns, ReadError};
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -42,6 +42,20 @@ pub(crate) fn columns_to_dict<'py>(
     flows: &FlowTable,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
+    // The TCP and RTP fields, which share columns, each with 0 where it does not apply.
+    fn each<T>(c: &Columns, f: fn(&Columns, usize) -> T) -> Vec<T> {
+        (0..c.len()).map(|i| f(c, i)).collect()
+    }
+    let (tcp_seq, tcp_ack, tcp_flags) = (
+        each(&c, Columns::tcp_seq),
+        each(&c, Columns::tcp_ack),
+        each(&c, Columns::tcp_flags),
+    );
+    let (rtp_ssrc, rtp_seq, rtp_ts) = (
+        each(&c, Columns::rtp_ssrc),
+        each(&c, Columns::rtp_seq),
+        each(&c, Columns::rtp_ts),
+    );
     fn per_packet<'py, T: Default + numpy::Element>(
         py: Python<'py>,
         idx: &[u32],
@@ -74,15 +88,15 @@ pub(crate) fn columns_to_dict<'py>(
     d.set_item("dscp", c.dscp.into_pyarray(py))?;
     d.set_item("ecn", c.ecn.into_pyarray(py))?;
     d.set_item("ttl", c.ttl.into_pyarray(py))?;
-    d.set_item("tcp_seq", c.tcp_seq.into_pyarray(py))?;
-    d.set_item("tcp_ack", c.tcp_ack.into_pyarray(py))?;
-    d.set_item("tcp_flags", c.tcp_flags.into_pyarray(py))?;
+    d.set_item("tcp_seq", tcp_seq.into_pyarray(py))?;
+    d.set_item("tcp_ack", tcp_ack.into_pyarray(py))?;
+    d.set_item("tcp_flags", tcp_flags.into_pyarray(py))?;
     d.set_item("tcp_payload_len", c.tcp_payload_len.into_pyarray(py))?;
     d.set_item("has_tcp", c.has_tcp.into_pyarray(py))?;
     d.set_item("has_rtp", c.has_rtp.into_pyarray(py))?;
-    d.set_item("rtp_ssrc", c.rtp_ssrc.into_pyarray(py))?;
-    d.set_item("rtp_seq", c.rtp_seq.into_pyarray(py))?;
-    d.set_item("rtp_ts", c.rtp_ts.into_pyarray(py))?;
+    d.set_item("rtp_ssrc", rtp_ssrc.into_pyarray(py))?;
+    d.set_item("rtp_seq", rtp_seq.into_pyarray(py))?;
+    d.set_item("rtp_ts", rtp_ts.into_pyarray(py))?;
     d.set_item("rtp_marker", c.rtp_marker.into_pyarray(py))?;
     d.set_item("rtp_pt", c.rtp_pt.into_pyarray(py))?;
     d.set_item("l4_hash", c.l4_hash.into_pyarray(py))?;

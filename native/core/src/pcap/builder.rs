@@ -90,16 +90,18 @@ impl Builder {
         c.dscp.extend(rows.iter().map(|r| r.p.dscp));
         c.ecn.extend(rows.iter().map(|r| r.p.ecn));
         c.ttl.extend(rows.iter().map(|r| r.p.ttl));
-        c.tcp_seq.extend(rows.iter().map(|r| r.p.tcp_seq));
-        c.tcp_ack.extend(rows.iter().map(|r| r.p.tcp_ack));
-        c.tcp_flags.extend(rows.iter().map(|r| r.p.tcp_flags));
+        // A packet's TCP fields or its RTP fields are 0 (decoded from a fresh `Packet`):
+        // or-ed, they share columns.
+        c.tcp_seq_rtp_ssrc
+            .extend(rows.iter().map(|r| r.p.tcp_seq | r.p.rtp_ssrc));
+        c.tcp_ack_rtp_ts
+            .extend(rows.iter().map(|r| r.p.tcp_ack | r.p.rtp_ts));
+        c.tcp_flags_rtp_seq
+            .extend(rows.iter().map(|r| r.p.tcp_flags | r.p.rtp_seq));
         c.tcp_payload_len
             .extend(rows.iter().map(|r| r.p.tcp_payload_len));
         c.has_tcp.extend(rows.iter().map(|r| r.p.has_tcp));
         c.has_rtp.extend(rows.iter().map(|r| r.p.has_rtp));
-        c.rtp_ssrc.extend(rows.iter().map(|r| r.p.rtp_ssrc));
-        c.rtp_seq.extend(rows.iter().map(|r| r.p.rtp_seq));
-        c.rtp_ts.extend(rows.iter().map(|r| r.p.rtp_ts));
         c.rtp_marker.extend(rows.iter().map(|r| r.p.rtp_marker));
         c.rtp_pt.extend(rows.iter().map(|r| r.p.rtp_pt));
         c.l4_hash.extend(rows.iter().map(|r| r.p.l4_hash));
@@ -143,15 +145,12 @@ impl Builder {
             c.dscp.shrink_to_fit();
             c.ecn.shrink_to_fit();
             c.ttl.shrink_to_fit();
-            c.tcp_seq.shrink_to_fit();
-            c.tcp_ack.shrink_to_fit();
-            c.tcp_flags.shrink_to_fit();
+            c.tcp_seq_rtp_ssrc.shrink_to_fit();
+            c.tcp_ack_rtp_ts.shrink_to_fit();
+            c.tcp_flags_rtp_seq.shrink_to_fit();
             c.tcp_payload_len.shrink_to_fit();
             c.has_tcp.shrink_to_fit();
             c.has_rtp.shrink_to_fit();
-            c.rtp_ssrc.shrink_to_fit();
-            c.rtp_seq.shrink_to_fit();
-            c.rtp_ts.shrink_to_fit();
             c.rtp_marker.shrink_to_fit();
             c.rtp_pt.shrink_to_fit();
             c.l4_hash.shrink_to_fit();

@@ -145,15 +145,17 @@ pub struct Columns {
     pub dscp: Vec<u8>,
     pub ecn: Vec<u8>,
     pub ttl: Vec<u8>,
-    pub tcp_seq: Vec<u32>,
-    pub tcp_ack: Vec<u32>,
-    pub tcp_flags: Vec<u16>,
+    /// A TCP segment's sequence number, or an RTP-shaped UDP payload's SSRC: a packet is
+    /// one or the other (`has_tcp`, `has_rtp`), so the two share a column (0 for neither;
+    /// read them through [`Columns::tcp_seq`] and [`Columns::rtp_ssrc`]).
+    pub tcp_seq_rtp_ssrc: Vec<u32>,
+    /// The acknowledgement number, or the RTP timestamp.
+    pub tcp_ack_rtp_ts: Vec<u32>,
+    /// The TCP flags, or the RTP sequence number.
+    pub tcp_flags_rtp_seq: Vec<u16>,
     pub tcp_payload_len: Vec<u32>,
     pub has_tcp: Vec<bool>,
     pub has_rtp: Vec<bool>,
-    pub rtp_ssrc: Vec<u32>,
-    pub rtp_seq: Vec<u16>,
-    pub rtp_ts: Vec<u32>,
     pub rtp_marker: Vec<bool>,
     pub rtp_pt: Vec<u8>,
     pub l4_hash: Vec<u64>,
@@ -175,15 +177,12 @@ impl Columns {
             dscp: column(n),
             ecn: column(n),
             ttl: column(n),
-            tcp_seq: column(n),
-            tcp_ack: column(n),
-            tcp_flags: column(n),
+            tcp_seq_rtp_ssrc: column(n),
+            tcp_ack_rtp_ts: column(n),
+            tcp_flags_rtp_seq: column(n),
             tcp_payload_len: column(n),
             has_tcp: column(n),
             has_rtp: column(n),
-            rtp_ssrc: column(n),
-            rtp_seq: column(n),
-            rtp_ts: column(n),
             rtp_marker: column(n),
             rtp_pt: column(n),
             l4_hash: column(n),
@@ -199,6 +198,62 @@ impl Columns {
     #[inline]
     pub fn interface_id(&self, i: usize) -> u32 {
         self.interface_id.get(i).copied().unwrap_or(0)
+    }
+
+    /// Packet `i`'s TCP sequence number (0 when not TCP).
+    #[inline]
+    pub fn tcp_seq(&self, i: usize) -> u32 {
+        if self.has_tcp[i] {
+            self.tcp_seq_rtp_ssrc[i]
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    pub fn tcp_ack(&self, i: usize) -> u32 {
+        if self.has_tcp[i] {
+            self.tcp_ack_rtp_ts[i]
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    pub fn tcp_flags(&self, i: usize) -> u16 {
+        if self.has_tcp[i] {
+            self.tcp_flags_rtp_seq[i]
+        } else {
+            0
+        }
+    }
+
+    /// Packet `i`'s RTP SSRC (0 when its UDP payload is not RTP-shaped).
+    #[inline]
+    pub fn rtp_ssrc(&self, i: usize) -> u32 {
+        if self.has_rtp[i] {
+            self.tcp_seq_rtp_ssrc[i]
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    pub fn rtp_seq(&self, i: usize) -> u16 {
+        if self.has_rtp[i] {
+            self.tcp_flags_rtp_seq[i]
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    pub fn rtp_ts(&self, i: usize) -> u32 {
+        if self.has_rtp[i] {
+            self.tcp_ack_rtp_ts[i]
+        } else {
+            0
+        }
     }
 
     /// Every packet's interface (see [`Columns::interface_id`]).

@@ -366,15 +366,12 @@ fn append(all: &mut Columns, c: Columns) {
         dscp,
         ecn,
         ttl,
-        tcp_seq,
-        tcp_ack,
-        tcp_flags,
         tcp_payload_len,
+        tcp_seq_rtp_ssrc,
+        tcp_ack_rtp_ts,
+        tcp_flags_rtp_seq,
         has_tcp,
         has_rtp,
-        rtp_ssrc,
-        rtp_seq,
-        rtp_ts,
         rtp_marker,
         rtp_pt,
         l4_hash,
@@ -501,9 +498,9 @@ fn udp_rtp_fields_and_flow() {
     assert!(k.has_rtp[0]);
     assert_eq!(
         (
-            k.rtp_ssrc[0],
-            k.rtp_seq[0],
-            k.rtp_ts[0],
+            k.rtp_ssrc(0),
+            k.rtp_seq(0),
+            k.rtp_ts(0),
             k.rtp_marker[0],
             k.rtp_pt[0]
         ),
@@ -628,7 +625,7 @@ fn tcp_fields_and_hash() {
         (443, 50000)
     );
     assert_eq!(
-        (k.tcp_seq[0], k.tcp_ack[0], k.tcp_flags[0]),
+        (k.tcp_seq(0), k.tcp_ack(0), k.tcp_flags(0)),
         (1000, 2000, 0x1d8)
     );
     assert_eq!(k.tcp_payload_len[0], 100);
@@ -721,9 +718,9 @@ fn linux_cooked_v1_and_v2() {
     assert_eq!(per_packet(&c1).ip_version, vec![4, 0]);
     assert_eq!(per_packet(&c2).ip_version, vec![4, 0]);
     assert_eq!(c2.columns.truncated, vec![false, true]);
-    assert_eq!(c1.columns.tcp_seq[0], 3);
-    assert_eq!(c2.columns.tcp_seq[0], 3);
-    assert_eq!(c1.columns.tcp_flags[0], 2);
+    assert_eq!(c1.columns.tcp_seq(0), 3);
+    assert_eq!(c2.columns.tcp_seq(0), 3);
+    assert_eq!(c1.columns.tcp_flags(0), 2);
     assert_eq!(per_packet(&c1).flow_hash[0], per_packet(&c2).flow_hash[0]);
     assert_eq!(c1.columns.l4_hash[0], c2.columns.l4_hash[0]);
 }
@@ -866,7 +863,7 @@ fn ipv6_extension_headers_and_fragment() {
     assert_eq!((k.dscp[0], k.ecn[0], k.ttl[0]), (0x2e >> 2, 2, 33));
     assert!(k.has_tcp[0]);
     assert_eq!(
-        (per_packet(&c).sport[0], k.tcp_seq[0], k.tcp_ack[0]),
+        (per_packet(&c).sport[0], k.tcp_seq(0), k.tcp_ack(0)),
         (80, 11, 22)
     );
     assert_eq!(k.tcp_payload_len[0], 3);

@@ -313,17 +313,17 @@ pub fn packet_table(
     let tcp: Option<Flag> = Some(|s| &s.caps.ingress.columns.has_tcp);
     t.push_ingress(
         "tcp_seq",
-        |s| Values::U32(&s.caps.ingress.columns.tcp_seq),
+        |s| Values::U32(&s.caps.ingress.columns.tcp_seq_rtp_ssrc),
         tcp,
     );
     t.push_ingress(
         "tcp_ack",
-        |s| Values::U32(&s.caps.ingress.columns.tcp_ack),
+        |s| Values::U32(&s.caps.ingress.columns.tcp_ack_rtp_ts),
         tcp,
     );
     t.push_ingress(
         "tcp_flags",
-        |s| Values::U16(&s.caps.ingress.columns.tcp_flags),
+        |s| Values::U16(&s.caps.ingress.columns.tcp_flags_rtp_seq),
         tcp,
     );
     let payload: Field = |s| Values::U32(&s.caps.ingress.columns.tcp_payload_len);
@@ -331,18 +331,18 @@ pub fn packet_table(
     let rtp_flag: Option<Flag> = Some(|s| &s.rtp);
     t.push_ingress(
         "rtp_ssrc",
-        |s| Values::U32(&s.caps.ingress.columns.rtp_ssrc),
+        |s| Values::U32(&s.caps.ingress.columns.tcp_seq_rtp_ssrc),
         rtp_flag,
     );
     t.push_ingress(
         "rtp_seq",
-        |s| Values::U16(&s.caps.ingress.columns.rtp_seq),
+        |s| Values::U16(&s.caps.ingress.columns.tcp_flags_rtp_seq),
         rtp_flag,
     );
     t.push("rtp_seq_ext", Owned::I64(rtp_seq_ext), Some(is_rtp));
     t.push_ingress(
         "rtp_ts",
-        |s| Values::U32(&s.caps.ingress.columns.rtp_ts),
+        |s| Values::U32(&s.caps.ingress.columns.tcp_ack_rtp_ts),
         rtp_flag,
     );
     t.push_ingress(
@@ -363,7 +363,8 @@ pub fn packet_table(
 /// shortest way round the 16-bit circle (`cganalysis.capture.rtp.unwrap_rtp_seq`), and
 /// which rows are RTP.
 fn unwrap_rtp_seq(s: &Sources, ids: &[u32], flows: usize) -> (Vec<i64>, Vec<bool>) {
-    let seq = &s.caps.ingress.columns.rtp_seq;
+    // RTP rows only: their sequence numbers (the column is shared with TCP flags).
+    let seq = &s.caps.ingress.columns.tcp_flags_rtp_seq;
     let mut last: Vec<Option<(i64, u16)>> = vec![None; flows];
     s.rows
         .iter()

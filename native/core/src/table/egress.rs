@@ -21,7 +21,7 @@ pub fn egress_only(
     let ids: Vec<Option<u32>> = rows
         .iter()
         .map(|&i| {
-            let rtp = stream_number(eg.cap, i, streams).map(|_| e.rtp_ssrc[i]);
+            let rtp = stream_number(eg.cap, i, streams).map(|_| e.rtp_ssrc(i));
             flow_ids.find(stream_key(eg.cap.flow_hash(i), rtp))
         })
         .collect();
@@ -71,17 +71,17 @@ pub fn egress_only(
     t.push("ttl", Owned::U8(gather(&rows, &e.ttl)), None);
     t.push(
         "tcp_seq",
-        Owned::U32(gather(&rows, &e.tcp_seq)),
+        Owned::U32(rows.iter().map(|&i| e.tcp_seq(i)).collect()),
         tcp.clone(),
     );
     t.push(
         "tcp_ack",
-        Owned::U32(gather(&rows, &e.tcp_ack)),
+        Owned::U32(rows.iter().map(|&i| e.tcp_ack(i)).collect()),
         tcp.clone(),
     );
     t.push(
         "tcp_flags",
-        Owned::U16(gather(&rows, &e.tcp_flags)),
+        Owned::U16(rows.iter().map(|&i| e.tcp_flags(i)).collect()),
         tcp.clone(),
     );
     t.push(
@@ -91,15 +91,19 @@ pub fn egress_only(
     );
     t.push(
         "rtp_ssrc",
-        Owned::U32(gather(&rows, &e.rtp_ssrc)),
+        Owned::U32(rows.iter().map(|&i| e.rtp_ssrc(i)).collect()),
         rtp.clone(),
     );
     t.push(
         "rtp_seq",
-        Owned::U16(gather(&rows, &e.rtp_seq)),
+        Owned::U16(rows.iter().map(|&i| e.rtp_seq(i)).collect()),
         rtp.clone(),
     );
-    t.push("rtp_ts", Owned::U32(gather(&rows, &e.rtp_ts)), rtp.clone());
+    t.push(
+        "rtp_ts",
+        Owned::U32(rows.iter().map(|&i| e.rtp_ts(i)).collect()),
+        rtp.clone(),
+    );
     t.push(
         "rtp_marker",
         Owned::Bool(gather(&rows, &e.rtp_marker)),

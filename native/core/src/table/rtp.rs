@@ -60,8 +60,8 @@ fn in_order(from: u16, to: u16) -> u64 {
 
 fn tally(streams: &mut Tally, cap: &Capture, i: usize) {
     let c = &cap.columns;
-    let key = stream_key(cap.flow_hash(i), Some(c.rtp_ssrc[i]));
-    let seq = c.rtp_seq[i];
+    let key = stream_key(cap.flow_hash(i), Some(c.rtp_ssrc(i)));
+    let seq = c.rtp_seq(i);
     streams
         .entry(key)
         .and_modify(|r| {
@@ -164,7 +164,7 @@ pub fn stream_number(cap: &Capture, i: usize, streams: &Streams) -> Option<u32> 
         return None;
     }
     streams
-        .get(&stream_key(cap.flow_hash(i), Some(c.rtp_ssrc[i])))
+        .get(&stream_key(cap.flow_hash(i), Some(c.rtp_ssrc(i))))
         .copied()
 }
 
@@ -188,8 +188,8 @@ mod tests {
             t_ns: (0..n as i64).collect(),
             flow_idx: vec![0; n],
             has_rtp: vec![true; n],
-            rtp_ssrc: vec![ssrc; n],
-            rtp_seq: seqs.to_vec(),
+            tcp_seq_rtp_ssrc: vec![ssrc; n],
+            tcp_flags_rtp_seq: seqs.to_vec(),
             rtp_marker: vec![false; n],
             rtp_pt: vec![96; n],
             ..Default::default()
@@ -224,7 +224,7 @@ mod tests {
         let mut c = udp_rtp(&seqs, 7);
         let file_order: Vec<usize> = (0..40).map(|i| (i * 17) % 40).collect();
         c.columns.t_ns = file_order.iter().map(|&i| i as i64).collect();
-        c.columns.rtp_seq = file_order.iter().map(|&i| seqs[i]).collect();
+        c.columns.tcp_flags_rtp_seq = file_order.iter().map(|&i| seqs[i]).collect();
         assert!(classify(&c).contains_key(&stream_key(flow(&c), Some(7))));
         // and a stream that is in order in the file but not in time is not RTP
         let mut c = udp_rtp(&seqs, 7);
@@ -238,12 +238,12 @@ mod tests {
         // (in order), in file order by 80 (out of order).
         let mut c = udp_rtp(&[0; 10], 7);
         c.columns.t_ns = vec![0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
-        c.columns.rtp_seq = c.columns.t_ns.iter().map(|&t| t as u16 * 40).collect();
+        c.columns.tcp_flags_rtp_seq = c.columns.t_ns.iter().map(|&t| t as u16 * 40).collect();
         assert!(classify(&c).contains_key(&stream_key(flow(&c), Some(7))));
         // one stream split between the halves is joined into one run
         let seqs: Vec<u16> = (0..9).collect();
         let mut c = udp_rtp(&seqs, 7);
-        c.columns.rtp_seq[5] = 900; // 2 of 8 steps out of order: 75 % < 80 %
+        c.columns.tcp_flags_rtp_seq[5] = 900; // 2 of 8 steps out of order: 75 % < 80 %
         assert!(classify(&c).is_empty());
     }
 
