@@ -29,6 +29,15 @@ pub fn mix64(h: u64, word: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
+/// A 64-bit hash in 32 bits, its halves xored: what the capture columns keep of a packet's
+/// `l4_hash` (it tells apart packets that already share flow, IP ID, length and TCP
+/// sequence numbers, within the matcher's time window: 32 bits are plenty, and 4 bytes a
+/// packet less to hold).
+#[inline(always)]
+pub fn fold32(h: u64) -> u32 {
+    (h ^ (h >> 32)) as u32
+}
+
 /// Where [`hash_bytes`] starts for `len` bytes.
 #[inline(always)]
 pub(crate) fn bytes_seed(len: usize) -> u64 {

@@ -141,7 +141,7 @@ impl<'a> Point<'a> {
                 c.tcp_ack(i),
                 c.rtp_ssrc(i),
                 c.rtp_seq(i),
-                c.l4_hash[i],
+                u64::from(c.l4_hash[i]),
             ));
         }
         (p, keys)

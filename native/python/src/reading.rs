@@ -107,7 +107,8 @@ pub(crate) fn columns_to_dict<'py>(
     d.set_item("rtp_ts", rtp_ts.into_pyarray(py))?;
     d.set_item("rtp_marker", c.rtp_marker.into_pyarray(py))?;
     d.set_item("rtp_pt", c.rtp_pt.into_pyarray(py))?;
-    d.set_item("l4_hash", c.l4_hash.into_pyarray(py))?;
+    let l4_hash: Vec<u64> = c.l4_hash.iter().map(|&h| u64::from(h)).collect();
+    d.set_item("l4_hash", l4_hash.into_pyarray(py))?;
     d.set_item("truncated", c.truncated.into_pyarray(py))?;
     Ok(d)
 }

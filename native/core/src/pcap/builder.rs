@@ -2,6 +2,7 @@
 //! batch of rows, which is then spread over the columns, and their flows interned.
 
 use super::*;
+use crate::keys::fold32;
 
 /// How many decoded rows are buffered before they are spread over the columns.
 const BATCH: usize = 256;
@@ -104,7 +105,7 @@ impl Builder {
         c.has_rtp.extend(rows.iter().map(|r| r.p.has_rtp));
         c.rtp_marker.extend(rows.iter().map(|r| r.p.rtp_marker));
         c.rtp_pt.extend(rows.iter().map(|r| r.p.rtp_pt));
-        c.l4_hash.extend(rows.iter().map(|r| r.p.l4_hash));
+        c.l4_hash.extend(rows.iter().map(|r| fold32(r.p.l4_hash)));
         c.truncated.extend(rows.iter().map(|r| r.p.truncated));
         self.n_rows = 0;
     }

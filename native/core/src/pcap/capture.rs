@@ -158,7 +158,8 @@ pub struct Columns {
     pub has_rtp: Vec<bool>,
     pub rtp_marker: Vec<bool>,
     pub rtp_pt: Vec<u8>,
-    pub l4_hash: Vec<u64>,
+    /// `decode::Packet::l4_hash` folded to 32 bits (`keys::fold32`).
+    pub l4_hash: Vec<u32>,
     pub truncated: Vec<bool>,
 }
 

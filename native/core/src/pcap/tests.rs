@@ -1,7 +1,7 @@
 //! Captures built byte by byte.
 
 use super::*;
-use crate::keys::{hash_bytes, mix64};
+use crate::keys::{fold32, hash_bytes, mix64};
 
 // ---------------------------------------------------------------- frame builders
 
@@ -506,7 +506,7 @@ fn udp_rtp_fields_and_flow() {
         ),
         (0xdead_beef, 7, 90_000, true, 96)
     );
-    assert_eq!(k.l4_hash[0], hash_bytes(&payload[..16]));
+    assert_eq!(k.l4_hash[0], fold32(hash_bytes(&payload[..16])));
     assert!(!k.truncated[0]);
     assert_eq!(k.flow_idx, vec![0, 0]);
     assert_eq!(per_packet(&c).flow_hash[0], per_packet(&c).flow_hash[1]);
@@ -564,7 +564,7 @@ fn ethernet_padding_is_not_payload() {
         1,
         &[rec(0, 0, &a), rec(0, 0, &b)],
     ));
-    assert_eq!(c.columns.l4_hash[0], hash_bytes(&[0x80, 0x00]));
+    assert_eq!(c.columns.l4_hash[0], fold32(hash_bytes(&[0x80, 0x00])));
     assert_eq!(c.columns.l4_hash[0], c.columns.l4_hash[1]);
     assert_eq!(c.columns.ip_len[0], 30);
     assert!(!c.columns.has_rtp[0]);
@@ -633,13 +633,13 @@ fn tcp_fields_and_hash() {
         mix64(hash_bytes(&opts), 0x0100_0000),
         hash_bytes(&payload[..16]),
     );
-    assert_eq!(k.l4_hash[0], expected);
+    assert_eq!(k.l4_hash[0], fold32(expected));
 
     // a bare ACK: window + urgent only
     let ack = eth(0x0800, &ipv4(6, &tcp(1, 2, 3, 4, 0x10, &[], &[])));
     let c = read(&pcap(false, false, 65535, 1, &[rec(0, 0, &ack)]));
     let expected = mix64(mix64(hash_bytes(&[]), 0x0100_0000), hash_bytes(&[]));
-    assert_eq!(c.columns.l4_hash[0], expected);
+    assert_eq!(c.columns.l4_hash[0], fold32(expected));
     assert_eq!(c.columns.tcp_payload_len[0], 0);
 }
 
@@ -824,11 +824,11 @@ fn ipv4_options_and_fragments() {
     assert_eq!(per_packet(&c).proto, vec![17, 17, 17, 1]);
     assert_eq!(k.ip_len, vec![24 + 32, 20 + 16, 20 + 24, 20 + 30]);
     assert_eq!(k.ip_id, vec![5, 6, 6, 7]);
-    assert_eq!(k.l4_hash[0], hash_bytes(&[9; 16]));
+    assert_eq!(k.l4_hash[0], fold32(hash_bytes(&[9; 16])));
     // first fragment: UDP says 24 payload bytes, 8 are in this fragment
-    assert_eq!(k.l4_hash[1], hash_bytes(&[9; 8]));
-    assert_eq!(k.l4_hash[2], hash_bytes(&later_payload[..16]));
-    assert_eq!(k.l4_hash[3], hash_bytes(&icmp_payload[..16]));
+    assert_eq!(k.l4_hash[1], fold32(hash_bytes(&[9; 8])));
+    assert_eq!(k.l4_hash[2], fold32(hash_bytes(&later_payload[..16])));
+    assert_eq!(k.l4_hash[3], fold32(hash_bytes(&icmp_payload[..16])));
     assert_eq!(k.truncated, vec![false; 4]);
     // fragments with and without ports are different flows
     assert_eq!(k.flow_idx, vec![0, 0, 1, 2]);
@@ -876,7 +876,7 @@ fn ipv6_extension_headers_and_fragment() {
         (k.has_ip_id[2], k.ip_id[2], k.has_ports[2]),
         (true, 0xcafe_babe, false)
     );
-    assert_eq!(k.l4_hash[2], hash_bytes(&[0x33; 16]));
+    assert_eq!(k.l4_hash[2], fold32(hash_bytes(&[0x33; 16])));
     assert_eq!(k.truncated, vec![false; 3]);
     // extension header cut by the snaplen
     let cut = Rec {
