@@ -93,6 +93,7 @@ impl Builder {
         c.ttl.extend(rows.iter().map(|r| r.p.ttl));
         // A packet's TCP fields or its RTP fields are 0 (decoded from a fresh `Packet`):
         // or-ed, they share columns.
+        debug_assert!(rows.iter().all(|r| !(r.p.has_tcp && r.p.has_rtp)));
         c.tcp_seq_rtp_ssrc
             .extend(rows.iter().map(|r| r.p.tcp_seq | r.p.rtp_ssrc));
         c.tcp_ack_rtp_ts
