@@ -70,7 +70,8 @@ pub(super) fn column_chunk(col: &Column<'_>, start: usize, end: usize, contiguou
     let mut page = Vec::with_capacity(kept * 8 + 64);
     page.extend_from_slice(&levels);
     // The non-null values, next to each other: the encodings below see no nulls.
-    let compacted = valid.map(|ok| Owned::kept(&col.values.slice(start..end), ok));
+    let some = valid.filter(|_| kept > 0);
+    let compacted = some.map(|ok| Owned::kept(&col.values.slice(start..end), ok));
     let values = compacted
         .as_ref()
         .map_or_else(|| col.values.slice(start..end), Owned::as_values);
