@@ -287,7 +287,17 @@ pub fn packet_table(
         |s| Values::U32(&s.caps.ingress.columns.ip_len),
         None,
     );
-    t.push_derived("t_ingress_ns", Derived::TIngress);
+    // Every row's packet has a time (pcap always; pcapng but for simple packet blocks): the
+    // capture's times are written where they lie, through the row order, not computed.
+    if s.rows.iter().all(|&r| c.t_ns[r as usize] != NO_TIMESTAMP) {
+        t.push_ingress(
+            "t_ingress_ns",
+            |s| Values::I64(&s.caps.ingress.columns.t_ns),
+            None,
+        );
+    } else {
+        t.push_derived("t_ingress_ns", Derived::TIngress);
+    }
     t.push_derived("t_egress_ns", Derived::TEgress);
     t.push_derived("delay_ms", Derived::Delay);
     t.push_derived("lost", Derived::Lost);
