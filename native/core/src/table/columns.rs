@@ -211,6 +211,9 @@ pub fn packet_table(
         Cow::Owned(order)
     };
     let n = order.len();
+    // Every IP row, in capture order (nothing left out, already in time order): the table's
+    // rows are the point's, taken as they are rather than copied.
+    let all = matches!(order, Cow::Borrowed(_)) && n == ing.rows.len();
     // The flow ids on another core, while this one takes the rows and twins.
     let (rows, twins, ids) = std::thread::scope(|s| {
         let ids = s.spawn(|| -> Vec<u32> {
@@ -219,17 +222,23 @@ pub fn packet_table(
                 .map(|&k| flow_ids.of_ingress(&ing, k as usize))
                 .collect()
         });
-        let (mut rows, mut twins) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        for &k in order.iter() {
-            let k = k as usize;
-            rows.push(ing.rows[k]);
-            twins.push(match in_to_eg[k] {
-                NONE => NONE,
-                j => eg.rows[j as usize],
-            });
-        }
+        let rows: Vec<u32> = if all {
+            Vec::new()
+        } else {
+            order.iter().map(|&k| ing.rows[k as usize]).collect()
+        };
+        let twin = |&k: &u32| match in_to_eg[k as usize] {
+            NONE => NONE,
+            j => eg.rows[j as usize],
+        };
+        let twins: Vec<u32> = order.iter().map(twin).collect();
         (rows, twins, ids.join().expect("flow ids"))
     });
+    let rows = if all {
+        std::mem::take(&mut ing.rows)
+    } else {
+        rows
+    };
     let c = &ing.cap.columns;
     let rtp = std::mem::take(&mut ing.rtp_by_row);
     let (src, dst) = addresses(ing.cap);
