@@ -23,6 +23,7 @@ from cganalysis.matching import MatchOptions, match_files
 from cganalysis.matching.native import match_files_native
 from tests.support.synthetic import Knobs, make_scenario
 from tests.unit.test_matching_directions import _acks
+from tests.unit.test_matching_streaming import _disorder, _spoil_timestamps
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "dualpoint"
 
@@ -54,6 +55,19 @@ def test_synthetic_pairs(tmp_path: Path, seed: int) -> None:
     knobs = Knobs(seed=seed, n_rtp=400, n_tcp=300, n_udp=150, p_dup=0.05 * (seed % 3))
     ingress, egress = make_scenario(knobs).write(tmp_path)
     _both(tmp_path, ingress, egress)
+
+
+@pytest.mark.parametrize("disorder", [0.0, 0.2])
+def test_packets_without_a_time_and_captures_out_of_order(tmp_path: Path, disorder: float) -> None:
+    """Packets without a time (out-of-range sub-second fields) and captures out of time
+    order: the table's rows are sorted, times computed rather than read in place."""
+    scenario = make_scenario(Knobs(seed=13, n_rtp=150, n_tcp=150, n_udp=50))
+    rng = np.random.default_rng(13)
+    write_pcap(tmp_path / "in.pcap", _disorder(scenario.ingress, rng, disorder))
+    write_pcap(tmp_path / "eg.pcap", scenario.egress)
+    _spoil_timestamps(tmp_path / "in.pcap", rng, 0.05)
+    _spoil_timestamps(tmp_path / "eg.pcap", rng, 0.05)
+    _both(tmp_path, tmp_path / "in.pcap", tmp_path / "eg.pcap")
 
 
 def test_options_and_a_fixed_end_guard(tmp_path: Path) -> None:
