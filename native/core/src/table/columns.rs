@@ -296,8 +296,9 @@ pub fn packet_table(
         |s| Values::U32(&s.caps.ingress.columns.ip_len),
         None,
     );
-    // Every row's packet has a time (pcap always; pcapng but for simple packet blocks): the
-    // capture's times are written where they lie, through the row order, not computed.
+    // Every row's packet has a time (all but pcapng simple packet blocks and records with
+    // an out-of-range sub-second field): the capture's times are written where they lie,
+    // through the row order, not computed.
     if s.rows.iter().all(|&r| c.t_ns[r as usize] != NO_TIMESTAMP) {
         t.push_ingress(
             "t_ingress_ns",
