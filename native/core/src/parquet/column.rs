@@ -74,43 +74,41 @@ pub enum Owned<'a> {
 impl<'a> Owned<'a> {
     /// `values[i]` for each `i` of `rows`.
     pub fn gather(values: &Values<'a>, rows: &[u32]) -> Owned<'a> {
-        fn take<T: Copy>(v: &[T], rows: &[u32]) -> Vec<T> {
-            rows.iter().map(|&i| v[i as usize]).collect()
+        struct Gather<'r>(&'r [u32]);
+        impl Pick for Gather<'_> {
+            fn pick<T: Copy>(&self, v: &[T]) -> Vec<T> {
+                self.0.iter().map(|&i| v[i as usize]).collect()
+            }
         }
-        match *values {
-            Values::U8(v) => Owned::U8(take(v, rows)),
-            Values::U16(v) => Owned::U16(take(v, rows)),
-            Values::U32(v) => Owned::U32(take(v, rows)),
-            Values::I64(v) => Owned::I64(take(v, rows)),
-            Values::F64(v) => Owned::F64(take(v, rows)),
-            Values::Bool(v) => Owned::Bool(take(v, rows)),
-            Values::Str { index, dict } => Owned::Str {
-                index: take(index, rows),
-                dict: Cow::Borrowed(dict),
-            },
-            Values::Indexed { index, dict, bits } => Owned::Indexed {
-                index: take(index, rows),
-                dict: Cow::Borrowed(dict),
-                bits,
-            },
-        }
+        Owned::picked(values, &Gather(rows))
     }
 
     /// The values whose flag in `valid` is set, next to each other.
     pub fn kept(values: &Values<'a>, valid: &[bool]) -> Owned<'a> {
+        struct Kept<'v>(&'v [bool]);
+        impl Pick for Kept<'_> {
+            fn pick<T: Copy>(&self, v: &[T]) -> Vec<T> {
+                kept_values(v, self.0)
+            }
+        }
+        Owned::picked(values, &Kept(valid))
+    }
+
+    /// The values `how` picks, of whichever type (dictionaries are kept as they are).
+    fn picked(values: &Values<'a>, how: &impl Pick) -> Owned<'a> {
         match *values {
-            Values::U8(v) => Owned::U8(kept_values(v, valid)),
-            Values::U16(v) => Owned::U16(kept_values(v, valid)),
-            Values::U32(v) => Owned::U32(kept_values(v, valid)),
-            Values::I64(v) => Owned::I64(kept_values(v, valid)),
-            Values::F64(v) => Owned::F64(kept_values(v, valid)),
-            Values::Bool(v) => Owned::Bool(kept_values(v, valid)),
+            Values::U8(v) => Owned::U8(how.pick(v)),
+            Values::U16(v) => Owned::U16(how.pick(v)),
+            Values::U32(v) => Owned::U32(how.pick(v)),
+            Values::I64(v) => Owned::I64(how.pick(v)),
+            Values::F64(v) => Owned::F64(how.pick(v)),
+            Values::Bool(v) => Owned::Bool(how.pick(v)),
             Values::Str { index, dict } => Owned::Str {
-                index: kept_values(index, valid),
+                index: how.pick(index),
                 dict: Cow::Borrowed(dict),
             },
             Values::Indexed { index, dict, bits } => Owned::Indexed {
-                index: kept_values(index, valid),
+                index: how.pick(index),
                 dict: Cow::Borrowed(dict),
                 bits,
             },
@@ -137,6 +135,11 @@ impl<'a> Owned<'a> {
 
 /// Computes rows `start..end` of a column: their values and validity (None: all valid).
 pub type Computed<'a> = Box<dyn Fn(usize, usize) -> (Owned<'a>, Option<Vec<bool>>) + Sync + 'a>;
+
+/// Which of a column's values make a new column (`Owned::gather`, `Owned::kept`).
+trait Pick {
+    fn pick<T: Copy>(&self, values: &[T]) -> Vec<T>;
+}
 
 /// How a column's rows come from its values.
 pub enum Rows<'a> {

@@ -204,57 +204,33 @@ impl Columns {
     /// Packet `i`'s TCP sequence number (0 when not TCP).
     #[inline]
     pub fn tcp_seq(&self, i: usize) -> u32 {
-        if self.has_tcp[i] {
-            self.tcp_seq_rtp_ssrc[i]
-        } else {
-            0
-        }
+        when(self.has_tcp[i], self.tcp_seq_rtp_ssrc[i])
     }
 
     #[inline]
     pub fn tcp_ack(&self, i: usize) -> u32 {
-        if self.has_tcp[i] {
-            self.tcp_ack_rtp_ts[i]
-        } else {
-            0
-        }
+        when(self.has_tcp[i], self.tcp_ack_rtp_ts[i])
     }
 
     #[inline]
     pub fn tcp_flags(&self, i: usize) -> u16 {
-        if self.has_tcp[i] {
-            self.tcp_flags_rtp_seq[i]
-        } else {
-            0
-        }
+        when(self.has_tcp[i], self.tcp_flags_rtp_seq[i])
     }
 
     /// Packet `i`'s RTP SSRC (0 when its UDP payload is not RTP-shaped).
     #[inline]
     pub fn rtp_ssrc(&self, i: usize) -> u32 {
-        if self.has_rtp[i] {
-            self.tcp_seq_rtp_ssrc[i]
-        } else {
-            0
-        }
+        when(self.has_rtp[i], self.tcp_seq_rtp_ssrc[i])
     }
 
     #[inline]
     pub fn rtp_seq(&self, i: usize) -> u16 {
-        if self.has_rtp[i] {
-            self.tcp_flags_rtp_seq[i]
-        } else {
-            0
-        }
+        when(self.has_rtp[i], self.tcp_flags_rtp_seq[i])
     }
 
     #[inline]
     pub fn rtp_ts(&self, i: usize) -> u32 {
-        if self.has_rtp[i] {
-            self.tcp_ack_rtp_ts[i]
-        } else {
-            0
-        }
+        when(self.has_rtp[i], self.tcp_ack_rtp_ts[i])
     }
 
     /// Every packet's interface (see [`Columns::interface_id`]).
@@ -266,6 +242,16 @@ impl Columns {
 
     pub fn is_empty(&self) -> bool {
         self.t_ns.is_empty()
+    }
+}
+
+/// A shared column's value where its field applies (`applies`), else 0.
+#[inline(always)]
+fn when<T: Default>(applies: bool, value: T) -> T {
+    if applies {
+        value
+    } else {
+        T::default()
     }
 }
 
