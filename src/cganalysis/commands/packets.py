@@ -154,7 +154,9 @@ def _check(args: argparse.Namespace, outputs: list[Path]) -> None:
     for out in outputs:
         for capture in (args.ingress, args.egress):
             if out.is_file() and capture.is_file() and out.samefile(capture):
-                raise SystemExit(f"{out}: an output path names the capture {capture}")
+                raise SystemExit(
+                    f"{out}: an output path names the capture {capture}; write elsewhere"
+                )
 
 
 def _large(args: argparse.Namespace) -> bool:
