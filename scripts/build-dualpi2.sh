@@ -5,9 +5,8 @@
 #
 #   bash scripts/build-dualpi2.sh      # after scripts/install-vm.sh; ~15 min on 2 cores
 #
-# - tc: Debian sid's iproute2 (>= 6.18) binary with its libraries in a private root, run
-#   through that root's dynamic loader by /usr/local/lib/cganalysis-vm/bin/tc. Only the vm
-#   guest puts that folder first on its PATH (vm.py): the host keeps its own tc.
+# - tc: scripts/install-tc.sh (Debian sid's iproute2 >= 6.18 in a private root, as
+#   /usr/local/lib/cganalysis-vm/bin/tc, which only the guest puts first on its PATH).
 # - sch_dualpi2.ko for the vm guest's kernel: Debian's linux-source of the same version,
 #   configured with the kernel's own config (+ CONFIG_NET_SCH_DUALPI2=m), prepared with this
 #   host's compiler (Debian's kbuild programs need a newer C library than Debian 12's), the
@@ -18,6 +17,8 @@
 # the host's apt sources are not touched. Sources and build trees stay in that cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/private-apt.sh
+source scripts/lib/private-apt.sh
 
 say() { printf 'build-dualpi2.sh: %s\n' "$*"; }
 die() {
@@ -36,16 +37,7 @@ for m in "$modroot"/*/.cganalysis-vm; do
 done
 [[ -n "$version" ]] || die "no vm kernel: run bash scripts/install-vm.sh first"
 [[ -f "$cache/apt/etc/sources.list" ]] || die "no private apt configuration in $cache: run bash scripts/install-vm.sh first"
-mirror="$(awk '{print $3}' "$cache/apt/etc/sources.list" | head -n 1)"
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-
-apt_opts() { # $1: the private configuration's folder
-  printf '%s\n' -o "Dir::Etc::SourceList=$1/etc/sources.list" -o "Dir::Etc::SourceParts=$1/etc/parts" \
-    -o "Dir::Etc::Preferences=$1/etc/preferences" -o "Dir::Etc::PreferencesParts=$1/etc/parts" \
-    -o "Dir::State=$1/state" -o "Dir::State::status=$1/state/status" -o "Dir::Cache=$1/cache" \
-    -o "APT::Architecture=amd64" -o "APT::Sandbox::User=root"
-}
-mapfile -t bin_opts < <(apt_opts "$cache/apt")
+mapfile -t bin_opts < <(private_apt_opts "$cache/apt")
 
 say "build tools from the host's sources"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -103,36 +95,6 @@ fi
 modinfo -k "$version" sch_dualpi2 | grep -E '^(filename|vermagic)'
 
 # --- tc (iproute2 >= 6.18) -------------------------------------------------------------
-# Debian's package mirror here serves binary packages only (no source packages), and sid's
-# iproute2 binary needs a newer C library than Debian 12's: the binary and its libraries
-# (sid's libc6 included) are unpacked into a private root and tc runs through that root's
-# own dynamic loader (a two-line wrapper), touching nothing of the host's.
-if ! "$bindir/tc" qdisc add dev lo root dualpi2 help 2>&1 | grep -q step_thresh; then
-  sid_apt="$cache/sid-apt"
-  mkdir -p "$sid_apt/etc/parts" "$sid_apt/state/lists/partial" "$sid_apt/cache/archives/partial"
-  : >"$sid_apt/state/status"
-  printf 'deb [signed-by=%s] %s sid main\n' "$keyring" "$mirror" >"$sid_apt/etc/sources.list"
-  mapfile -t sid_opts < <(apt_opts "$sid_apt")
-  apt-get "${sid_opts[@]}" -qq update
-  say "downloading sid's iproute2 and the libraries it needs"
-  apt-get "${sid_opts[@]}" -qq -y --download-only -o Debug::NoLocking=1 \
-    install iproute2 >/dev/null || die "apt-get install --download-only iproute2 (sid) failed"
-  root="$cache/iproute2-root"
-  rm -rf "$root" && mkdir -p "$root"
-  for deb in "$sid_apt"/cache/archives/*.deb; do
-    case "$(basename "$deb")" in
-      iproute2_* | lib*) dpkg -x "$deb" "$root" ;;
-    esac
-  done
-  [[ -x "$root/usr/sbin/tc" || -x "$root/sbin/tc" ]] || die "sid's iproute2 holds no tc"
-  tcbin="$root/usr/sbin/tc"
-  [[ -x "$tcbin" ]] || tcbin="$root/sbin/tc"
-  libs="$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
-  mkdir -p "$bindir"
-  printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' \
-    "$root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$libs" "$tcbin" >"$bindir/tc"
-  chmod 0755 "$bindir/tc"
-fi
-"$bindir/tc" -V
+bash scripts/install-tc.sh
 
 say "done: the vm guest loads sch_dualpi2 and uses $bindir/tc"

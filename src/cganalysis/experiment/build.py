@@ -1,5 +1,5 @@
-"""The testbed and the bottleneck a planned run uses (netns, ssh or vm guest; kernel or
-emulator data plane)."""
+"""The testbed and the bottleneck a planned run uses (netns, uml, ssh or vm guest; kernel
+or emulator data plane)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
         from cganalysis.testbed.netns import NetnsTestbed
 
         return NetnsTestbed(layout, workdir)
+    if cfg.testbed.kind == "uml":
+        from cganalysis.testbed.uml import UmlTestbed
+        from cganalysis.testbed.umlconf import load_options
+
+        return UmlTestbed(layout, workdir, load_options(cfg.testbed.path))
     from cganalysis.testbed.sshbed import SshTestbed
 
     assert cfg.testbed.path is not None

@@ -61,8 +61,8 @@ class CompetitorConfig:
 
 @dataclass(frozen=True)
 class TestbedRef:
-    kind: str  # "netns", "ssh" or "vm"
-    path: Path | None = None  # the testbed file (ssh; vm with options; a named netns)
+    kind: str  # "netns", "uml", "ssh" or "vm"
+    path: Path | None = None  # the testbed file (ssh; vm or uml with options; a named netns)
     #: A netns testbed file's `name`: a second testbed on this machine (functional checks).
     name: str | None = None
     #: The pool this testbed was taken from (their labels), empty without a pool.
@@ -76,7 +76,10 @@ class TestbedRef:
         return self.path.stem if self.path is not None else self.kind
 
     def lock_name(self) -> str:
-        """One lock per testbed: every unnamed netns testbed is this one machine."""
+        """One lock per testbed: every unnamed netns testbed is this one machine, and so is
+        a uml testbed (its router is a process of this machine: same cores, same timers)."""
+        if self.kind == "uml":
+            return "netns"
         if self.kind == "netns":
             return "netns" if self.name is None else f"netns-{self.name}"
         return lock_name(self.kind, self.path)
@@ -195,7 +198,7 @@ def parse_competitor(sec: Section) -> CompetitorConfig:
 
 def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     value = sec.raw("testbed", "netns")
-    if value in ("netns", "vm"):
+    if value in ("netns", "vm", "uml"):
         return TestbedRef(str(value))
     text = sec.string("testbed", pattern=SAFE_PATH)
     path = Path(text)
@@ -204,7 +207,7 @@ def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     if not path.exists():
         raise sec.error(
             "testbed",
-            f"{text}: no such testbed file (give netns, vm or a path to "
+            f"{text}: no such testbed file (give netns, uml, vm or a path to "
             "configs/testbeds/NAME.yaml)",
         )
     bed = load_testbed_file(path)  # the whole file, whatever its backend, checked now

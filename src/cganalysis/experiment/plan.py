@@ -44,11 +44,15 @@ class Plan:
     calibration: dict[str, Any] | None
 
 
-def plan(cfg: RunConfig, opts: RunOptions, probe_host: Host) -> Plan:
-    """Everything decided and checked before the testbed exists (nothing is touched)."""
+def plan(
+    cfg: RunConfig, opts: RunOptions, probe_host: Host, router_host: Host | None = None
+) -> Plan:
+    """Everything decided and checked before the testbed exists (nothing is touched).
+    ``router_host``: a router with a kernel of its own (uml), which decides the data plane;
+    the endpoints' tools and congestion controls are ``probe_host``'s."""
     schedule = cfg.schedule.scaled(opts.time_scale).fit(opts.max_duration_s)
     # ssh testbeds check each host's own tools when they are read (sshbed._check_host).
-    local = local_kind(cfg) == "netns"
+    local = local_kind(cfg) in ("netns", "uml")
     tools = (*NEEDED_TOOLS, cfg.capture.tool) if local else ("tc",)
     missing = missing_tools(probe_host, tools)
     if missing:
@@ -65,7 +69,12 @@ def plan(cfg: RunConfig, opts: RunOptions, probe_host: Host) -> Plan:
             f"the kernel of {probe_host.name} (available: {', '.join(available)})"
         )
     SOURCES[cfg.cg.source].check(probe_host)
-    resolution = backend.resolve(cfg.bottleneck, cfg.propagation, probe_host)
+    if router_host is not None:
+        resolution = backend.resolve_in_router_kernel(
+            cfg.bottleneck, cfg.propagation, router_host, cfg.testbed.kind
+        )
+    else:
+        resolution = backend.resolve(cfg.bottleneck, cfg.propagation, probe_host)
     calib = None
     if opts.calibration_file is not None:
         calib = read_json_object(opts.calibration_file, "calibration")
@@ -80,18 +89,19 @@ def plan(cfg: RunConfig, opts: RunOptions, probe_host: Host) -> Plan:
 @contextmanager
 def probing(cfg: RunConfig) -> Iterator[Host]:
     """The host whose kernel and tools decide what the run can use (read-only checks):
-    this machine for netns, the router for an ssh testbed (after every host was checked),
-    a booted guest for vm (inside it: the guest itself, as netns)."""
+    this machine for netns and uml, the router for an ssh testbed (after every host was
+    checked), a booted guest for vm (inside it: the guest itself, as netns)."""
     if cfg.testbed.kind == "vm" and local_kind(cfg) != "netns":
         from cganalysis.testbed.vmrun import probing_vm
 
         with probing_vm(cfg.testbed.path) as guest:
             yield guest
         return
-    if local_kind(cfg) == "netns":
+    if local_kind(cfg) in ("netns", "uml"):
         if os.geteuid() != 0:
             raise TestbedError(
-                "the netns testbed needs root (network namespaces, tc); run as root or through sudo"
+                f"the {cfg.testbed.kind} testbed needs root (network namespaces, tc); run as "
+                "root or through sudo"
             )
         yield NetnsHost("this host", None, Path("/"))
         return
@@ -116,4 +126,9 @@ def vm_host_side(cfg: RunConfig) -> bool:
 
 def check(cfg: RunConfig, opts: RunOptions) -> Plan:
     with probing(cfg) as host:
+        if cfg.testbed.kind == "uml":
+            from cganalysis.testbed.umlhost import probing_uml
+
+            with probing_uml(cfg.testbed.path) as router:
+                return plan(cfg, opts, host, router)
         return plan(cfg, opts, host)

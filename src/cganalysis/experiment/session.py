@@ -104,8 +104,8 @@ class Session:
         bn.start_stats("qdisc-stats.jsonl")
         rate = bn.forward.rate_mbit
         self.taps = [
-            start_tap(topo.router, cfg.capture, "ingress", topo.router_in, "in", rate),
-            start_tap(topo.router, cfg.capture, "egress", topo.router_out, "out", rate),
+            start_tap(topo.taps, cfg.capture, "ingress", topo.router_in, "in", rate),
+            start_tap(topo.taps, cfg.capture, "egress", topo.router_out, "out", rate),
         ]
         c0 = bn.counters()
         events = self._events(sched, steps)
@@ -142,9 +142,9 @@ class Session:
         c1 = bn.counters()
         self.record.times.end_ns = time.time_ns()
         self.record.times.end_utc = _now()
-        stop_taps(topo.router, self.taps)
+        stop_taps(topo.taps, self.taps)
         for tap in self.taps:
-            self.fetch += [(topo.router, tap.path), (topo.router, tap.log)]
+            self.fetch += [(topo.taps, tap.path), (topo.taps, tap.log)]
         n = bn.stop_stats(self.workdir / "qdisc-stats.jsonl")
         self.record.qdisc_stats_records = n
         stop_all(self.procs)
@@ -212,6 +212,7 @@ def _devs(topo: Topology, role: str) -> list[str]:
     return {
         "server": [topo.server_dev],
         "router": [topo.router_in, topo.router_out],
+        "taps": [topo.router_in, topo.router_out],
         "client": [topo.client_dev],
         "delay": list(topo.delay_devs or ()),
     }[role]

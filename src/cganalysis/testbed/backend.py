@@ -158,3 +158,42 @@ def _delay_via(p: Propagation, netem: tuple[bool, str | None], has_emu: bool) ->
         f"({netem[1] or 'not probed'}); it needs {kernel_hint('netem')}, or {EMULATOR_HINT}. "
         "For runs without delay set propagation.forward_ms and reverse_ms to 0"
     )
+
+
+def resolve_in_router_kernel(b: Bottleneck, p: Propagation, host: Host, where: str) -> Resolution:
+    """The data planes of a testbed whose router is a kernel of its own (uml): that
+    kernel's qdiscs and netem, or a refusal naming what it lacks (never the emulator)."""
+    if b.backend in ("emulator", "mahimahi"):
+        raise TestbedError(
+            f"bottleneck.backend {b.backend}: the {where} testbed's router is a Linux kernel "
+            "(use backend: kernel or auto, or testbed: netns for the emulator)"
+        )
+    emu_only = emulator_only(b)
+    if emu_only:
+        raise TestbedError(
+            f"bottleneck: {'; '.join(emu_only)}: only the link emulator runs it; the {where} "
+            "testbed's router is a Linux kernel (use testbed: netns)"
+        )
+    if p.needed and p.via == "emulator":
+        raise TestbedError(
+            f"propagation.via emulator: the {where} testbed delays in its router kernel "
+            "(netem); use via: auto or netem"
+        )
+    kinds = kinds_needed(b.forward) + (kinds_needed(b.reverse) if b.reverse else [])
+    kinds = list(dict.fromkeys(kinds + (["netem"] if p.needed else [])))
+    support = probe_qdiscs(host, kinds)
+    lacking = [k for k in kinds if not support[k][0]]
+    if "dualpi2" in kinds and not lacking and iproute2_version(host)[1] < DUALPI2_IPROUTE2:
+        lacking = ["dualpi2"]
+    release = host.run(["uname", "-r"], check=False).stdout.strip() or "?"
+    if lacking:
+        hint = (
+            "`bash scripts/build-uml.sh` builds a UML kernel with it (and a tc >= 6.18)"
+            if "dualpi2" in lacking
+            else kernel_hint(lacking[0])
+        )
+        raise TestbedError(
+            f"bottleneck: the {where} router's kernel ({release}) lacks qdisc "
+            f"{', '.join(lacking)} ({support[lacking[0]][1] or 'tc too old'}); {hint}"
+        )
+    return Resolution("kernel", "netem" if p.needed else "none", f"{where} router kernel {release}")

@@ -2,9 +2,10 @@
 
 ::
 
-    backend: netns          # netns, ssh or vm (required)
+    backend: netns          # netns, uml, ssh or vm (required)
     name: second            # netns only: another testbed on this machine (its own lock)
-    # ssh: the keys of cganalysis.testbed.sshbed; vm: a `vm` section (testbed/vmconf.py)
+    # ssh: the keys of cganalysis.testbed.sshbed; vm: a `vm` section (testbed/vmconf.py);
+    # uml: a `uml` section (testbed/umlconf.py)
 
 :func:`load_testbed_file` checks the whole file when a run or a pool names it, before
 anything on a host is touched; each backend's keys are declared once, in that backend's
@@ -22,7 +23,7 @@ from typing import Any
 from cganalysis.io import read_yaml
 from cganalysis.testbed.validate import TOKEN, Section
 
-BACKENDS = ("netns", "ssh", "vm")
+BACKENDS = ("netns", "uml", "ssh", "vm")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ def parse_testbed_file(data: Any, where: str) -> TestbedFile:
         from cganalysis.testbed.vmconf import parse_options
 
         parse_options(data, where)
+        return TestbedFile(Path(where), backend)
+    if backend == "uml":
+        from cganalysis.testbed import umlconf
+
+        umlconf.parse_options(data, where)
         return TestbedFile(Path(where), backend)
     name = sec.opt_string("name", pattern=TOKEN)
     sec.finish()

@@ -294,7 +294,8 @@ AnyBottleneck = KernelBottleneck | EmulatorBottleneck
 
 class Delay:
     """Propagation delay off the bottleneck: netem on the endpoints' own interfaces
-    (forward on the server's, reverse on the client's), or a delay-only emulator hop."""
+    (forward on the server's, reverse on the client's) or on the router kernel's delay hop,
+    or a delay-only emulator hop."""
 
     def __init__(self, topo: Topology, p: Propagation, workdir: Path) -> None:
         self.topo = topo
@@ -304,25 +305,36 @@ class Delay:
         self.commands: list[list[str]] = []
 
     def apply(self) -> None:
+        for host, dev, ms in self._netem():
+            argv = render_netem(dev, ms, self.p)
+            self.commands.append(argv)
+            host.run(argv)
         t = self.topo
-        if t.delay_via == "netem":
-            for host, dev, ms in (
-                (t.server, t.server_dev, self.p.forward_ms),
-                (t.client, t.client_dev, self.p.reverse_ms),
-            ):
-                argv = render_netem(dev, ms, self.p)
-                self.commands.append(argv)
-                host.run(argv)
-        elif t.delay_via == "emulator":
+        if t.delay_via == "emulator":
             assert t.delay_host is not None and t.delay_devs is not None
             h = t.delay_host
             config = emuconf.delay_config(t.delay_devs[0], t.delay_devs[1], self.p)
             self.proc = start_emulator(h, config, self.workdir, "delay")
 
-    def remove(self) -> None:
+    def _netem(self) -> list[tuple[Host, str, float]]:
+        """(host, interface, ms) of each direction's netem: on the endpoints, or on a delay
+        hop of the router's kernel (uml: its namespace after the egress tap, forward on the
+        client's side, reverse on the router's) when the topology has one."""
         t = self.topo
-        if t.delay_via == "netem":
-            t.server.run(render_delete(t.server_dev), check=False)
-            t.client.run(render_delete(t.client_dev), check=False)
+        if t.delay_via != "netem":
+            return []
+        if t.delay_host is not None and t.delay_devs is not None:
+            return [
+                (t.delay_host, t.delay_devs[1], self.p.forward_ms),
+                (t.delay_host, t.delay_devs[0], self.p.reverse_ms),
+            ]
+        return [
+            (t.server, t.server_dev, self.p.forward_ms),
+            (t.client, t.client_dev, self.p.reverse_ms),
+        ]
+
+    def remove(self) -> None:
+        for host, dev, _ in self._netem():
+            host.run(render_delete(dev), check=False)
         if self.proc is not None:
             stop(self.proc, signal.SIGTERM, timeout_s=5.0)

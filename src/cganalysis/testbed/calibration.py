@@ -67,7 +67,7 @@ def idle_floor(topo: Topology, cap: Capture, cal: Calibration, local_dir: Path) 
     """Median/p99 time through the idle router, from the two captures, matched."""
     from cganalysis.matching import match_files
 
-    r = topo.router
+    r = topo.taps
     taps = [
         start_tap(r, cap, "ingress", topo.router_in, "in", None, prefix="calibration-idle-"),
         start_tap(r, cap, "egress", topo.router_out, "out", None, prefix="calibration-idle-"),
@@ -107,7 +107,7 @@ def saturate(
     """Delivered rate (Mbit/s at layer 2) under UDP offered above the configured rate."""
     from cganalysis.capture import read_capture
 
-    r = topo.router
+    r = topo.taps
     prefix = f"calibration-{label}-"
     tap = start_tap(r, cap, "egress", topo.router_out, "out", rate_mbit, prefix=prefix)
     server = topo.client.spawn(

@@ -1,9 +1,10 @@
 """Reading ``tc -s`` statistics into one record per poll (the ``qdisc-stats.jsonl`` lines).
 
 ``tc -s -j qdisc show`` gives JSON; ``tc -s -j class show`` prints text for HTB classes on
-iproute2 6.1 (a known gap), so classes are read from the text form, which every iproute2
-prints the same way. The record mirrors the link emulator's statistics lines
-(docs/emulator.md), so the analysis reads kernel and emulator runs alike.
+iproute2 6.1 (a known gap) and JSON on newer ones, so classes are read from either form
+into the same dicts (rates as tc prints them, e.g. ``50Mbit``). The record mirrors the
+link emulator's statistics lines (docs/emulator.md), so the analysis reads kernel and
+emulator runs alike.
 """
 
 from __future__ import annotations
@@ -37,8 +38,55 @@ _DUALPI2 = {
 _MARK_KEYS = ("ecn_mark", "ecn-mark", "step-mark", "ce_mark")
 
 
+def _rate_text(bytes_per_s: object) -> str | None:
+    """tc's JSON rate (bytes/s) as its text form prints it (SI units: ``50Mbit``)."""
+    if not isinstance(bytes_per_s, int | float):
+        return None
+    bits = float(bytes_per_s) * 8
+    for unit, scale in (("Gbit", 1e9), ("Mbit", 1e6), ("Kbit", 1e3)):
+        if bits >= scale:
+            return f"{bits / scale:g}{unit}"
+    return f"{bits:g}bit"
+
+
+def _classes_from_json(data: object) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for c in data if isinstance(data, list) else []:
+        if not isinstance(c, dict):
+            continue
+        cls: dict[str, Any] = {"kind": c.get("class"), "classid": c.get("handle")}
+        for key in ("rate", "ceil"):
+            if (text := _rate_text(c.get(key))) is not None:
+                cls[key] = text
+        for key in ("prio", "parent"):
+            if key in c:
+                cls[key] = str(c[key])
+        if "leaf" in c:  # "0x10" -> "10:", as the text form prints it
+            cls["leaf"] = f"{int(str(c['leaf']), 16):x}:"
+        stats = c.get("stats")
+        st: dict[str, Any] = stats if isinstance(stats, dict) else c
+        if "bytes" in st:
+            cls.update(
+                sent_bytes=int(st["bytes"]),
+                sent_packets=int(st.get("packets", 0)),
+                dropped=int(st.get("drops", 0)),
+                overlimits=int(st.get("overlimits", 0)),
+            )
+        if "backlog" in st:
+            cls["backlog_bytes"] = int(st["backlog"])
+            cls["backlog_packets"] = int(st.get("qlen", 0))
+        out.append(cls)
+    return out
+
+
 def parse_class_text(text: str) -> list[dict[str, Any]]:
-    """``tc -s class show`` text -> one dict per class (HTB's ``lended``/``tokens`` skipped)."""
+    """``tc -s class show`` text (or its JSON form) -> one dict per class (HTB's
+    ``lended``/``tokens`` skipped)."""
+    if text.lstrip().startswith("["):
+        try:
+            return _classes_from_json(json.loads(text))
+        except ValueError:
+            return []
     out: list[dict[str, Any]] = []
     starts = list(_CLASS.finditer(text))
     for i, m in enumerate(starts):

@@ -31,11 +31,22 @@ class Topology:
     delay_host: Host | None = None
     delay_devs: tuple[str, str] | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    #: Where the captures run when not on the router itself: the uml testbed's router is
+    #: a kernel of its own, its taps are on this machine's ends of its interfaces (the
+    #: same names), so that both keep this machine's clock.
+    tap_host: Host | None = None
+
+    @property
+    def taps(self) -> Host:
+        """The host whose ``router_in`` / ``router_out`` the captures run on."""
+        return self.tap_host if self.tap_host is not None else self.router
 
     def hosts(self) -> dict[str, Host]:
         out = {"server": self.server, "router": self.router, "client": self.client}
         if self.delay_host is not None:
             out["delay"] = self.delay_host
+        if self.tap_host is not None:
+            out["taps"] = self.tap_host
         return out
 
 

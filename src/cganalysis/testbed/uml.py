@@ -1,0 +1,272 @@
+"""The ``uml`` backend: a real Linux kernel as the router, at native speed, without KVM.
+
+Server and client are network namespaces of this machine, as in ``netns``; the router is
+a user-mode Linux kernel (``umlhost.UmlKernel``) started inside a third namespace, whose
+veth ends it attaches with raw sockets. Its bottleneck qdiscs (htb, sfq, netem, fq_codel,
+cake, pie, and DualPI2 with scripts/build-uml.sh's kernel), its delay hop and its reverse
+path are that kernel's own; the traffic and both captures stay on this machine, so both
+taps keep one clock::
+
+    srv [srv0] --veth-- [rtr0]  rtr namespace: UML kernel    [rtr1] --veth-- [cli0] cli
+                          vec0 = rtr0 (routes)  bottleneck on vec1 = rtr1
+
+    with a propagation delay, a hairpin after the egress tap:
+    ... [rtr1] --veth-- [rtr2] ; [rtr3] --veth-- [cli0] cli
+        UML: rtr0, rtr1 in its root namespace (the router), rtr2, rtr3 in its namespace
+        ``dly`` with netem: forward delay on rtr3 (towards the client), reverse on rtr2
+
+- The captures are ``-Q in`` on this machine's ``rtr0`` (what the server sent, before the
+  kernel reads it) and ``-Q out`` on ``rtr1`` (what the kernel wrote after its
+  bottleneck), so ``t_egress - t_ingress`` is the time through the UML router: its queue
+  plus its own forwarding time (measured by the calibration's idle floor and in
+  docs/testbed.md). The delay hop is after the egress tap, off that span, like the
+  emulator's delay hop on the netns testbed.
+- The kernel's interfaces are renamed to this machine's names of the veth ends they
+  attach (vecN -> rtrN), so the tc commands and the captures name the same interfaces.
+- Addresses as the netns backend's kernel router: srv 10.201.1.1/24, router 10.201.1.2 |
+  10.201.2.2, cli 10.201.2.1/24; the hairpin is 10.201.3.0/30.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from cganalysis.testbed import state
+from cganalysis.testbed.hosts import NetnsHost, TestbedError, stop_all
+from cganalysis.testbed.netns import NET, OFFLOADS
+from cganalysis.testbed.topology import Layout, Topology
+from cganalysis.testbed.umlconf import UmlOptions
+from cganalysis.testbed.umlhost import UmlHost, UmlKernel
+
+DELAY_NS = "dly"
+
+
+def router_script(delay: bool) -> str:
+    """The router's set-up inside the UML kernel, as one shell script (one request: each
+    process started in a UML kernel costs tens of milliseconds)."""
+    lines = [
+        "set -e",
+        "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true",
+        "sysctl -qw net.ipv6.conf.default.disable_ipv6=1 2>/dev/null || true",
+    ]
+    devs = ["rtr0", "rtr1", "rtr2", "rtr3"] if delay else ["rtr0", "rtr1"]
+    lines += [f"ip link set vec{i} name {dev}" for i, dev in enumerate(devs)]
+    lines += [f"ip addr add {NET}.1.2/24 dev rtr0", "ip link set rtr0 up"]
+    if delay:
+        d = f"ip netns exec {DELAY_NS}"
+        lines += [
+            f"ip addr add {NET}.3.1/30 dev rtr1",
+            "ip link set rtr1 up",
+            f"ip netns add {DELAY_NS}",
+            f"ip link set rtr2 netns {DELAY_NS}",
+            f"ip link set rtr3 netns {DELAY_NS}",
+            f"{d} ip link set lo up",
+            f"{d} ip addr add {NET}.3.2/30 dev rtr2",
+            f"{d} ip addr add {NET}.2.2/24 dev rtr3",
+            f"{d} ip link set rtr2 up",
+            f"{d} ip link set rtr3 up",
+            f"{d} sysctl -qw net.ipv4.ip_forward=1",
+            f"{d} ip route add {NET}.1.0/24 via {NET}.3.1",
+            f"ip route add {NET}.2.0/24 via {NET}.3.2",
+        ]
+    else:
+        lines += [f"ip addr add {NET}.2.2/24 dev rtr1", "ip link set rtr1 up"]
+    # The vector driver holds back the packets of a batch (xmit_more: GSO segments, bulk
+    # dequeues, neither of which happens here with offloads off and no BQL) up to its tx
+    # coalescing time before writing them out: 2 jiffies, 20 ms at UML's fixed HZ=100;
+    # the shortest it takes is one jiffy.
+    for dev in devs:
+        ns = f"ip netns exec {DELAY_NS} " if delay and dev in ("rtr2", "rtr3") else ""
+        lines.append(f"{ns}ethtool -C {dev} tx-usecs 0 2>/dev/null || true")
+    lines.append("sysctl -qw net.ipv4.ip_forward=1")
+    return "\n".join(lines) + "\n"
+
+
+_SKMEM_DROPS = re.compile(r":(?P<dev>rtr\d)\s.*skmem:\(.*\bd(?P<drops>\d+)\)")
+
+
+def socket_drops(ss_output: str) -> dict[str, int]:
+    """Packets this machine dropped before the UML kernel read them, per interface: its
+    raw sockets' receive buffers overflowed (``ss -0 -m``'s ``d``; two sockets per
+    interface). Such a packet was captured at ingress but never reached the qdisc."""
+    out: dict[str, int] = {}
+    for m in _SKMEM_DROPS.finditer(ss_output):
+        out[m.group("dev")] = out.get(m.group("dev"), 0) + int(m.group("drops"))
+    return out
+
+
+class UmlTestbed:
+    kind = "uml"
+
+    def __init__(
+        self, layout: Layout, workdir: Path, opts: UmlOptions | None = None, tag: str | None = None
+    ) -> None:
+        if layout.l2_router or layout.delay_via == "emulator":
+            raise TestbedError("the uml testbed runs the bottleneck and the delay in its kernel")
+        self.layout = layout
+        self.workdir = workdir
+        self.opts = opts or UmlOptions()
+        self.tag = tag or state.new_tag()
+        self.state = state.StateFile(self.tag, {"backend": "uml"})
+        self.created: list[str] = []
+        self.commands: list[list[str]] = []
+        self.notes: list[str] = []
+        self.hosts: dict[str, NetnsHost] = {}
+        self.kernel: UmlKernel | None = None
+        self.delay = layout.delay_via == "netem"
+
+    def ns(self, role: str) -> str:
+        return state.ns_name(self.tag, role)
+
+    def _run(self, argv: list[str], role: str | None = None) -> str:
+        full = ["ip", "netns", "exec", self.ns(role), *argv] if role else argv
+        self.commands.append(full)
+        res = subprocess.run(full, capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise TestbedError(f"testbed set-up: `{' '.join(full)}` failed: {res.stderr.strip()}")
+        return res.stdout
+
+    def _veth(self, a: tuple[str, str], b: tuple[str, str]) -> None:
+        self._run(
+            [
+                *("ip", "-n", self.ns(a[0]), "link", "add", a[1], "type", "veth"),
+                *("peer", "name", b[1], "netns", self.ns(b[0])),
+            ]
+        )
+
+    def up(self) -> Topology:
+        for role in ("srv", "rtr", "cli"):
+            name = self.ns(role)
+            self._run(["ip", "netns", "add", name])
+            self.created.append(name)
+            self.state.update(namespaces=self.created)
+            self._run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], role)
+            self._run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], role)
+            self._run(["ip", "link", "set", "lo", "up"], role)
+            self.hosts[role] = NetnsHost(role, name, self.workdir)
+        self._veth(("srv", "srv0"), ("rtr", "rtr0"))
+        router_devs = ["rtr0", "rtr1"]
+        if self.delay:
+            self._veth(("rtr", "rtr1"), ("rtr", "rtr2"))
+            self._veth(("rtr", "rtr3"), ("cli", "cli0"))
+            router_devs += ["rtr2", "rtr3"]
+        else:
+            self._veth(("rtr", "rtr1"), ("cli", "cli0"))
+        for role, dev in [("srv", "srv0"), ("cli", "cli0")] + [("rtr", d) for d in router_devs]:
+            self._run(["ethtool", "-K", dev, *[w for o in OFFLOADS for w in (o, "off")]], role)
+            self._run(["ip", "link", "set", dev, "up"], role)
+        self._run(["ip", "addr", "add", f"{NET}.1.1/24", "dev", "srv0"], "srv")
+        self._run(["ip", "addr", "add", f"{NET}.2.1/24", "dev", "cli0"], "cli")
+        self._run(["ip", "route", "add", "default", "via", f"{NET}.1.2"], "srv")
+        self._run(["ip", "route", "add", "default", "via", f"{NET}.2.2"], "cli")
+        for role in ("srv", "cli"):
+            res = subprocess.run(
+                [
+                    *("ip", "netns", "exec", self.ns(role), "sysctl", "-qw"),
+                    f"net.ipv4.tcp_congestion_control={self.layout.cca}",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if res.returncode != 0:
+                self.notes.append(
+                    f"{role}: default congestion control not set to {self.layout.cca} "
+                    f"({res.stderr.strip()}); iperf3 -C sets it on its sockets"
+                )
+            self._run(["sysctl", "-qw", f"net.ipv4.tcp_ecn={self.layout.ecn}"], role)
+            self._run(["sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"], role)
+        self.kernel = UmlKernel(self.opts, netns=self.ns("rtr"), ifaces=router_devs)
+        self.kernel.boot()
+        self.state.update(uml_console=str(self.kernel.console))
+        router = UmlHost("router", self.kernel, self.workdir)
+        script = router_script(self.delay)
+        self.commands.append(["uml", "sh", "-c", script])
+        done = router.run(["sh", "-c", script], check=False)
+        if done.returncode != 0:
+            raise TestbedError(f"uml router set-up failed: {done.stderr.strip()[-300:]}")
+        return Topology(
+            server=self.hosts["srv"],
+            router=router,
+            client=self.hosts["cli"],
+            server_ip=f"{NET}.1.1",
+            client_ip=f"{NET}.2.1",
+            router_in="rtr0",
+            router_out="rtr1",
+            server_dev="srv0",
+            client_dev="cli0",
+            delay_via=self.layout.delay_via,
+            delay_host=UmlHost("delay", self.kernel, self.workdir, DELAY_NS)
+            if self.delay
+            else None,
+            delay_devs=("rtr2", "rtr3") if self.delay else None,
+            details={
+                "namespaces": {r: self.ns(r) for r in self.hosts},
+                "tag": self.tag,
+                "uml": self.kernel.facts,
+            },
+            tap_host=self.hosts["rtr"],
+        )
+
+    def down(self) -> None:
+        """Processes on this machine, the kernel (powered off, then killed), namespaces."""
+        stop_all([p for host in self.hosts.values() for p in host.procs], timeout_s=2.0)
+        if self.kernel is not None:
+            self.kernel.stop()
+        for name in reversed(self.created):
+            state.delete_namespace(name)
+        self.created.clear()
+        self.state.remove()
+
+    def counters(self) -> dict[str, Any]:
+        """The router's own losses, outside any qdisc: this machine's raw sockets (packets
+        the kernel was too slow to read) and the kernel's interface counters."""
+        if self.kernel is None or not self.created:
+            return {}
+        ss = subprocess.run(
+            ["ip", "netns", "exec", self.ns("rtr"), "ss", "-0", "-m", "-n"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        links: dict[str, Any] = {}
+        try:
+            router = UmlHost("router", self.kernel, self.workdir)
+            hosts = [router] + (
+                [UmlHost("delay", self.kernel, self.workdir, DELAY_NS)] if self.delay else []
+            )
+            for host in hosts:
+                text = host.run(["ip", "-s", "-j", "link", "show"], check=False).stdout
+                for link in json.loads(text or "[]"):
+                    st = link.get("stats64") or link.get("stats") or {}
+                    if str(link.get("ifname", "")).startswith("rtr"):
+                        links[link["ifname"]] = {
+                            "rx_packets": st.get("rx", {}).get("packets"),
+                            "rx_dropped": st.get("rx", {}).get("dropped"),
+                            "tx_packets": st.get("tx", {}).get("packets"),
+                            "tx_dropped": st.get("tx", {}).get("dropped"),
+                        }
+        except (TestbedError, ValueError) as err:
+            links = {"error": str(err)}
+        return {"socket_drops": socket_drops(ss), "links": links}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": "uml",
+            "tag": self.tag,
+            "namespaces": [self.ns(r) for r in self.hosts],
+            "offloads_off": list(OFFLOADS),
+            "uml": self.kernel.facts if self.kernel is not None else None,
+            "uml_counters": self.counters(),
+            "delay_placement": (
+                f"netem in the UML kernel's namespace {DELAY_NS}, after the egress tap"
+                if self.delay
+                else "none"
+            ),
+            "setup_commands": [" ".join(c) for c in self.commands],
+            "notes": self.notes,
+        }
