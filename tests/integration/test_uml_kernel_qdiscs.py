@@ -1,12 +1,13 @@
-"""The ``backend: kernel`` path against a kernel that has the disciplines (issue 13).
+"""The ``backend: kernel`` path against kernels that have the disciplines (issues 13, 25).
 
-This machine kind's kernel lacks netem, sfq, fq_codel, codel, pie and cake; the ``vm``
-testbed's guest (Debian's backports kernel, ``scripts/install-vm.sh``) has them as modules.
-One guest is booted for the module (serve mode); each test builds a veth pair in a
-namespace of the guest, installs a bottleneck with the project's own code
-(``KernelBottleneck.apply``: the rendered tc lines, then the read-back ``verify``), checks
-every configured parameter in ``tc -j qdisc show`` against the configuration, pushes
-packets through and parses the statistics (``counters``, ``dump``) as a run would.
+This machine kind's kernel lacks netem, sfq, fq_codel, codel, pie, cake and dualpi2; the
+``uml`` testbed's router kernels have them: Debian's user-mode-linux (6.1, as modules)
+and the one ``scripts/build-uml.sh`` builds (7.3, built in, DualPI2 included). One UML
+kernel is booted per kind (about a second); each test builds a veth pair in a namespace
+of it, installs a bottleneck with the project's own code (``KernelBottleneck.apply``:
+the rendered tc lines, then the read-back ``verify``), checks every configured parameter
+in ``tc -j qdisc show`` against the configuration, pushes packets through and parses the
+statistics (``counters``, ``dump``) as a run would.
 """
 
 from __future__ import annotations
@@ -33,38 +34,39 @@ from cganalysis.testbed.validate import Section
 from tests.conftest import need_root
 
 
-@pytest.fixture(scope="module")
-def guest() -> Iterator[Any]:
+@pytest.fixture(scope="module", params=["built", "debian"])
+def guest(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A UML kernel: scripts/build-uml.sh's, then Debian's user-mode-linux."""
     need_root()
-    from cganalysis.testbed import vm
     from cganalysis.testbed.hosts import TestbedError
+    from cganalysis.testbed.umlconf import UmlOptions, find_kernel
+    from cganalysis.testbed.umlhost import UmlKernel
 
+    opts = UmlOptions(kernel=request.param)
     try:
-        vm.find_kernel(vm.VmOptions())
-        vm.find_tools()
+        find_kernel(opts)
     except TestbedError as e:
         pytest.skip(str(e))
-    from cganalysis.testbed.vmrun import serving
-
-    with serving() as g:
-        yield g
+    with UmlKernel(opts) as kernel:
+        yield kernel
 
 
 @pytest.fixture
 def pair(guest: Any) -> Iterator[Topology]:
-    """A namespace in the guest with veth p0 (10.9.0.1) <-> p1 (10.9.0.2), offloads off."""
-    from cganalysis.testbed.vmrun import GuestHost
+    """A namespace in the kernel with veth p0 (10.9.0.1) <-> p1 (10.9.0.2), offloads off."""
+    from cganalysis.testbed.umlhost import UmlHost
 
-    ns = f"cgavmt-{secrets.token_hex(3)}"
-    guest.run(["ip", "netns", "add", ns])
-    host = GuestHost(guest, ns)
+    ns = f"cgaumlt-{secrets.token_hex(3)}"
+    whole = UmlHost("uml", guest, Path(os.devnull))
+    whole.run(["ip", "netns", "add", ns])
+    host = UmlHost("uml", guest, Path(os.devnull), ns)
     try:
-        host.run(["ip", "link", "add", "p0", "type", "veth", "peer", "name", "p1"])
-        host.run(["ip", "link", "add", "q0", "type", "veth", "peer", "name", "q1"])
-        for dev in ("p0", "p1", "q0", "q1"):
-            host.run(["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"])
-            host.run(["ip", "link", "set", dev, "up"])
-        host.run(["ip", "link", "set", "lo", "up"])
+        host.run(
+            ["sh", "-c", "set -e; ip link add p0 type veth peer name p1; "
+             "ip link add q0 type veth peer name q1; for d in p0 p1 q0 q1; do "
+             "ethtool -K $d tso off gso off gro off 2>/dev/null || true; ip link set $d up; "
+             "done; ip link set lo up"]
+        )  # fmt: skip
         yield Topology(
             server=host,
             router=host,
@@ -78,7 +80,7 @@ def pair(guest: Any) -> Iterator[Topology]:
             delay_via="netem",
         )
     finally:
-        guest.run(["ip", "netns", "del", ns], check=False)
+        whole.run(["ip", "netns", "del", ns], check=False)
 
 
 def _direction(spec: dict[str, Any]) -> Any:
@@ -120,14 +122,16 @@ def _by_handle(qdiscs: list[dict[str, Any]], handle: str) -> dict[str, Any]:
     return found[0]
 
 
-def test_guest_kernel_has_the_disciplines(guest: Any) -> None:
+def test_uml_kernel_has_the_disciplines(guest: Any) -> None:
     from cganalysis.testbed.probe import probe_qdiscs
-    from cganalysis.testbed.vmrun import GuestHost
+    from cganalysis.testbed.umlhost import UmlHost
 
-    support = probe_qdiscs(GuestHost(guest), ["netem", "sfq", "fq_codel", "codel", "pie", "cake"])
+    host = UmlHost(f"uml {guest.kernel.path}", guest, Path(os.devnull))
+    kinds = ["htb", "tbf", "netem", "sfq", "fq_codel", "codel", "pie", "cake"]
+    support = probe_qdiscs(host, kinds)
     assert all(ok for ok, _ in support.values()), support
-    assert guest.info["accel"] in ("kvm", "tcg")
-    assert guest.info["guest"]["kernel"] == guest.version
+    release = host.run(["uname", "-r"]).stdout.strip()
+    assert release == guest.facts["release"] and release != os.uname().release
 
 
 def test_pfifo_under_htb(pair: Topology) -> None:
@@ -265,32 +269,26 @@ def test_cake_as_the_kernel_accepts_it(pair: Topology) -> None:
     assert qd[0]["options"]["bandwidth"] == 1250000  # bytes/s
 
 
-def _dualpi2_built() -> bool:
-    from cganalysis.testbed.vm import GUEST_BIN
-    from cganalysis.testbed.vmconf import MODULES
-
-    return bool(list(MODULES.glob("*/extra/sch_dualpi2.ko"))) and (GUEST_BIN / "tc").is_file()
-
-
-def test_dualpi2_in_the_guest_kernel_or_a_clear_refusal(guest: Any, pair: Topology) -> None:
-    """With scripts/build-dualpi2.sh run: the kernel's own DualPI2, rendered, read back and
-    its statistics (prob, delays, per-queue counts, marks) parsed; without: the testbed
-    refuses backend kernel naming what is missing."""
-    from cganalysis.testbed.backend import resolve
+def test_dualpi2_in_the_uml_kernel_or_a_clear_refusal(guest: Any, pair: Topology) -> None:
+    """The built kernel (scripts/build-uml.sh): the kernel's own DualPI2, rendered, read
+    back and its statistics (prob, delays, per-queue counts, marks) parsed; Debian's 6.1:
+    the uml testbed refuses it, naming the script that builds a kernel with it."""
+    from cganalysis.testbed.backend import resolve_in_router_kernel
     from cganalysis.testbed.hosts import TestbedError
-    from cganalysis.testbed.vmrun import GuestHost
+    from cganalysis.testbed.umlhost import UmlHost
 
-    whole = GuestHost(guest)  # the probe makes its own namespaces
-
+    whole = UmlHost(f"uml {guest.kernel.path}", guest, Path(os.devnull))
     spec = {"rate_mbit": 10, "qdisc": {"kind": "dualpi2", "limit": 1000, "target_ms": 15,
                                        "step_thresh_ms": 1, "classic_protection": 10}}  # fmt: skip
     d = _direction(spec)
-    if not _dualpi2_built():
+    if guest.kernel.origin == "debian":
         with pytest.raises(TestbedError) as e:
-            resolve(Bottleneck("kernel", d), Propagation(), whole)
-        assert "lacks qdisc dualpi2" in str(e.value) and "\n" not in str(e.value)
+            resolve_in_router_kernel(Bottleneck("kernel", d), Propagation(), whole, "uml")
+        msg = str(e.value)
+        assert "lacks qdisc dualpi2" in msg and "build-uml.sh" in msg and "\n" not in msg
         return
-    assert resolve(Bottleneck("kernel", d), Propagation(), whole).bottleneck == "kernel"
+    res = resolve_in_router_kernel(Bottleneck("kernel", d), Propagation(), whole, "uml")
+    assert res.bottleneck == "kernel"
     bn, _ = _install(pair, spec)
     leaf = _by_handle(_qdiscs(pair, "p0"), "10:")
     assert leaf["kind"] == "dualpi2"
