@@ -17,6 +17,8 @@
       - {qdisc: [pfifo, htb], cca: cubic}   # list matches any of its levels)
     run_id: "{campaign}-{qdisc}-{cca}-r{repetition:02d}"   # optional; this is the default
 
+A campaign can also be another one's runs with an overlay on each (``variant_of``,
+:func:`_variant`): the kernel data plane of a campaign, say, without repeating its factors.
 A level that changes a ``kind`` replaces that mapping instead of merging into it. Each
 run's labels get the factor levels (``qdisc: htb``, ``cca: bbr``), so tables and
 figures group by them. Runs with the same bottleneck share one calibration
@@ -92,20 +94,56 @@ def calibration_key(cfg: RunConfig) -> str:
     return "cal-" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:10]
 
 
+#: The keys a variant campaign (``variant_of``) may give itself.
+_VARIANT_KEYS = ("campaign", "variant_of", "overlay", "repetitions", "run_id")
+
+
+def _variant(path: Path, data: Mapping[str, Any]) -> tuple[dict[str, Any], Any, Path]:
+    """A campaign written as another one's runs with an overlay on every run::
+
+        campaign: tma2024-kernel
+        variant_of: tma2024.yaml        # its base, factors and exclude
+        overlay: {testbed: uml, bottleneck: {backend: kernel}}
+        repetitions: 1                  # optional: the other's otherwise; run_id too
+
+    Returns the campaign document to read, the overlay and the folder its base's relative
+    paths start from."""
+    sec = Section(data, str(path))
+    other_path = path.parent / sec.string("variant_of")
+    if not other_path.is_file():
+        raise sec.error("variant_of", f"{other_path}: no such campaign file")
+    other = read_yaml(other_path)
+    if not isinstance(other, Mapping) or "variant_of" in other:
+        raise sec.error("variant_of", f"{other_path}: not a campaign of its own")
+    for key in data:
+        if key not in _VARIANT_KEYS:
+            raise sec.error(str(key), f"a variant campaign gives only {', '.join(_VARIANT_KEYS)}")
+    doc = {k: v for k, v in other.items() if k not in ("campaign", "repetitions", "run_id")}
+    doc.update({k: data[k] for k in ("campaign", "repetitions", "run_id") if k in data})
+    if "base" in doc:
+        doc["base"] = str(other_path.parent / str(doc["base"]))
+    return doc, sec.raw("overlay", {}), other_path.parent
+
+
 def load_campaign(path: Path) -> Campaign:
     data = read_yaml(path)
+    overlay: Any = {}
+    run_dir = path.parent
+    if isinstance(data, Mapping) and "variant_of" in data:
+        data, overlay, run_dir = _variant(path, data)
     where = str(path)
     sec = Section(data, where)
     name = sec.string("campaign", pattern=TOKEN)
     if sec.has("base") == sec.has("run"):
         raise sec.error("base", "give either base (a run file) or run (an inline run)")
     if sec.has("base"):
-        base_path = path.parent / sec.string("base")
+        base_path = run_dir / sec.string("base")
         base = read_yaml(base_path)
         base_dir = base_path.parent
     else:
         base = sec.raw("run")
-        base_dir = path.parent
+        base_dir = run_dir
+    base = deep_merge(base, overlay) if overlay else base
     reps = sec.integer("repetitions", 1, minimum=1, maximum=1000)
     factors_sec = sec.sub("factors")
     factors: list[tuple[str, list[tuple[str, Any]]]] = []
