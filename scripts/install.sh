@@ -8,11 +8,17 @@
 #   - the data-plane programs cga-cg and cga-emu (Rust, release build) into /usr/local/bin
 #     (the experiments run them as root, inside network namespaces);
 #   - the Python package, with its native extension, into the project's virtual environment
-#     `.venv` (never the system Python: Debian's and Ubuntu's are "externally managed").
+#     `.venv` (never the system Python: Debian's and Ubuntu's are "externally managed");
+#   - Debian's user-mode-linux (a Linux kernel that runs as a process: the `uml` testbed's
+#     router, with the qdiscs this machine's kernel may lack).
 #
 #   bash scripts/install.sh          # to run experiments and the workflow
-#   bash scripts/install.sh --dev    # also the test, lint and benchmark tools, and the VM
-#                                    # testbed's kernel and QEMU (scripts/install-vm.sh)
+#   bash scripts/install.sh --dev    # also the test, lint and benchmark tools, and the uml
+#                                    # testbed's own kernel with DualPI2 (scripts/build-uml.sh,
+#                                    # ~5-9 min once, then cached)
+#   bash scripts/install.sh --uml    # the uml kernel without the development tools
+#   bash scripts/install.sh --vm     # also the vm testbed's kernel and QEMU (install-vm.sh)
+# Options combine (--dev --vm).
 # Environment: PYTHON (the interpreter the venv is made from, default python3),
 # CGA_VENV (default .venv), CGA_PREFIX (where the native programs go, default /usr/local).
 # Running it again is cheap: what is installed already is kept.
@@ -20,7 +26,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dev=0
-[[ "${1:-}" == "--dev" ]] && dev=1
+uml=0
+vm=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) dev=1 uml=1 ;;
+    --uml) uml=1 ;;
+    --vm) vm=1 ;;
+    *)
+      echo "install.sh: unknown option $arg (use --dev, --uml, --vm)" >&2
+      exit 2
+      ;;
+  esac
+done
 python="${PYTHON:-python3}"
 venv="${CGA_VENV:-.venv}"
 prefix="${CGA_PREFIX:-/usr/local}"
@@ -43,8 +61,9 @@ apt_install() {
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 # --- Debian packages -------------------------------------------------------------------
-packages=(tcpdump tshark iperf3 ethtool iproute2 iputils-ping procps
-  openssh-client openssh-server ca-certificates git gcc libc6-dev python3 python3-venv)
+packages=(tcpdump tshark iperf3 ethtool iproute2 iputils-ping procps util-linux
+  openssh-client openssh-server ca-certificates git gcc libc6-dev python3 python3-venv
+  user-mode-linux kmod)
 missing=()
 for pkg in "${packages[@]}"; do installed "$pkg" || missing+=("$pkg"); done
 if ((${#missing[@]})); then
@@ -98,7 +117,10 @@ extras=""
   exit 1
 }
 
-if ((dev)); then
+if ((uml)); then
+  $sudo_cmd bash scripts/build-uml.sh
+fi
+if ((vm)); then
   PYTHON="$venv/bin/python" bash scripts/install-vm.sh
 fi
 

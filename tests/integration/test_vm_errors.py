@@ -61,6 +61,7 @@ def _need_vm() -> None:
         pytest.skip(str(e))
 
 
+@pytest.mark.vm
 def test_a_guest_that_cannot_boot_says_why(tmp_path: Path) -> None:
     """Not a kernel image: QEMU stops at once and its error line is the message."""
     _need_vm()
@@ -74,6 +75,7 @@ def test_a_guest_that_cannot_boot_says_why(tmp_path: Path) -> None:
     assert "stopped while booting" in text and "qemu" in text.lower(), text
 
 
+@pytest.mark.vm
 def test_a_guest_that_boots_too_slowly_is_killed(tmp_path: Path) -> None:
     _need_vm()
     from cganalysis.testbed.vm import Guest

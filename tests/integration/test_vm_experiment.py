@@ -25,6 +25,8 @@ from cganalysis.matching import match_files
 from tests.conftest import REPO, need_root
 from tests.integration.experiment_helpers import assert_flows_started
 
+pytestmark = pytest.mark.vm
+
 RUN = REPO / "configs" / "runs" / "quick-htb-sfq-vm.yaml"
 
 

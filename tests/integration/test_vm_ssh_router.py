@@ -32,7 +32,7 @@ from cganalysis.matching import match_files
 from tests.conftest import REPO, need_root, need_tool
 from tests.integration.experiment_helpers import TOOLS, write
 
-pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow, pytest.mark.vm]
 SSHD = "/usr/sbin/sshd"
 RUN = REPO / "configs" / "runs" / "quick-htb-sfq-vm.yaml"
 SSHD_CONFIG = """\

@@ -44,6 +44,41 @@ def test_tma2024_plans_three_queues_by_two_ccas() -> None:
     assert len({r.calibration_key for r in c.runs}) == 3
 
 
+def test_the_kernel_variant_is_tma2024_on_the_uml_router() -> None:
+    """tma2024-kernel.yaml is tma2024.yaml's runs (variant_of) with the uml testbed and the
+    kernel data plane: every other setting the same, run ids under its own name."""
+    base = {
+        r.run_id.removeprefix("tma2024-"): r for r in load_campaign(CAMPAIGNS / "tma2024.yaml").runs
+    }
+    kernel = load_campaign(CAMPAIGNS / "tma2024-kernel.yaml")
+    assert kernel.name == "tma2024-kernel"
+    assert sorted(r.run_id.removeprefix("tma2024-kernel-") for r in kernel.runs) == sorted(base)
+    for r in kernel.runs:
+        other = base[r.run_id.removeprefix("tma2024-kernel-")]
+        assert (r.config.testbed.kind, r.config.bottleneck.backend) == ("uml", "kernel")
+        assert r.levels == other.levels and r.config.labels == other.config.labels
+        assert r.config.bottleneck.forward == other.config.bottleneck.forward
+        assert r.config.schedule == other.config.schedule and r.config.cg == other.config.cg
+        # The uml router shares this machine: one lock with the netns testbed.
+        assert r.config.testbed.lock_name() == "netns"
+
+
+def test_a_variant_gives_only_its_own_keys(tmp_path: Path) -> None:
+    other = _campaign(tmp_path)
+    variant = tmp_path / "v.yaml"
+    variant.write_text(yaml.safe_dump({"campaign": "v", "variant_of": other.name,
+                                       "overlay": {"labels": {"plane": "k"}}, "repetitions": 2}))  # fmt: skip
+    runs = load_campaign(variant).runs
+    assert len(runs) == 12 and {r.config.labels["plane"] for r in runs} == {"k"}
+    assert runs[0].run_id.startswith("v-")
+    variant.write_text(yaml.safe_dump({"campaign": "v", "variant_of": other.name, "factors": {}}))
+    with pytest.raises(ConfigError, match=r"key factors.*variant campaign gives only"):
+        load_campaign(variant)
+    variant.write_text(yaml.safe_dump({"campaign": "v", "variant_of": "nothing.yaml"}))
+    with pytest.raises(ConfigError, match=r"key variant_of.*nothing.yaml: no such campaign"):
+        load_campaign(variant)
+
+
 def test_xu2022_plans_capacities_queues_ccas_and_repetitions() -> None:
     c = load_campaign(CAMPAIGNS / "xu2022.yaml")
     assert len(c.runs) == 3 * 3 * 2 * 15

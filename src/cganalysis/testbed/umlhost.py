@@ -279,7 +279,8 @@ class UmlHost:
     def __init__(self, name: str, kernel: UmlKernel, workdir: Path, ns: str | None = None) -> None:
         self.name = name
         self.kernel = kernel
-        self.workdir = workdir
+        # Absolute: the kernel's processes start in its root, not in this process's folder.
+        self.workdir = workdir.absolute()
         self.ns = ns
         self.procs: list[Proc] = []
 
@@ -310,7 +311,7 @@ class UmlHost:
             return ""
 
     def stage(self, local: Path) -> str:
-        return str(local)
+        return str(local.absolute())
 
     def fetch(self, path: str, local: Path) -> None:
         if Path(path).resolve() != local.resolve():
