@@ -66,8 +66,9 @@ def test_the_kernel_variant_is_tma2024_on_the_uml_router() -> None:
 def test_a_variant_gives_only_its_own_keys(tmp_path: Path) -> None:
     other = _campaign(tmp_path)
     variant = tmp_path / "v.yaml"
-    variant.write_text(yaml.safe_dump({"campaign": "v", "variant_of": other.name,
-                                       "overlay": {"labels": {"plane": "k"}}, "repetitions": 2}))  # fmt: skip
+    overlay = {"labels": {"plane": "k"}}
+    doc = {"campaign": "v", "variant_of": other.name, "overlay": overlay, "repetitions": 2}
+    variant.write_text(yaml.safe_dump(doc))
     runs = load_campaign(variant).runs
     assert len(runs) == 12 and {r.config.labels["plane"] for r in runs} == {"k"}
     assert runs[0].run_id.startswith("v-")

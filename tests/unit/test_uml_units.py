@@ -101,7 +101,7 @@ class _NoProbe:
 
 def _bottleneck(backend: str, qdisc: dict[str, object]) -> Bottleneck:
     d = parse_direction(Section({"rate_mbit": 10, "qdisc": qdisc}, "test"), 0.0)
-    return Bottleneck(backend, d)
+    return Bottleneck(backend, d)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,167 @@
+"""A whole experiment on the ``uml`` testbed, its refusals, and the UML kernel's end when
+the run is interrupted or killed.
+
+``configs/runs/quick-htb-sfq-uml.yaml`` (TMA 2024's HTB with its SFQ CG leaf at 8 Mbit/s,
+15 ms each way, ``backend: kernel``) runs with a user-mode Linux kernel as the router: its
+HTB, SFQ and netem are the Linux kernel's own, which this machine's kernel lacks. The
+run directory is an ordinary one: the metadata name the router's kernel, the captures
+measure exactly the bottleneck (every egress packet has its ingress twin, the packets lost
+between the taps are the qdisc's drops), the delay hop is off the capture span and in the
+round trip, and the CG flow stays out of the TCP flow's queue.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cganalysis.matching import match_files
+from tests.conftest import REPO, need_root, need_tool
+from tests.integration.experiment_helpers import TOOLS, assert_flows_started
+
+RUN = REPO / "configs" / "runs" / "quick-htb-sfq-uml.yaml"
+
+pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
+
+
+def _need_uml(kernel: str = "auto") -> None:
+    need_root()
+    need_tool(*TOOLS, "setpriv")
+    from cganalysis.testbed.hosts import TestbedError
+    from cganalysis.testbed.umlconf import UmlOptions, find_kernel
+
+    try:
+        find_kernel(UmlOptions(kernel=kernel))
+    except TestbedError as e:
+        pytest.skip(str(e))
+
+
+def _cli(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cganalysis.cli", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def _uml_pids() -> set[int]:
+    """Every user-mode Linux process of this project on the machine (its kernels are
+    started with ``umid=cga-...``)."""
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"umid=cga-" in cmd:
+                out.add(int(d.name))
+    return out
+
+
+def test_experiment_runs_on_the_uml_router(tmp_path: Path) -> None:
+    _need_uml("built")
+    before = _uml_pids()
+    out = tmp_path / "uml-htb-sfq"
+    res = _cli("experiment", RUN, "-o", out, "--max-duration-s", "16")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    meta = json.loads((out / "meta.json").read_text())
+    tb = meta["testbed"]
+    assert tb["backend"] == "uml" and tb["uml"]["kernel"]["origin"] == "built"
+    release = tb["uml"]["release"]
+    assert release != os.uname().release and release in meta["hosts"]["router"]["kernel"]
+    assert release not in meta["hosts"]["server"]["kernel"]
+    # The router's interfaces carry no offloads (GRO would merge TCP bursts before the qdisc).
+    for dev in ("rtr0", "rtr1"):
+        assert meta["hosts"]["router"]["offloads"][dev]["gro"] == "off", meta["hosts"]["router"]
+    assert meta["bottleneck_backend"] == "kernel" and meta["delay_via"] == "netem"
+    kinds = {q["kind"] for dev in meta["qdisc_after"].values() for q in dev["qdisc"]}
+    assert {"htb", "sfq", "pfifo"} <= kinds, kinds
+    assert not meta["flags"], meta["flags"]
+    # The captures measure the router alone: idle, a packet crosses the UML kernel in a
+    # fraction of a millisecond (the delay hop is after the egress tap).
+    floor = meta["calibration"]["idle_delay_floor"]
+    assert floor["packets"] > 50 and floor["median_ms"] < 1.0, floor
+    assert abs(meta["capacity_measured_mbps"] - 8) < 0.4, meta["calibration"]
+    m = match_files(out / "ingress.pcap", out / "egress.pcap")
+    assert m.summary.egress_only_packets == 0, m.summary
+    assert_flows_started(meta, out, m.packets, allowed_late_s=2.0)
+    c0, c1 = (meta["counters"][k] for k in ("at_capture_start", "at_capture_end"))
+    qdisc_drops = c1["dropped"] - c0["dropped"]
+    assert abs(m.summary.packets_lost - qdisc_drops) <= 2, (m.summary.packets_lost, qdisc_drops)
+    assert not any(tb["uml_counters"]["socket_drops"].values()), tb["uml_counters"]
+    # The delay hop is in the round trip: 15 ms each way, netem's own.
+    rtts = [
+        json.loads(p.read_text())["end"]["streams"][0]["sender"]["min_rtt"]
+        for p in sorted(out.glob("iperf3-step*.json"))
+    ]
+    assert rtts and all(29_500 <= r <= 40_000 for r in rtts), rtts  # us
+    # The CG flow (UDP 30002, SFQ class at priority 0) does not wait behind TCP's queue.
+    delivered = m.packets.filter(~m.packets["lost"])
+    cg = delivered.filter(delivered["dport"] == 30002)["delay_ms"]
+    tcp = delivered.filter(delivered["proto"] == 6)["delay_ms"]
+    cg_ms, tcp_ms = float(cg.median()), float(tcp.median())  # type: ignore[arg-type]
+    assert cg.len() > 500 and cg_ms < 1.0 and tcp_ms > 20.0, (cg_ms, tcp_ms)
+    assert _uml_pids() <= before, "a UML kernel outlived the run"
+
+
+def test_interrupted_and_killed_runs_leave_no_uml(tmp_path: Path) -> None:
+    """SIGTERM: teardown powers the kernel off. SIGKILL: the kernel dies with its owner
+    (setpriv --pdeathsig), and `cganalysis testbed clean` removes the namespaces left."""
+    _need_uml()
+    before = _uml_pids()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cganalysis.cli", "experiment", str(RUN), "-o",
+             str(tmp_path / sig.name)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:
+            if "traffic:" in line or time.monotonic() > deadline:
+                break
+        ours = _uml_pids() - before
+        assert ours, "no UML kernel under the run"
+        proc.send_signal(sig)
+        proc.wait(60)
+        assert proc.returncode != 0
+        deadline = time.monotonic() + 10
+        while _uml_pids() & ours and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _uml_pids() & ours, f"UML outlived a {sig.name}"
+        assert not (tmp_path / sig.name).exists()
+    clean = _cli("testbed", "clean")
+    assert clean.returncode == 0, clean.stderr
+    left = subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True, check=True
+    ).stdout
+    assert not [ln for ln in left.splitlines() if f"cgatb-{proc.pid}-" in ln], left
+
+
+def test_refusals_name_what_to_do(tmp_path: Path) -> None:
+    """Before any testbed exists: a kernel that is not there, and a qdisc Debian's UML
+    kernel lacks (DualPI2), each in one line naming what provides it."""
+    _need_uml("debian")
+    doc = yaml.safe_load(RUN.read_text())
+    bed = tmp_path / "bed.yaml"
+    bed.write_text(yaml.safe_dump({"backend": "uml", "uml": {"kernel": "/nowhere/linux"}}))
+    doc["testbed"] = str(bed)
+    run = tmp_path / "run.yaml"
+    run.write_text(yaml.safe_dump(doc))
+    res = _cli("experiment", run, "-o", tmp_path / "a")
+    assert res.returncode != 0 and "uml.kernel: /nowhere/linux not found" in res.stderr
+    bed.write_text(yaml.safe_dump({"backend": "uml", "uml": {"kernel": "debian"}}))
+    doc["bottleneck"]["qdisc"] = {"kind": "dualpi2", "limit": 1000}
+    run.write_text(yaml.safe_dump(doc))
+    res = _cli("experiment", run, "-o", tmp_path / "b")
+    last = res.stderr.strip().splitlines()[-1]
+    assert res.returncode != 0 and "lacks qdisc dualpi2" in last and "build-uml.sh" in last
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
