@@ -148,7 +148,8 @@ def report(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    fmt = argparse.RawTextHelpFormatter
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--time-scale", type=float, default=0.25)
     ap.add_argument("--cases", default=",".join(CASES))
