@@ -27,7 +27,12 @@ def add_parser(sub: Any) -> None:
         "is tried on a veth in a scratch namespace (needs root); nothing else is touched.",
     )
     pr.add_argument("--json", action="store_true", help="print JSON")
-    pr.add_argument("--testbed", type=Path, help="an ssh testbed file: probe its router host")
+    pr.add_argument(
+        "--testbed",
+        type=Path,
+        help="uml, or a testbed file (ssh or uml): probe its router (an ssh host, or a UML "
+        "kernel booted for it)",
+    )
     pr.set_defaults(run=run_probe)
 
     ck = tsub.add_parser(
@@ -98,10 +103,19 @@ def run_probe(args: argparse.Namespace) -> int:
     from cganalysis.testbed.probe import format_report, probe
 
     if args.testbed:
-        from cganalysis.testbed.sshbed import probing_ssh
+        from cganalysis.testbed.bedfile import load_testbed_file
 
-        with probing_ssh(args.testbed) as host:
-            report = probe(host)
+        uml = str(args.testbed) == "uml" or load_testbed_file(args.testbed).backend == "uml"
+        if uml:
+            from cganalysis.testbed.umlhost import probing_uml
+
+            with probing_uml(None if str(args.testbed) == "uml" else args.testbed) as host:
+                report = probe(host)
+        else:
+            from cganalysis.testbed.sshbed import probing_ssh
+
+            with probing_ssh(args.testbed) as host:
+                report = probe(host)
     else:
         if not _is_root():
             print("note: not root: qdiscs cannot be tried", file=sys.stderr)
