@@ -140,6 +140,7 @@ def test_interrupted_and_killed_runs_leave_no_uml(tmp_path: Path) -> None:
         assert not (tmp_path / sig.name).exists()
     clean = _cli("testbed", "clean")
     assert clean.returncode == 0, clean.stderr
+    assert "UML control folder" in clean.stdout, clean.stdout
     left = subprocess.run(
         ["ip", "netns", "list"], capture_output=True, text=True, check=True
     ).stdout

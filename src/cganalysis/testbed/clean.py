@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,13 @@ def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
             from cganalysis.testbed.vm import clean_vm
 
             yield from clean_vm(st, dry_run)
+        if st.get("backend") == "uml" and st.get("uml_console"):
+            # The kernel died with its namespace (above); its control folder stays.
+            ctl = Path(st["uml_console"]).parent
+            if ctl.is_dir() and ctl.name.startswith("cga-uml-"):
+                yield f"{'would remove' if dry_run else 'removing'} UML control folder {ctl}"
+                if not dry_run:
+                    shutil.rmtree(ctl, ignore_errors=True)
         if not dry_run:
             Path(st["_path"]).unlink(missing_ok=True)
     for ns in state.leftover_namespaces(include_live):
