@@ -48,6 +48,10 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
     tol = session.cfg.checks
     allowed = max(tol.drop_tolerance_packets, tol.drop_tolerance_ratio * max(qdisc_drops, 1))
     diff = s.packets_lost - qdisc_drops
+    # A uml router counts what its input dropped before its kernel read it (testbed/uml.py).
+    counters_uml = (session.record.testbed or {}).get("uml_counters") or {}
+    router_in = (session.record.topology or {}).get("router_in")
+    input_drops = (counters_uml.get("socket_drops") or {}).get(router_in)
     out = {
         "capture_lost": s.packets_lost,
         "capture_unknown": s.packets_unknown,
@@ -60,10 +64,13 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
         "matched_packets_in": s.packets_in,
         "matched_delivered": s.packets_delivered,
     }
+    if input_drops is not None:
+        out["router_input_drops"] = int(input_drops)
     if abs(diff) > allowed:
+        why = f"; the router's input dropped {input_drops}" if input_drops else ""
         session.record.flags.append(
             f"bottleneck not where configured: the captures lost {s.packets_lost} packets, "
-            f"the qdisc dropped {qdisc_drops} (tolerance {allowed:g})"
+            f"the qdisc dropped {qdisc_drops} (tolerance {allowed:g}){why}"
         )
     if s.loss_suspect:
         session.record.flags.append(
