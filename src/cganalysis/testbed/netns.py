@@ -59,17 +59,31 @@ class NetnsTestbed:
             raise TestbedError(f"testbed set-up: `{' '.join(full)}` failed: {res.stderr.strip()}")
         return res.stdout
 
+    def _namespace(self, role: str) -> None:
+        """A namespace for ``role``, recorded for teardown and clean, IPv6 off, lo up."""
+        name = self.ns(role)
+        self._run(["ip", "netns", "add", name])
+        self.created.append(name)
+        self.state.update(namespaces=self.created)
+        self._run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], role)
+        self._run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], role)
+        self._run(["ip", "link", "set", "lo", "up"], role)
+        self.hosts[role] = NetnsHost(role, name, self.workdir)
+
+    def _offloads_off(self, role: str, dev: str) -> None:
+        self._run(["ethtool", "-K", dev, *[w for o in OFFLOADS for w in (o, "off")]], role)
+
+    def _endpoints(self) -> None:
+        """Server and client: the run's congestion control and ECN, no cached metrics."""
+        for role in ("srv", "cli"):
+            self._default_cca(role)
+            self._run(["sysctl", "-qw", f"net.ipv4.tcp_ecn={self.layout.ecn}"], role)
+            self._run(["sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"], role)
+
     def up(self) -> Topology:
         roles = ["srv", "rtr", "cli"] + (["dly"] if self.layout.delay_via == "emulator" else [])
         for role in roles:
-            name = self.ns(role)
-            self._run(["ip", "netns", "add", name])
-            self.created.append(name)
-            self.state.update(namespaces=self.created)
-            self._run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], role)
-            self._run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], role)
-            self._run(["ip", "link", "set", "lo", "up"], role)
-            self.hosts[role] = NetnsHost(role, name, self.workdir)
+            self._namespace(role)
         self._veth(("srv", "srv0"), ("rtr", "rtr0"))
         if "dly" in roles:
             self._veth(("rtr", "rtr1"), ("dly", "dly0"))
@@ -80,7 +94,7 @@ class NetnsTestbed:
         if "dly" in roles:
             devs += [("dly", "dly0"), ("dly", "dly1")]
         for role, dev in devs:
-            self._run(["ethtool", "-K", dev, *[w for o in OFFLOADS for w in (o, "off")]], role)
+            self._offloads_off(role, dev)
         if self.layout.l2_router:
             srv_ip, cli_ip = f"{NET}.1.1", f"{NET}.1.2"
             self._addr("srv", "srv0", f"{srv_ip}/24")
@@ -101,10 +115,7 @@ class NetnsTestbed:
         for role, dev in bridged:
             # A bump in the wire: frames for other hosts must reach the emulator's socket.
             self._run(["ip", "link", "set", dev, "promisc", "on", "up"], role)
-        for role in ("srv", "cli"):
-            self._default_cca(role)
-            self._run(["sysctl", "-qw", f"net.ipv4.tcp_ecn={self.layout.ecn}"], role)
-            self._run(["sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"], role)
+        self._endpoints()
         self.topology = Topology(
             server=self.hosts["srv"],
             router=self.hosts["rtr"],

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.testbed import state
-from cganalysis.testbed.hosts import NetnsHost, TestbedError, stop_all
-from cganalysis.testbed.netns import NET, OFFLOADS
+from cganalysis.testbed.hosts import TestbedError, stop_all
+from cganalysis.testbed.netns import NET, OFFLOADS, NetnsTestbed
 from cganalysis.testbed.topology import Layout, Topology
 from cganalysis.testbed.umlconf import UmlOptions
 from cganalysis.testbed.umlhost import UmlHost, UmlKernel
@@ -106,7 +106,9 @@ def socket_drops(ss_output: str) -> dict[str, int]:
     return out
 
 
-class UmlTestbed:
+class UmlTestbed(NetnsTestbed):
+    """The netns testbed's server and client, and a UML kernel as the router."""
+
     kind = "uml"
 
     def __init__(
@@ -114,47 +116,15 @@ class UmlTestbed:
     ) -> None:
         if layout.l2_router or layout.delay_via == "emulator":
             raise TestbedError("the uml testbed runs the bottleneck and the delay in its kernel")
-        self.layout = layout
-        self.workdir = workdir
-        self.opts = opts or UmlOptions()
-        self.tag = tag or state.new_tag()
+        super().__init__(layout, workdir, tag)
         self.state = state.StateFile(self.tag, {"backend": "uml"})
-        self.created: list[str] = []
-        self.commands: list[list[str]] = []
-        self.notes: list[str] = []
-        self.hosts: dict[str, NetnsHost] = {}
+        self.opts = opts or UmlOptions()
         self.kernel: UmlKernel | None = None
         self.delay = layout.delay_via == "netem"
 
-    def ns(self, role: str) -> str:
-        return state.ns_name(self.tag, role)
-
-    def _run(self, argv: list[str], role: str | None = None) -> str:
-        full = ["ip", "netns", "exec", self.ns(role), *argv] if role else argv
-        self.commands.append(full)
-        res = subprocess.run(full, capture_output=True, text=True, check=False)
-        if res.returncode != 0:
-            raise TestbedError(f"testbed set-up: `{' '.join(full)}` failed: {res.stderr.strip()}")
-        return res.stdout
-
-    def _veth(self, a: tuple[str, str], b: tuple[str, str]) -> None:
-        self._run(
-            [
-                *("ip", "-n", self.ns(a[0]), "link", "add", a[1], "type", "veth"),
-                *("peer", "name", b[1], "netns", self.ns(b[0])),
-            ]
-        )
-
     def up(self) -> Topology:
         for role in ("srv", "rtr", "cli"):
-            name = self.ns(role)
-            self._run(["ip", "netns", "add", name])
-            self.created.append(name)
-            self.state.update(namespaces=self.created)
-            self._run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], role)
-            self._run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], role)
-            self._run(["ip", "link", "set", "lo", "up"], role)
-            self.hosts[role] = NetnsHost(role, name, self.workdir)
+            self._namespace(role)
         self._veth(("srv", "srv0"), ("rtr", "rtr0"))
         router_devs = ["rtr0", "rtr1"]
         if self.delay:
@@ -164,29 +134,13 @@ class UmlTestbed:
         else:
             self._veth(("rtr", "rtr1"), ("cli", "cli0"))
         for role, dev in [("srv", "srv0"), ("cli", "cli0")] + [("rtr", d) for d in router_devs]:
-            self._run(["ethtool", "-K", dev, *[w for o in OFFLOADS for w in (o, "off")]], role)
+            self._offloads_off(role, dev)
             self._run(["ip", "link", "set", dev, "up"], role)
         self._run(["ip", "addr", "add", f"{NET}.1.1/24", "dev", "srv0"], "srv")
         self._run(["ip", "addr", "add", f"{NET}.2.1/24", "dev", "cli0"], "cli")
         self._run(["ip", "route", "add", "default", "via", f"{NET}.1.2"], "srv")
         self._run(["ip", "route", "add", "default", "via", f"{NET}.2.2"], "cli")
-        for role in ("srv", "cli"):
-            res = subprocess.run(
-                [
-                    *("ip", "netns", "exec", self.ns(role), "sysctl", "-qw"),
-                    f"net.ipv4.tcp_congestion_control={self.layout.cca}",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if res.returncode != 0:
-                self.notes.append(
-                    f"{role}: default congestion control not set to {self.layout.cca} "
-                    f"({res.stderr.strip()}); iperf3 -C sets it on its sockets"
-                )
-            self._run(["sysctl", "-qw", f"net.ipv4.tcp_ecn={self.layout.ecn}"], role)
-            self._run(["sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"], role)
+        self._endpoints()
         self.kernel = UmlKernel(self.opts, netns=self.ns("rtr"), ifaces=router_devs)
         self.kernel.boot()
         self.state.update(uml_console=str(self.kernel.console))
@@ -196,7 +150,8 @@ class UmlTestbed:
         done = router.run(["sh", "-c", script], check=False)
         if done.returncode != 0:
             raise TestbedError(f"uml router set-up failed: {done.stderr.strip()[-300:]}")
-        return Topology(
+        delay = UmlHost("delay", self.kernel, self.workdir, DELAY_NS) if self.delay else None
+        self.topology = Topology(
             server=self.hosts["srv"],
             router=router,
             client=self.hosts["cli"],
@@ -207,9 +162,7 @@ class UmlTestbed:
             server_dev="srv0",
             client_dev="cli0",
             delay_via=self.layout.delay_via,
-            delay_host=UmlHost("delay", self.kernel, self.workdir, DELAY_NS)
-            if self.delay
-            else None,
+            delay_host=delay,
             delay_devs=("rtr2", "rtr3") if self.delay else None,
             details={
                 "namespaces": {r: self.ns(r) for r in self.hosts},
@@ -218,16 +171,14 @@ class UmlTestbed:
             },
             tap_host=self.hosts["rtr"],
         )
+        return self.topology
 
     def down(self) -> None:
         """Processes on this machine, the kernel (powered off, then killed), namespaces."""
         stop_all([p for host in self.hosts.values() for p in host.procs], timeout_s=2.0)
         if self.kernel is not None:
             self.kernel.stop()
-        for name in reversed(self.created):
-            state.delete_namespace(name)
-        self.created.clear()
-        self.state.remove()
+        super().down()
 
     def counters(self) -> dict[str, Any]:
         """The router's own losses, outside any qdisc: this machine's raw sockets (packets
@@ -285,10 +236,8 @@ class UmlTestbed:
 
     def describe(self) -> dict[str, Any]:
         return {
+            **super().describe(),
             "backend": "uml",
-            "tag": self.tag,
-            "namespaces": [self.ns(r) for r in self.hosts],
-            "offloads_off": list(OFFLOADS),
             "uml": self.kernel.facts if self.kernel is not None else None,
             "uml_counters": self.counters(),
             "delay_placement": (
@@ -296,6 +245,4 @@ class UmlTestbed:
                 if self.delay
                 else "none"
             ),
-            "setup_commands": [" ".join(c) for c in self.commands],
-            "notes": self.notes,
         }

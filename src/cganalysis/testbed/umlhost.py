@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.hosts import Proc, Result, TestbedError
+from cganalysis.testbed.hosts import NetnsHost, Proc, Result, TestbedError
 from cganalysis.testbed.umlconf import Kernel, UmlOptions, find_kernel, load_options
 
 AGENT = Path(__file__).with_name("umlagent.py")
@@ -270,19 +270,15 @@ class UmlProc:
         return True
 
 
-class UmlHost:
+class UmlHost(NetnsHost):
     """Commands in the UML kernel (in network namespace ``ns`` of it, None: its own);
-    files on this machine, which the kernel shares (hostfs)."""
-
-    remote = False
+    files on this machine, which the kernel shares (hostfs), as a namespace's are."""
 
     def __init__(self, name: str, kernel: UmlKernel, workdir: Path, ns: str | None = None) -> None:
-        self.name = name
-        self.kernel = kernel
         # Absolute: the kernel's processes start in its root, not in this process's folder.
-        self.workdir = workdir.absolute()
-        self.ns = ns
-        self.procs: list[Proc] = []
+        super().__init__(name, ns, workdir.absolute())
+        self.kernel = kernel
+        self.uml_procs: list[UmlProc] = []
 
     def run(self, argv: list[str], *, check: bool = True, timeout_s: float = 30.0) -> Result:
         ans = self.kernel.request(
@@ -298,33 +294,16 @@ class UmlHost:
             {"op": "spawn", "argv": argv, "ns": self.ns, "stdout": stdout, "stderr": stderr}
         )
         proc = UmlProc(label, self.kernel, int(ans["pid"]))
-        self.procs.append(proc)
+        self.uml_procs.append(proc)
         return proc
-
-    def path(self, name: str) -> str:
-        return str(self.workdir / name)
-
-    def read_text(self, path: str) -> str:
-        try:
-            return Path(path).read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
 
     def stage(self, local: Path) -> str:
         return str(local.absolute())
-
-    def fetch(self, path: str, local: Path) -> None:
-        if Path(path).resolve() != local.resolve():
-            shutil.copyfile(path, local)
-
-    def fetch_all(self, pairs: list[tuple[str, Path]]) -> None:
-        for path, local in pairs:
-            self.fetch(path, local)
 
 
 @contextmanager
 def probing_uml(testbed_file: Path | None) -> Iterator[UmlHost]:
     """A UML kernel of the testbed's kind, booted without interfaces, to probe: which
-    qdiscs it accepts decides the run's data plane before anything is built (~3 s)."""
+    qdiscs it accepts decides the run's data plane before anything is built (~1-3 s)."""
     with UmlKernel(load_options(testbed_file)) as kernel:
         yield UmlHost(f"uml router ({kernel.kernel.path})", kernel, Path(kernel.ctl))
