@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -227,11 +228,13 @@ class UmlKernel:
             if self.sock is not None:
                 with suppress(OSError):
                     self.sock.sendall(b'{"op": "halt", "id": 0}\n')
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 self.popen.wait(5.0)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(5.0)
+        if self.popen is not None:
+            # The kernel's helper processes are in its process group (its own session).
+            with suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(5.0)
         if self.sock is not None:
             self.sock.close()
             self.sock = None
