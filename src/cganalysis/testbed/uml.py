@@ -177,7 +177,8 @@ class UmlTestbed(NetnsTestbed):
         """Processes on this machine, the kernel (powered off, then killed), namespaces."""
         stop_all([p for host in self.hosts.values() for p in host.procs], timeout_s=2.0)
         if self.kernel is not None:
-            self.kernel.stop()
+            # The kernel's boot and shutdown messages stay with the run.
+            self.kernel.stop(console_to=self.workdir / "uml-console.log")
         super().down()
 
     def counters(self) -> dict[str, Any]:
