@@ -77,7 +77,7 @@ def _rate(topo: Any, kpps: float, size: int, seconds: float) -> dict[str, Any]:
             "rate-server.json"), stderr=None
     )  # fmt: skip
     time.sleep(0.3)
-    bps = kpps * 1000 * (size + 28) * 8
+    bps = kpps * 1000 * size * 8  # iperf3's -b counts the datagrams' payload
     topo.server.run(
         ["iperf3", "-c", topo.client_ip, "-u", "-p", str(port), "-l", str(size),
          "-b", str(int(bps)), "-t", str(int(seconds)), "-J"],
