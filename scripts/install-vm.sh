@@ -22,6 +22,8 @@
 # CGA_VM_FLAVOUR (default amd64), CGA_VM_KERNEL_VERSION (a given version instead of the
 # suite's newest, e.g. 7.3.4+deb13-amd64).
 set -euo pipefail
+# shellcheck source=scripts/lib/private-apt.sh
+source "$(dirname "$0")/lib/private-apt.sh"
 
 refresh=0
 check=0
@@ -83,34 +85,14 @@ if [[ -n "$have" && $refresh -eq 0 && -z "${CGA_VM_KERNEL_VERSION:-}" ]] ||
   version="${CGA_VM_KERNEL_VERSION:-$have}"
   say "kernel $version already installed ($modroot/$version)"
 else
-  # The mirror: the host's own, read from its apt sources (one-line and deb822 formats).
-  mirror="$(
-    {
-      cat /etc/apt/sources.list 2>/dev/null | awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; break } }'
-      cat /etc/apt/sources.list.d/*.list 2>/dev/null | awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; break } }'
-      cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk 'tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }'
-    } | sed 's:/*$::' | grep -E '/debian$' | head -n 1
-  )" || true
-  [[ -n "$mirror" ]] || die "no Debian mirror in /etc/apt/sources.list{,.d} (a URI ending in /debian); the kernel comes from Debian's $suite"
-  keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-  [[ -f "$keyring" ]] || die "$keyring not found: install Debian's debian-archive-keyring"
-
-  # A private apt configuration: its own sources, lists, cache and (empty) dpkg status.
+  # A private apt configuration (scripts/lib/private-apt.sh): its own sources on the host's
+  # mirror, lists, cache and (empty) dpkg status.
   apt_dir="$cache/apt"
-  mkdir -p "$apt_dir/etc/parts" "$apt_dir/state/lists/partial" "$apt_dir/cache/archives/partial" "$cache/debs"
-  printf 'deb [signed-by=%s] %s %s main\n' "$keyring" "$mirror" "$suite" >"$apt_dir/etc/sources.list"
-  : >"$apt_dir/state/status"
-  apt_opts=(
-    -o "Dir::Etc::SourceList=$apt_dir/etc/sources.list"
-    -o "Dir::Etc::SourceParts=$apt_dir/etc/parts"
-    -o "Dir::Etc::Preferences=$apt_dir/etc/preferences"
-    -o "Dir::Etc::PreferencesParts=$apt_dir/etc/parts"
-    -o "Dir::State=$apt_dir/state"
-    -o "Dir::State::status=$apt_dir/state/status"
-    -o "Dir::Cache=$apt_dir/cache"
-    -o "APT::Architecture=amd64"
-    -o "APT::Sandbox::User=root"
-  )
+  private_apt_setup "$apt_dir" "$suite" ||
+    die "no Debian mirror in /etc/apt/sources.list{,.d} (a URI ending in /debian) or no Debian keyring; the kernel comes from Debian's $suite"
+  mirror="$(awk '{print $3}' "$apt_dir/etc/sources.list")"
+  mkdir -p "$cache/debs"
+  mapfile -t apt_opts < <(private_apt_opts "$apt_dir")
   say "reading $suite's package lists (private apt configuration in $apt_dir)"
   apt-get "${apt_opts[@]}" -qq update || die "apt-get update of $suite failed (mirror $mirror)"
   if [[ -n "${CGA_VM_KERNEL_VERSION:-}" ]]; then
