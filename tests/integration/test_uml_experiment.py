@@ -75,6 +75,12 @@ def test_experiment_runs_on_the_uml_router(tmp_path: Path) -> None:
     meta = json.loads((out / "meta.json").read_text())
     tb = meta["testbed"]
     assert tb["backend"] == "uml" and tb["uml"]["kernel"]["origin"] == "built"
+    # The router's kernel runs at real-time priority where the host allows it (as root on
+    # an ordinary host it does), so the traffic generators beside it cannot delay its timers.
+    fifo_allowed = subprocess.run(["chrt", "--fifo", "1", "true"], check=False).returncode == 0
+    assert tb["uml"]["scheduling"] == (
+        "fifo 20" if fifo_allowed else "normal, nice -20 (SCHED_FIFO refused)"
+    )
     release = tb["uml"]["release"]
     assert release != os.uname().release and release in meta["hosts"]["router"]["kernel"]
     assert release not in meta["hosts"]["server"]["kernel"]

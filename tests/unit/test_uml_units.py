@@ -64,6 +64,11 @@ def test_uml_options_and_their_refusals() -> None:
         umlconf.parse_options({"backend": "uml", "uml": {"memroy_mb": 512}}, "bed.yaml")
     with pytest.raises(ConfigError, match=r"uml.memory_mb"):
         umlconf.parse_options({"backend": "uml", "uml": {"memory_mb": 1}}, "bed.yaml")
+    normal = {"backend": "uml", "uml": {"realtime_priority": 0}}
+    assert umlconf.parse_options(normal, "bed.yaml").realtime_priority == 0
+    assert umlconf.UmlOptions().realtime_priority == 20
+    with pytest.raises(ConfigError, match=r"uml.realtime_priority"):
+        umlconf.parse_options({"backend": "uml", "uml": {"realtime_priority": 100}}, "bed.yaml")
 
 
 def test_kernel_lookup_names_what_to_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

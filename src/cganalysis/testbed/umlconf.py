@@ -32,6 +32,11 @@ class UmlOptions:
     kernel: str = "auto"
     memory_mb: int = 256
     boot_timeout_s: float = 60.0
+    #: SCHED_FIFO priority of the kernel's process (1-99), or 0 for the ordinary scheduler.
+    #: A router has a CPU of its own; this one shares the host's with the traffic
+    #: generators and the capture, and an HTB whose watchdog wakes late loses the tokens
+    #: its 1600-byte buckets cannot hold: 25 % of the link under load (docs/testbed.md).
+    realtime_priority: int = 20
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ def parse_options(data: Any, where: str) -> UmlOptions:
         kernel=kernel,
         memory_mb=uml.integer("memory_mb", 256, minimum=64, maximum=65536),
         boot_timeout_s=uml.number("boot_timeout_s", 60.0, minimum=2.0),
+        realtime_priority=uml.integer("realtime_priority", 20, minimum=0, maximum=99),
     )
     uml.finish()
     return opts

@@ -87,11 +87,13 @@ class UmlKernel:
         shutil.copyfile(AGENT, agent)
         # The Debian kernel's modules are bind-mounted here inside the kernel (umlagent.py).
         (self.ctl / "modroot" / "lib" / "modules").mkdir(parents=True)
+        scheduling, prefix = self._scheduling()
         ours, theirs = socket.socketpair()
         self.sock = ours
         console_fd = os.open(self.console, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         argv = [
             *(["ip", "netns", "exec", self.netns] if self.netns else []),
+            *prefix,
             setpriv,
             "--pdeathsig",
             "KILL",
@@ -135,10 +137,29 @@ class UmlKernel:
             "release": ready.get("release"),
             "version": ready.get("version"),
             "memory_mb": self.opts.memory_mb,
+            "scheduling": scheduling,
             "boot_s": round(time.monotonic() - t0, 2),
             "interfaces": {f"vec{i}": dev for i, dev in enumerate(self.ifaces)},
         }
         threading.Thread(target=self._reader, daemon=True).start()
+
+    def _scheduling(self) -> tuple[str, list[str]]:
+        """How the kernel's process is scheduled (for meta.json) and the command prefix that
+        does it: SCHED_FIFO at ``uml.realtime_priority`` where the host allows it (root,
+        no real-time group limit), else the ordinary scheduler at the highest nice."""
+        prio = self.opts.realtime_priority
+        if prio == 0:
+            return "normal", []
+        chrt = shutil.which("chrt")
+        if chrt is not None:
+            probe = subprocess.run(
+                [chrt, "--fifo", str(prio), "true"], capture_output=True, text=True, check=False
+            )
+            if probe.returncode == 0:
+                return f"fifo {prio}", [chrt, "--fifo", str(prio)]
+        # Not allowed here (a container without CAP_SYS_NICE, or no real-time budget for
+        # this cgroup): the best the ordinary scheduler gives.
+        return "normal, nice -20 (SCHED_FIFO refused)", ["nice", "-n", "-20"]
 
     def _read_ready(self, t0: float) -> dict[str, Any]:
         assert self.sock is not None and self.popen is not None
