@@ -127,7 +127,8 @@ else
   "${pip[@]}" install --require-hashes -r "$lock"
   # The package itself, editable, built by the lock's maturin: no build isolation (it would
   # fetch an unpinned maturin) and nothing to resolve (the lock installed every dependency).
-  "${pip[@]}" install --no-deps --no-build-isolation -e .
+  # maturin's build backend runs the `maturin` program from PATH: the venv's.
+  PATH="$(cd "$venv" && pwd)/bin:$PATH" "${pip[@]}" install --no-deps --no-build-isolation -e .
   # A venv that held other packages before keeps them: say so (runs record it too).
   PYTHONPATH=src "$venv/bin/python" -m cganalysis.dependencies check | sed 's/^/install.sh: /'
 fi
