@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import platform
 import re
 from pathlib import Path
 from typing import Any
@@ -142,3 +143,14 @@ def test_the_rules_conda_environment_installs_the_lock() -> None:
     assert f"- -r ../../{lock}" in text
     digest = hashlib.sha256((REPO / lock).read_bytes()).hexdigest()
     assert f"# lock: {lock} sha256={digest}" in text, f"{RELOCK} and workflow/envs/"
+
+
+def test_a_runs_controller_record_carries_the_software() -> None:
+    """meta.json's ``controller`` (and calibration.json's) is this record."""
+    import numpy
+
+    from cganalysis.testbed.provenance import controller
+
+    software = controller()["software"]
+    assert software["packages"]["numpy"] == numpy.__version__
+    assert software["python"] == platform.python_version()
