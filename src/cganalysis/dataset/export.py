@@ -177,18 +177,17 @@ def _provenance(
 ) -> dict[str, Any]:
     """What produced the data: controller commits, tool versions, kernels, backends, the
     Python packages of each step."""
-    distinct = _distinct
     controllers = [m.get("controller") or {} for m in metas]
     gits = [c.get("git") or {} for c in controllers]
     hosts = [h for m in metas for h in (m.get("hosts") or {}).values() if isinstance(h, dict)]
     return {
-        "cganalysis_versions": distinct([c.get("cganalysis") for c in controllers]),
-        "git_commits": distinct([g.get("commit") for g in gits]),
+        "cganalysis_versions": _distinct([c.get("cganalysis") for c in controllers]),
+        "git_commits": _distinct([g.get("commit") for g in gits]),
         "git_dirty": any(bool(g.get("dirty")) for g in gits),
         "python_software": software_used(software),
-        "kernels": distinct([h.get("kernel") for h in hosts]),
-        "bottleneck_backends": distinct([m.get("bottleneck_backend") for m in metas]),
-        "delay_via": distinct([m.get("delay_via") for m in metas]),
+        "kernels": _distinct([h.get("kernel") for h in hosts]),
+        "bottleneck_backends": _distinct([m.get("bottleneck_backend") for m in metas]),
+        "delay_via": _distinct([m.get("delay_via") for m in metas]),
         "exported_by": f"cganalysis {__version__}",
         "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
