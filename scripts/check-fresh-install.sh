@@ -166,5 +166,7 @@ if [[ "$only" != main ]]; then timed tests tests 2>&1 | tee "$dir/tests.log" || 
 
 say "summary (Debian $suite, commit $(git -C "$repo" rev-parse --short HEAD))"
 grep -hE '^== check-fresh-install .*: (pass|FAIL) in' "$dir"/*.log 2>/dev/null || true
+# Which lock install.sh installed, and whether the venv is exactly it.
+grep -hE '^install.sh: (installing the Python packages from|the environment )' "$dir"/*.log 2>/dev/null | sort -u || true
 grep -hE '(passed|failed).* in [0-9.]+s' "$dir/tests.log" 2>/dev/null | tail -n 1 || true
 exit $status

@@ -10,7 +10,8 @@
 # As root (or a user with sudo). What it does:
 #   - Debian packages from the host's own sources: qemu-system-x86 (the VM), kmod (depmod,
 #     modprobe: the guest runs the host's), busybox-static (virtme-ng's initramfs);
-#   - virtme-ng into the project's Python environment ("${PYTHON:-python3}" -m pip);
+#   - virtme-ng into the project's Python environment ("${PYTHON:-python3}" -m pip), where
+#     install.sh's lock has put it already (pyproject.toml's `vm` extra);
 #   - the kernel: a private apt configuration (own sources list, state and cache under
 #     CGA_VM_CACHE, default ~/.cache/cganalysis/vm) pointing at Debian's trixie-backports
 #     on the same mirror as the host's /etc/apt sources; the host's apt sources and package
@@ -66,9 +67,10 @@ if ((${#missing[@]})); then
 fi
 
 # --- virtme-ng ----------------------------------------------------------------------------
+# In the lock: only an environment made otherwise (CGA_UNLOCKED, PYTHON=...) lacks it.
 if ! "$python" -c 'import virtme_ng' >/dev/null 2>&1; then
   say "installing virtme-ng into $("$python" -c 'import sys; print(sys.prefix)')"
-  "$python" -m pip install -q 'virtme-ng>=1.42'
+  "$python" -m pip install -q 'virtme-ng>=1.42,<2'
 fi
 
 # --- the kernel ---------------------------------------------------------------------------

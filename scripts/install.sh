@@ -8,19 +8,24 @@
 #   - the data-plane programs cga-cg and cga-emu (Rust, release build) into /usr/local/bin
 #     (the experiments run them as root, inside network namespaces);
 #   - the Python package, with its native extension, into the project's virtual environment
-#     `.venv` (never the system Python: Debian's and Ubuntu's are "externally managed");
+#     `.venv` (never the system Python: Debian's and Ubuntu's are "externally managed"), its
+#     dependencies, the development tools among them, from the lock of the venv's Python
+#     (requirements/python3.X.txt: exact versions, hash-checked; scripts/lock.sh writes it);
 #   - Debian's user-mode-linux (a Linux kernel that runs as a process: the `uml` testbed's
 #     router, with the qdiscs this machine's kernel may lack).
 #
 #   bash scripts/install.sh          # to run experiments and the workflow
-#   bash scripts/install.sh --dev    # also the test, lint and benchmark tools, and the uml
-#                                    # testbed's own kernel with DualPI2 (scripts/build-uml.sh,
-#                                    # ~5-9 min once, then cached)
+#   bash scripts/install.sh --dev    # also Rust's fmt and clippy, and the uml testbed's own
+#                                    # kernel with DualPI2 (scripts/build-uml.sh, ~5-9 min
+#                                    # once, then cached); the Python test and lint tools
+#                                    # come with the lock either way
 #   bash scripts/install.sh --uml    # the uml kernel without the development tools
 #   bash scripts/install.sh --vm     # also the vm testbed's kernel and QEMU (install-vm.sh)
 # Options combine (--dev --vm).
 # Environment: PYTHON (the interpreter the venv is made from, default python3),
-# CGA_VENV (default .venv), CGA_PREFIX (where the native programs go, default /usr/local).
+# CGA_VENV (default .venv), CGA_PREFIX (where the native programs go, default /usr/local),
+# CGA_UNLOCKED=1 (the Python packages from pyproject.toml's ranges, the newest of the day,
+# instead of the lock: to try what a lock upgrade would bring; runs then record it).
 # Running it again is cheap: what is installed already is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -107,11 +112,26 @@ if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys' 2>/dev/
   "$python" -m venv --clear "$venv"
 fi
 pip=("$venv/bin/python" -m pip --quiet --disable-pip-version-check)
-"${pip[@]}" install --upgrade "pip>=23" "maturin>=1.7,<2"
-extras=""
-((dev)) && extras="[dev]"
-# Editable install: the native extension (native/) is compiled in release mode by maturin.
-"${pip[@]}" install -e ".${extras}"
+if [[ -n "${CGA_UNLOCKED:-}" ]]; then
+  say "installing from pyproject.toml's ranges, not the lock (CGA_UNLOCKED is set)"
+  "${pip[@]}" install --upgrade "pip>=23"
+  extras=""
+  ((dev)) && extras="[dev]"
+  # Editable: maturin compiles the native extension (native/) in release mode.
+  "${pip[@]}" install -e ".${extras}"
+else
+  # The lock of the venv's Python (an unsupported one stops here, saying what to do). Every
+  # package with its hash; the development tools are in it too (one lock per Python).
+  lock=$(PYTHONPATH=src "$venv/bin/python" -m cganalysis.dependencies path)
+  say "installing the Python packages from $lock"
+  "${pip[@]}" install --require-hashes -r "$lock"
+  # The package itself, editable, built by the lock's maturin: no build isolation (it would
+  # fetch an unpinned maturin) and nothing to resolve (the lock installed every dependency).
+  # maturin's build backend runs the `maturin` program from PATH: the venv's.
+  PATH="$(cd "$venv" && pwd)/bin:$PATH" "${pip[@]}" install --no-deps --no-build-isolation -e .
+  # A venv that held other packages before keeps them: say so (runs record it too).
+  PYTHONPATH=src "$venv/bin/python" -m cganalysis.dependencies check | sed 's/^/install.sh: /'
+fi
 "$venv/bin/python" -c "import cganalysis._native" || {
   echo "install.sh: the native extension did not build; see the pip output above" >&2
   exit 1

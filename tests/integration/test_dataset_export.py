@@ -7,6 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -92,6 +93,13 @@ def test_export_writes_a_complete_dataset(workspace: Path, tmp_path: Path) -> No
     assert "## How to cite" in sheet and "## Collection and provenance" in sheet
     doc = json.loads((out / "datasheet.json").read_text())
     assert doc["runs"] == [RUN]
+    # The Python packages that computed the tables (the committed run predates the record).
+    software = doc["provenance"]["python_software"]
+    (env,) = software["environments"]
+    assert env["packages"]["numpy"] == np.__version__ and env["runs"] == [RUN]
+    assert env["steps"] == ["packets", "metrics"]
+    assert software["not_recorded"] == {"experiment": [RUN]}
+    assert f"numpy {np.__version__}, polars {pl.__version__}" in sheet
     assert {c["name"] for c in doc["schemas"]["packets/<run>.parquet"]} == set(schemas.PACKETS)
     # Every file is in SHA256SUMS with its digest.
     sums = dict(

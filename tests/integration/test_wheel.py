@@ -76,10 +76,17 @@ def test_the_wheel_matches_captures_outside_the_repository(
     for name in ("ingress.pcap", "egress.pcap"):
         shutil.copyfile(FIXTURES / "dualpoint" / name, tmp_path / name)
     res = run_wheel(
-        wheel_site, tmp_path, "packets", "ingress.pcap", "egress.pcap", "-o", "packets.parquet"
+        wheel_site,
+        tmp_path,
+        *("packets", "ingress.pcap", "egress.pcap", "-o", "packets.parquet"),
+        *("--summary", "match.json"),
     )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "packets.parquet").stat().st_size > 0
+    # The versions that made the tables are recorded; a wheel has no lock beside it.
+    software = json.loads((tmp_path / "match.json").read_text())["software"]
+    assert software["packages"]["cganalysis"] and software["packages"]["numpy"]
+    assert software["lock"] is None
 
 
 def test_the_wheel_asks_for_a_plotting_style_outside_a_project(

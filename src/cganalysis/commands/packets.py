@@ -139,7 +139,10 @@ def run(args: argparse.Namespace) -> int:
     else:  # small captures, or tshark (which reads a whole capture anyway): in memory
         summary = _match_in_memory(args, options, eg_only, pending)
     if args.summary:
-        write_json(summary.to_dict(), args.summary)
+        from cganalysis.dependencies import software
+
+        # With the versions that matched the captures into the tables (and their lock).
+        write_json({**summary.to_dict(), "software": software()}, args.summary)
     print_summary(summary, time.perf_counter() - started)
     return 0
 

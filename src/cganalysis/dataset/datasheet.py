@@ -40,6 +40,33 @@ def _runs_columns(runs_table: pl.DataFrame) -> list[Column]:
     return [Column(n, str(t), unit_of(n), "") for n, t in runs_table.schema.items()]
 
 
+def _runs(runs: list[str]) -> str:
+    return f"{len(runs)} run" + ("" if len(runs) == 1 else "s")
+
+
+def software_lines(software: dict[str, Any]) -> list[str]:
+    """The Python environments that computed the tables, one item each: the packages'
+    versions and the lock they came from (docs/environment.md)."""
+    lines = []
+    for env in software["environments"]:
+        packages = ", ".join(f"{k} {v}" for k, v in env["packages"].items())
+        lock = env["lock"]
+        if lock is None:
+            source = "installed without a lock"
+        else:
+            exact = "exactly" if lock["matches"] else "departing from"
+            source = f"{exact} the lock `{lock['file']}` (sha256 {lock['sha256']})"
+        lines.append(
+            f"  - Python {env['python']}: {packages}; {source}; used by "
+            f"{', '.join(env['steps'])} ({_runs(env['runs'])})"
+        )
+    lines += [
+        f"  - {step}: not recorded ({_runs(runs)}, made before cganalysis recorded it)"
+        for step, runs in software["not_recorded"].items()
+    ]
+    return ["- Python packages that computed the tables:", *lines]
+
+
 def render_datasheet(
     *,
     campaign: str,
@@ -143,6 +170,7 @@ def render_datasheet(
         f"- kernels: {', '.join(map(str, provenance['kernels'])) or '?'}",
         f"- bottleneck backends: {', '.join(map(str, provenance['bottleneck_backends'])) or '?'}",
         f"- propagation delay via: {', '.join(map(str, provenance['delay_via'])) or '?'}",
+        *software_lines(provenance["python_software"]),
         "",
         "## How to cite",
         "",

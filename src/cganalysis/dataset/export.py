@@ -33,7 +33,7 @@ import polars as pl
 from cganalysis import __version__
 from cganalysis.dataset.datasheet import render_datasheet
 from cganalysis.errors import ConfigError
-from cganalysis.io import sha256_file
+from cganalysis.io import read_json_object, sha256_file
 from cganalysis.metrics.io import read_meta, read_metrics
 from cganalysis.schemas import FLOWS, PACKETS
 from cganalysis.tablefile import check_table_file
@@ -131,25 +131,63 @@ def _run_row(meta: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _provenance(metas: list[dict[str, Any]]) -> dict[str, Any]:
-    """What produced the data: controller commits, tool versions, kernels, backends."""
+def _distinct(values: list[Any]) -> list[Any]:
+    seen: list[Any] = []
+    for v in values:
+        if v is not None and v not in seen:
+            seen.append(v)
+    return seen
 
-    def distinct(values: list[Any]) -> list[Any]:
-        seen: list[Any] = []
-        for v in values:
-            if v is not None and v not in seen:
-                seen.append(v)
-        return seen
 
+#: The steps that record the software they ran (cganalysis.dependencies.software), and
+#: where: the run (meta.json's controller), the packet tables (match.json), the metrics.
+SOFTWARE_STEPS = ("experiment", "packets", "metrics")
+
+
+def software_used(records: list[tuple[str, str, Any]]) -> dict[str, Any]:
+    """The distinct Python environments among ``(step, run, software record)``, each with
+    the steps and runs that used it, and the steps whose files hold no record (made before
+    cganalysis recorded it), with their runs."""
+    out: list[dict[str, Any]] = []
+    unknown: dict[str, set[str]] = {}
+    for step, run, record in records:
+        if not isinstance(record, dict):
+            unknown.setdefault(step, set()).add(run)
+            continue
+        lock = record.get("lock") or {}
+        key = {
+            "python": record.get("python"),
+            "packages": record.get("packages") or {},
+            "lock": {k: lock.get(k) for k in ("file", "sha256", "matches")} if lock else None,
+        }
+        entry = next((e for e in out if all(e[k] == v for k, v in key.items())), None)
+        if entry is None:
+            entry = {**key, "steps": [], "runs": []}
+            out.append(entry)
+        entry["steps"] = [s for s in SOFTWARE_STEPS if s in {*entry["steps"], step}]
+        entry["runs"] = sorted({*entry["runs"], run})
+    return {
+        "environments": out,
+        "not_recorded": {s: sorted(unknown[s]) for s in SOFTWARE_STEPS if s in unknown},
+    }
+
+
+def _provenance(
+    metas: list[dict[str, Any]], software: list[tuple[str, str, Any]]
+) -> dict[str, Any]:
+    """What produced the data: controller commits, tool versions, kernels, backends, the
+    Python packages of each step."""
     controllers = [m.get("controller") or {} for m in metas]
+    gits = [c.get("git") or {} for c in controllers]
     hosts = [h for m in metas for h in (m.get("hosts") or {}).values() if isinstance(h, dict)]
     return {
-        "cganalysis_versions": distinct([c.get("cganalysis_version") for c in controllers]),
-        "git_commits": distinct([c.get("git_commit") for c in controllers]),
-        "git_dirty": any(bool(c.get("git_dirty")) for c in controllers),
-        "kernels": distinct([h.get("kernel") for h in hosts]),
-        "bottleneck_backends": distinct([m.get("bottleneck_backend") for m in metas]),
-        "delay_via": distinct([m.get("delay_via") for m in metas]),
+        "cganalysis_versions": _distinct([c.get("cganalysis") for c in controllers]),
+        "git_commits": _distinct([g.get("commit") for g in gits]),
+        "git_dirty": any(bool(g.get("dirty")) for g in gits),
+        "python_software": software_used(software),
+        "kernels": _distinct([h.get("kernel") for h in hosts]),
+        "bottleneck_backends": _distinct([m.get("bottleneck_backend") for m in metas]),
+        "delay_via": _distinct([m.get("delay_via") for m in metas]),
         "exported_by": f"cganalysis {__version__}",
         "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
@@ -181,6 +219,7 @@ def export_campaign(
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         metas, rows = [], []
+        software: list[tuple[str, str, Any]] = []
         for r in runs:
             for src, dst in RUN_FILES:
                 target = tmp / dst.format(r=r)
@@ -192,6 +231,12 @@ def export_campaign(
             meta = read_meta(tmp / "meta" / f"{r}.json")
             (metrics,) = read_metrics([tmp / "metrics" / f"{r}.json"])
             metas.append(meta)
+            match = read_json_object(tmp / "match" / f"{r}.json", "match summary")
+            software += [
+                ("experiment", r, (meta.get("controller") or {}).get("software")),
+                ("packets", r, match.get("software")),
+                ("metrics", r, metrics.get("software")),
+            ]
             # The directory name is the run's identity (meta.json may predate its run_id).
             rows.append({**_run_row(meta, metrics), "run_id": r})
             if with_captures:
@@ -203,7 +248,7 @@ def export_campaign(
                         shutil.copyfile(cap, dest)
         runs_table = pl.DataFrame(rows, infer_schema_length=None)
         runs_table.write_csv(tmp / "runs.csv")
-        provenance = _provenance(metas)
+        provenance = _provenance(metas, software)
         files = sorted(p for p in tmp.rglob("*") if p.is_file())
         checksums = {str(p.relative_to(tmp)): sha256_file(p) for p in files}
         sheet_md, sheet_json = render_datasheet(

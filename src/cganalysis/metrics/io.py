@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from cganalysis.dependencies import software
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object, write_json, write_parquet
 from cganalysis.metrics.compute import link_capacity, run_metrics
@@ -96,6 +97,8 @@ def metrics_to_files(
     packets = read_packets(packets_path)
     trace = read_trace(spec.capacity.trace) if spec.capacity.trace is not None else None
     doc = run_metrics(packets, spec, trace_ms=trace, packets_path=str(packets_path))
+    # The versions that computed these numbers (and the lock): provenance, not a metric.
+    doc["software"] = software()
     write_metrics(doc, output)
     if timeseries is not None:
         series = run_timeseries(

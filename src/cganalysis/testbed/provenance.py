@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis import __version__
+from cganalysis.dependencies import software
 from cganalysis.testbed.hosts import Host
 
 SYSCTLS = (
@@ -119,9 +120,12 @@ def git_state() -> dict[str, Any]:
 
 
 def controller() -> dict[str, Any]:
+    """The machine that ran the run and the software its Python side ran (the versions of
+    the packages that computed its tables, and the lock they were installed from)."""
     return {
         "hostname": platform.node(),
         "python": platform.python_version(),
         "cganalysis": __version__,
         "git": git_state(),
+        "software": software(),
     }
