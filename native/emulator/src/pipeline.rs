@@ -276,8 +276,8 @@ impl Pipeline {
 mod tests {
     use super::*;
     use crate::config::{self, QdiscConfig};
-    use crate::link::Trace;
     use crate::packet::testutil::udp4;
+    use crate::trace::Trace;
 
     fn pipe(rate: RateConfig, qdisc: QdiscConfig, delay_ns: u64) -> Pipeline {
         let cfg = PipelineConfig {
