@@ -8,7 +8,7 @@
 //! the link's virtual clock, so late wake-ups lose no tokens. The root rate is the
 //! pipeline's rate (the link), which paces the whole tree.
 
-use super::{build, Counters, Ctx, Qdisc};
+use super::{build, Backlog, Counters, Ctx, Qdisc};
 use crate::config::{HtbConfig, Match};
 use crate::json::ObjWriter;
 use crate::packet::{Nanos, Packet};
@@ -266,12 +266,8 @@ impl Qdisc for Htb {
         }
     }
 
-    fn len(&self) -> usize {
-        self.classes.iter().map(|c| c.leaf.len()).sum()
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.classes.iter().map(|c| c.leaf.backlog_bytes()).sum()
+    fn backlog(&self) -> Backlog {
+        self.classes.iter().map(|c| c.leaf.backlog()).sum()
     }
 
     fn counters(&self) -> &Counters {
