@@ -361,4 +361,6 @@ mod sim;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_sim;
+#[cfg(test)]
 mod tests_start;
