@@ -1,17 +1,20 @@
 //! Command-line parsing for `cga-cg send`, `cga-cg receive` and `cga-cg timer-lateness`.
 //!
 //! Options are `--name VALUE` or `--name=VALUE`; every error names the option and what it
-//! expects.
+//! expects. This file holds the help texts and what each command's options mean; the
+//! splitting of a command line and the value checks are in cli/args.rs.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::cc::scream::Profile;
 use crate::cc::RateLimits;
 use crate::net::Ecn;
 use crate::receiver_app::ReceiveConfig;
 use crate::rfc8888::NumReports;
 use crate::sender::{CcKind, SenderConfig};
+
+mod args;
+
+use args::{addr, integer, non_negative, num_reports, positive, profile, Args};
 
 pub const SEND_HELP: &str = "\
 cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
@@ -91,82 +94,6 @@ cga-cg receive LISTEN_IP:PORT [options]   RTP video receiver with RFC 8888 feedb
   --quiet                       no summary on stderr
 ";
 
-/// Positional arguments and (name, value) options.
-type SplitArgs = (Vec<String>, Vec<(String, String)>);
-
-/// Splits `args` into positionals and (name, value) options; flags get an empty value.
-fn split_args(args: &[String], flags: &[&str]) -> Result<SplitArgs, String> {
-    let mut pos = Vec::new();
-    let mut opts = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if let Some(name) = a.strip_prefix("--") {
-            if let Some((n, v)) = name.split_once('=') {
-                opts.push((n.to_string(), v.to_string()));
-            } else if flags.contains(&name) {
-                opts.push((name.to_string(), String::new()));
-            } else {
-                let v = args
-                    .get(i + 1)
-                    .ok_or_else(|| format!("--{name} needs a value"))?;
-                opts.push((name.to_string(), v.clone()));
-                i += 1;
-            }
-        } else {
-            pos.push(a.clone());
-        }
-        i += 1;
-    }
-    Ok((pos, opts))
-}
-
-fn num(name: &str, v: &str) -> Result<f64, String> {
-    v.parse::<f64>()
-        .ok()
-        .filter(|x| x.is_finite())
-        .ok_or_else(|| format!("--{name} {v:?}: expected a number"))
-}
-
-fn positive(name: &str, v: &str) -> Result<f64, String> {
-    let x = num(name, v)?;
-    if x > 0.0 {
-        Ok(x)
-    } else {
-        Err(format!("--{name} {v}: must be greater than 0"))
-    }
-}
-
-fn non_negative(name: &str, v: &str) -> Result<f64, String> {
-    let x = num(name, v)?;
-    if x >= 0.0 {
-        Ok(x)
-    } else {
-        Err(format!("--{name} {v}: must not be negative"))
-    }
-}
-
-fn integer(name: &str, v: &str, max: u64) -> Result<u64, String> {
-    let x = if let Some(hex) = v.strip_prefix("0x") {
-        u64::from_str_radix(hex, 16).ok()
-    } else {
-        v.parse::<u64>().ok()
-    };
-    x.filter(|&x| x <= max)
-        .ok_or_else(|| format!("--{name} {v:?}: expected an integer from 0 to {max}"))
-}
-
-fn addr(what: &str, v: &str) -> Result<SocketAddr, String> {
-    v.parse::<SocketAddr>().map_err(|_| {
-        format!("{what} {v:?}: expected IP:PORT, e.g. 10.0.2.1:30002 or [fd00::1]:30002")
-    })
-}
-
-fn num_reports(v: &str) -> Result<NumReports, String> {
-    NumReports::parse(v)
-        .ok_or_else(|| format!("--num-reports {v:?}: expected count or count-minus-one"))
-}
-
 pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
     let flags = [
         "reduce-jitter",
@@ -175,16 +102,11 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         "relaxed-pacing",
         "quiet",
     ];
-    let (pos, opts) = split_args(args, &flags)?;
-    let [dest] = pos.as_slice() else {
+    let line = Args::split(args, &flags)?;
+    let [dest] = line.positional.as_slice() else {
         return Err("expected exactly one DEST_IP:PORT (see cga-cg send --help)".into());
     };
-    let get = |n: &str| {
-        opts.iter()
-            .rev()
-            .find(|(k, _)| k == n)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |n: &str| line.get(n);
     let known = [
         "cc",
         "ecn",
@@ -220,11 +142,7 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         "bind",
         "log",
     ];
-    for (k, _) in &opts {
-        if !known.contains(&k.as_str()) && !flags.contains(&k.as_str()) {
-            return Err(format!("unknown option --{k} (see cga-cg send --help)"));
-        }
-    }
+    line.refuse_unknown(&known, &flags, "send")?;
     let cc_name = get("cc").unwrap_or("scream");
     let cc = CcKind::parse(cc_name)
         .ok_or_else(|| format!("--cc {cc_name:?}: expected scream, none, tfrc or gtfrc"))?;
@@ -330,19 +248,10 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
     })
 }
 
-/// A profile name given to option `--name`.
-fn profile(name: &str, v: &str) -> Result<Profile, String> {
-    match v {
-        "ericsson" => Ok(Profile::Ericsson),
-        "draft" => Ok(Profile::Draft),
-        other => Err(format!("--{name} {other:?}: expected ericsson or draft")),
-    }
-}
-
 pub fn parse_receive(args: &[String]) -> Result<ReceiveConfig, String> {
     let flags = ["quiet"];
-    let (pos, opts) = split_args(args, &flags)?;
-    let [listen] = pos.as_slice() else {
+    let line = Args::split(args, &flags)?;
+    let [listen] = line.positional.as_slice() else {
         return Err("expected exactly one LISTEN_IP:PORT (see cga-cg receive --help)".into());
     };
     let known = [
@@ -352,17 +261,8 @@ pub fn parse_receive(args: &[String]) -> Result<ReceiveConfig, String> {
         "feedback-interval-ms",
         "log",
     ];
-    for (k, _) in &opts {
-        if !known.contains(&k.as_str()) && !flags.contains(&k.as_str()) {
-            return Err(format!("unknown option --{k} (see cga-cg receive --help)"));
-        }
-    }
-    let get = |n: &str| {
-        opts.iter()
-            .rev()
-            .find(|(k, _)| k == n)
-            .map(|(_, v)| v.as_str())
-    };
+    line.refuse_unknown(&known, &flags, "receive")?;
+    let get = |n: &str| line.get(n);
     Ok(ReceiveConfig {
         listen: addr("LISTEN_IP:PORT", listen)?,
         duration_s: get("duration")
@@ -381,82 +281,4 @@ pub fn parse_receive(args: &[String]) -> Result<ReceiveConfig, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
-    #[test]
-    fn send_defaults_and_options() {
-        let c = parse_send(&s(&["10.0.0.1:5000"])).unwrap();
-        assert_eq!(c.cc, CcKind::Scream);
-        assert_eq!(c.ecn, Ecn::Ect1);
-        assert_eq!(c.limits.max_bps, 30e6);
-        assert_eq!(c.rate_bps, 30e6);
-        // SCReAM follows Ericsson's code unless the draft is asked for.
-        assert_eq!(c.scream_profile, Profile::Ericsson);
-        let d = parse_send(&s(&["10.0.0.1:5000", "--profile", "draft"])).unwrap();
-        assert_eq!(d.scream_profile, Profile::Draft);
-        assert_eq!(d.delay_sampling, None);
-        let m = parse_send(&s(&["10.0.0.1:5000", "--delay-sampling", "draft"])).unwrap();
-        assert_eq!(m.delay_sampling, Some(Profile::Draft));
-        let e = parse_send(&s(&["10.0.0.1:5000", "--delay-sampling", "x"])).unwrap_err();
-        assert!(e.contains("--delay-sampling \"x\""), "{e}");
-        // Losses: the profile's rule, Ericsson's for SCReAM by default, or as asked.
-        use crate::history::LossDetection;
-        use crate::sender::loss_detection;
-        assert_eq!(loss_detection(&c), LossDetection::Ericsson);
-        assert_eq!(loss_detection(&d), LossDetection::AfterGap);
-        let l = parse_send(&s(&["10.0.0.1:5000", "--loss-detection", "draft"])).unwrap();
-        assert_eq!(loss_detection(&l), LossDetection::AfterGap);
-        let t = parse_send(&s(&["10.0.0.1:5000", "--cc", "tfrc"])).unwrap();
-        assert_eq!(loss_detection(&t), LossDetection::AfterGap);
-        let e = parse_send(&s(&["10.0.0.1:5000", "--loss-detection", "x"])).unwrap_err();
-        assert!(e.contains("--loss-detection \"x\""), "{e}");
-        // A cloud-gaming encoder: I-frames on request only, unless periodic ones are asked.
-        assert_eq!(c.keyframe_interval_s, 0.0);
-        let k = parse_send(&s(&["10.0.0.1:5000", "--keyframe-interval", "2"])).unwrap();
-        assert_eq!(k.keyframe_interval_s, 2.0);
-        let c = parse_send(&s(&[
-            "10.0.0.1:5000",
-            "--cc",
-            "none",
-            "--rate-mbps=20",
-            "--quiet",
-            "--duration",
-            "3",
-        ]))
-        .unwrap();
-        assert_eq!(c.cc, CcKind::None);
-        assert_eq!(c.ecn, Ecn::NotEct);
-        assert_eq!(c.rate_bps, 20e6);
-        assert!(c.quiet);
-        assert_eq!(c.duration_s, Some(3.0));
-    }
-
-    #[test]
-    fn send_errors_name_the_option() {
-        let e = parse_send(&s(&["10.0.0.1:5000", "--cc", "bbr"])).unwrap_err();
-        assert!(e.contains("--cc"), "{e}");
-        let e = parse_send(&s(&["10.0.0.1"])).unwrap_err();
-        assert!(e.contains("IP:PORT"), "{e}");
-        let e = parse_send(&s(&["10.0.0.1:1", "--max-mbps", "-3"])).unwrap_err();
-        assert!(e.contains("--max-mbps"), "{e}");
-        let e = parse_send(&s(&["10.0.0.1:1", "--bogus", "1"])).unwrap_err();
-        assert!(e.contains("--bogus"), "{e}");
-        let e = parse_send(&s(&["10.0.0.1:1", "--profile", "rfc"])).unwrap_err();
-        assert!(e.contains("--profile \"rfc\""), "{e}");
-        let e = parse_send(&s(&["10.0.0.1:1", "--fps"])).unwrap_err();
-        assert!(e.contains("--fps needs a value"), "{e}");
-    }
-
-    #[test]
-    fn receive_options() {
-        let c = parse_receive(&s(&["0.0.0.0:30002", "--num-reports", "count-minus-one"])).unwrap();
-        assert_eq!(c.num_reports, NumReports::CountMinusOne);
-        assert_eq!(c.feedback_packets, 16);
-        assert!(parse_receive(&s(&["0.0.0.0:30002", "--num-reports", "x"])).is_err());
-    }
-}
+mod tests;

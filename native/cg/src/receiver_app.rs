@@ -43,51 +43,140 @@ fn log_frames(log: &mut CsvLog, frames: &[FrameRecord]) {
     }
 }
 
+/// Runs the receiver until the duration ends or a signal arrives.
 pub fn run(cfg: ReceiveConfig) -> Result<(), String> {
+    let sock = open_socket(&cfg)?;
+    stop::install();
+    reduce_timer_slack();
+    let mut app = ReceiverApp::new(cfg, sock)?;
+    loop {
+        let now = app.clock.now();
+        if stop::requested() || app.end.is_some_and(|e| now >= e) {
+            break;
+        }
+        app.wait(now);
+        app.read_datagrams()?;
+        let out = app.rx.on_tick(app.clock.now());
+        app.handle(out);
+    }
+    app.finish()
+}
+
+/// The UDP socket, bound to the listening address, with ECN and kernel timestamps on.
+fn open_socket(cfg: &ReceiveConfig) -> Result<UdpSocket, String> {
     let sock =
         UdpSocket::bind(cfg.listen).map_err(|e| format!("cannot bind {}: {e}", cfg.listen))?;
     net::enable_rx_metadata(&sock, cfg.listen.is_ipv6())
         .map_err(|e| format!("cannot enable ECN / timestamp reception: {e}"))?;
     net::set_buffers(&sock, 8 << 20);
-    stop::install();
-    reduce_timer_slack();
-    let (mut packets_log, mut frames_log) = match &cfg.log_dir {
-        None => (CsvLog::disabled(), CsvLog::disabled()),
-        Some(d) => {
-            std::fs::create_dir_all(d)
-                .map_err(|e| format!("{}: cannot create the log directory: {e}", d.display()))?;
-            (
-                CsvLog::create(d, "receiver_packets.csv", RECEIVER_PACKETS)
-                    .map_err(|e| e.to_string())?,
-                CsvLog::create(d, "receiver_frames.csv", RECEIVER_FRAMES)
-                    .map_err(|e| e.to_string())?,
-            )
-        }
-    };
-    let clock = Clock::new();
-    let start = clock.now();
-    let cpu_start = process_cpu_ns();
-    let end = cfg.duration_s.map(|d| start + (d * 1e9) as i64);
-    let rcfg = ReceiverConfig {
-        num_reports: cfg.num_reports,
-        feedback_packets: cfg.feedback_packets,
-        feedback_interval_ns: cfg.feedback_interval_ns,
-        ..ReceiverConfig::default()
-    };
-    let mut rx = Receiver::new(rcfg, clock);
-    let mut peer: Option<SocketAddr> = None;
-    let mut buf = vec![0u8; 65_536];
-    let mut send_errors = 0u64;
+    Ok(sock)
+}
 
-    let mut handle = |out: Output, peer: Option<SocketAddr>, pl: &mut CsvLog, fl: &mut CsvLog| {
-        if let Some(p) = peer {
+/// Everything the loop holds between turns.
+struct ReceiverApp {
+    cfg: ReceiveConfig,
+    sock: UdpSocket,
+    packets_log: CsvLog,
+    frames_log: CsvLog,
+    clock: Clock,
+    start: i64,
+    cpu_start_ns: i64,
+    /// When the run's duration is over (monotonic ns), if it has one.
+    end: Option<i64>,
+    rx: Receiver,
+    /// Where feedback goes: the source of the last RTP packet.
+    peer: Option<SocketAddr>,
+    buf: Vec<u8>,
+    send_errors: u64,
+}
+
+impl ReceiverApp {
+    /// The logs, then the clock starts.
+    fn new(cfg: ReceiveConfig, sock: UdpSocket) -> Result<Self, String> {
+        let (packets_log, frames_log) = match &cfg.log_dir {
+            None => (CsvLog::disabled(), CsvLog::disabled()),
+            Some(d) => {
+                std::fs::create_dir_all(d).map_err(|e| {
+                    format!("{}: cannot create the log directory: {e}", d.display())
+                })?;
+                (
+                    CsvLog::create(d, "receiver_packets.csv", RECEIVER_PACKETS)
+                        .map_err(|e| e.to_string())?,
+                    CsvLog::create(d, "receiver_frames.csv", RECEIVER_FRAMES)
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+        };
+        let clock = Clock::new();
+        let start = clock.now();
+        let cpu_start_ns = process_cpu_ns();
+        let end = cfg.duration_s.map(|d| start + (d * 1e9) as i64);
+        let rcfg = ReceiverConfig {
+            num_reports: cfg.num_reports,
+            feedback_packets: cfg.feedback_packets,
+            feedback_interval_ns: cfg.feedback_interval_ns,
+            ..ReceiverConfig::default()
+        };
+        Ok(ReceiverApp {
+            rx: Receiver::new(rcfg, clock),
+            cfg,
+            sock,
+            packets_log,
+            frames_log,
+            clock,
+            start,
+            cpu_start_ns,
+            end,
+            peer: None,
+            buf: vec![0u8; 65_536],
+            send_errors: 0,
+        })
+    }
+
+    /// Sleeps until a packet arrives, the receiver's next timer, the end, or 50 ms.
+    fn wait(&self, now: i64) {
+        let mut next = now + 50_000_000;
+        if let Some(t) = self.rx.next_timer_ns() {
+            next = next.min(t);
+        }
+        if let Some(e) = self.end {
+            next = next.min(e);
+        }
+        net::wait_readable(&self.sock, next - now);
+    }
+
+    /// Hands every datagram waiting on the socket to the receiver.
+    fn read_datagrams(&mut self) -> Result<(), String> {
+        loop {
+            let meta = match net::recv_with_meta(&self.sock, &mut self.buf) {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(format!("receive failed: {e}")),
+            };
+            let now = self.clock.now();
+            let arrival = meta.kernel_ns.unwrap_or_else(|| self.clock.wall(now));
+            let out =
+                self.rx
+                    .on_datagram(&self.buf[..meta.len], meta.ecn.unwrap_or(0), arrival, now);
+            if out.packet.is_some() {
+                self.peer = Some(meta.src);
+            }
+            self.handle(out);
+        }
+    }
+
+    /// Sends what the receiver wants sent (to the peer, once there is one) and logs the
+    /// packet and the frames it finished.
+    fn handle(&mut self, out: Output) {
+        if let Some(p) = self.peer {
             for d in &out.datagrams {
-                if sock.send_to(d, p).is_err() {
-                    send_errors += 1;
+                if self.sock.send_to(d, p).is_err() {
+                    self.send_errors += 1;
                 }
             }
         }
         if let Some(r) = &out.packet {
+            let pl = &mut self.packets_log;
             if pl.enabled() {
                 pl.int(r.t_ns)
                     .uint(r.ssrc as u64)
@@ -103,73 +192,53 @@ pub fn run(cfg: ReceiveConfig) -> Result<(), String> {
                 pl.end();
             }
         }
-        log_frames(fl, &out.frames);
-    };
+        log_frames(&mut self.frames_log, &out.frames);
+    }
 
-    loop {
-        let now = clock.now();
-        if stop::requested() || end.is_some_and(|e| now >= e) {
-            break;
-        }
-        let mut next = now + 50_000_000;
-        if let Some(t) = rx.next_timer_ns() {
-            next = next.min(t);
-        }
-        if let Some(e) = end {
-            next = next.min(e);
-        }
-        net::wait_readable(&sock, next - now);
-        loop {
-            let meta = match net::recv_with_meta(&sock, &mut buf) {
-                Ok(Some(m)) => m,
-                Ok(None) => break,
-                Err(e) => return Err(format!("receive failed: {e}")),
-            };
-            let now = clock.now();
-            let arrival = meta.kernel_ns.unwrap_or_else(|| clock.wall(now));
-            let out = rx.on_datagram(&buf[..meta.len], meta.ecn.unwrap_or(0), arrival, now);
-            if out.packet.is_some() {
-                peer = Some(meta.src);
-            }
-            handle(out, peer, &mut packets_log, &mut frames_log);
-        }
-        let out = rx.on_tick(clock.now());
-        handle(out, peer, &mut packets_log, &mut frames_log);
-    }
-    let rest = rx.finish();
-    log_frames(&mut frames_log, &rest);
-    packets_log.finish().map_err(|e| e.to_string())?;
-    frames_log.finish().map_err(|e| e.to_string())?;
+    /// Logs the frames still open, closes the logs and writes the summary
+    /// (receiver_summary.json, and stderr).
+    fn finish(mut self) -> Result<(), String> {
+        let rest = self.rx.finish();
+        log_frames(&mut self.frames_log, &rest);
+        self.packets_log.finish().map_err(|e| e.to_string())?;
+        self.frames_log.finish().map_err(|e| e.to_string())?;
 
-    let now = clock.now();
-    let wall_s = (now - start) as f64 * 1e-9;
-    let cpu_s = (process_cpu_ns() - cpu_start) as f64 * 1e-9;
-    let c = rx.counters;
-    let mut j = JsonObject::default();
-    j.text("role", "receiver")
-        .text("listen", &cfg.listen.to_string())
-        .text("num_reports", cfg.num_reports.name())
-        .timing(clock.wall(start), wall_s, cpu_s)
-        .int("packets", c.packets as i64)
-        .int("bytes", c.bytes as i64)
-        .int("not_rtp", c.not_rtp as i64)
-        .int("duplicates", c.duplicates as i64)
-        .int("ecn_not_ect", c.ecn_not_ect as i64)
-        .int("ecn_ect1", c.ecn_ect1 as i64)
-        .int("ecn_ect0", c.ecn_ect0 as i64)
-        .int("ecn_ce", c.ecn_ce as i64)
-        .int("feedback_sent", c.feedback_sent as i64)
-        .int("tfrc_reports_sent", c.tfrc_reports_sent as i64)
-        .int("sender_restarts", c.sender_restarts as i64)
-        .int("frames_complete", c.frames_complete as i64)
-        .int("frames_incomplete", c.frames_incomplete as i64)
-        .int("send_errors", send_errors as i64);
-    if let Some(dir) = &cfg.log_dir {
-        j.write(&dir.join("receiver_summary.json"))
-            .map_err(|e| e.to_string())?;
+        let now = self.clock.now();
+        let wall_s = (now - self.start) as f64 * 1e-9;
+        let cpu_s = (process_cpu_ns() - self.cpu_start_ns) as f64 * 1e-9;
+        let j = self.summary(wall_s, cpu_s);
+        if let Some(dir) = &self.cfg.log_dir {
+            j.write(&dir.join("receiver_summary.json"))
+                .map_err(|e| e.to_string())?;
+        }
+        if !self.cfg.quiet {
+            eprint!("{}", j.render());
+        }
+        Ok(())
     }
-    if !cfg.quiet {
-        eprint!("{}", j.render());
+
+    fn summary(&self, wall_s: f64, cpu_s: f64) -> JsonObject {
+        let cfg = &self.cfg;
+        let c = self.rx.counters;
+        let mut j = JsonObject::default();
+        j.text("role", "receiver")
+            .text("listen", &cfg.listen.to_string())
+            .text("num_reports", cfg.num_reports.name())
+            .timing(self.clock.wall(self.start), wall_s, cpu_s)
+            .int("packets", c.packets as i64)
+            .int("bytes", c.bytes as i64)
+            .int("not_rtp", c.not_rtp as i64)
+            .int("duplicates", c.duplicates as i64)
+            .int("ecn_not_ect", c.ecn_not_ect as i64)
+            .int("ecn_ect1", c.ecn_ect1 as i64)
+            .int("ecn_ect0", c.ecn_ect0 as i64)
+            .int("ecn_ce", c.ecn_ce as i64)
+            .int("feedback_sent", c.feedback_sent as i64)
+            .int("tfrc_reports_sent", c.tfrc_reports_sent as i64)
+            .int("sender_restarts", c.sender_restarts as i64)
+            .int("frames_complete", c.frames_complete as i64)
+            .int("frames_incomplete", c.frames_incomplete as i64)
+            .int("send_errors", self.send_errors as i64);
+        j
     }
-    Ok(())
 }

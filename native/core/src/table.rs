@@ -8,6 +8,7 @@ mod columns;
 mod derived;
 mod egress;
 mod rtp;
+mod sources;
 
 pub use columns::{EgressOnly, PacketTable};
 
@@ -224,7 +225,7 @@ pub fn match_pair(
     let (packets, [delivered, lost, unknown]) = columns::packet_table(
         ing,
         &eg,
-        columns::Captures {
+        sources::Captures {
             ingress: Arc::clone(ingress),
             egress: Arc::clone(egress),
         },

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::json::{self, Value};
-use crate::link::Trace;
+use crate::trace::Trace;
 
 mod discipline;
 mod htb;

@@ -20,3 +20,4 @@ pub mod ranges;
 pub mod rng;
 pub mod run;
 pub mod stats;
+pub mod trace;

@@ -20,14 +20,16 @@
 //! default follows Ericsson's code (what the papers ran).
 //!
 //! This file holds the controller's state and the `Controller`
-//! interface; the congestion signals are in signals.rs, the reference window in window.rs, sRTT
-//! and the target bitrate in rate.rs.
+//! interface; what each report feeds in (RTT, losses, delay, bytes in flight, the acked
+//! rate) is in feedback.rs, the congestion signals in signals.rs, the reference window in
+//! window.rs, sRTT and the target bitrate in rate.rs.
 
 use std::collections::VecDeque;
 
 use super::{Controller, ControllerState};
 use crate::history::FeedbackSummary;
 
+mod feedback;
 mod pacing;
 mod params;
 mod rate;
@@ -238,103 +240,21 @@ impl Controller for Scream {
 
     fn on_feedback(&mut self, fb: &FeedbackSummary) {
         let now = self.secs(fb.now_ns);
-        if let Some(rtt) = fb.rtt_sample_ns {
-            let first = self.s_rtt.is_none();
-            let s = self.smooth_rtt(now, rtt as f64 * 1e-9);
-            self.s_rtt = Some(s);
-            if first {
-                self.ref_wnd = self.initial_ref_wnd(s);
-                self.last_bif_roll = now;
-                self.acked_window_start = now;
-                self.last_loss_event_rate_update = now;
-            }
-        }
+        self.take_rtt_sample(now, fb);
         self.bytes_newly_acked += fb.bytes_newly_acked as f64;
         self.bytes_newly_acked_ce += fb.bytes_newly_acked_ce as f64;
         let Some(s_rtt) = self.s_rtt else {
             return;
         };
-
-        // Loss: flag and the per-packet loss rate average (draft 4.2.1.1).
-        let alpha = (LOSS_RATE_THRESHOLD / 4.0).min(self.mss() / self.ref_wnd / 2.0);
-        for _ in 0..fb.packets_newly_acked.min(10_000) {
-            self.loss_rate *= 1.0 - alpha;
-        }
-        for _ in 0..fb.packets_newly_lost.min(10_000) {
-            self.loss_rate = (1.0 - alpha) * self.loss_rate + alpha;
-        }
-        if fb.packets_newly_lost > 0 {
-            let conditional_ok = !self.cfg.conditional_loss_backoff
-                || self.loss_rate > LOSS_RATE_THRESHOLD
-                || self.qdelay_avg > self.qdelay_target / 4.0;
-            let spaced =
-                !self.p.loss_srtt_after_reaction || now - self.last_reaction_to_congestion > s_rtt;
-            if conditional_ok && spaced {
-                self.loss_detected = true;
-            }
-            self.loss_in_this_rtt = true;
-        }
+        self.note_losses(now, s_rtt, fb);
         if fb.packets_newly_ce > 0 {
             self.data_units_marked = true;
         }
-
-        if let Some(owd) = fb.owd_ns {
-            // Ericsson's code takes every packet a report acknowledges into its base delay
-            // (E:1012, 1933) and its jitter trackers (E:711-721), so the spread it damps
-            // includes each frame's own queue ramp from first to last packet; the queue
-            // delay it acts on is still the newest packet's (E:1018-1050). The draft
-            // profile takes the newest packet only.
-            let (lo, hi) = if self.cfg.every_packet_delay {
-                (
-                    fb.owd_min_ns.map_or(owd, |m| m.min(owd)),
-                    fb.owd_max_ns.map_or(owd, |m| m.max(owd)),
-                )
-            } else {
-                (owd, owd)
-            };
-            let base = self.base.update(fb.now_ns, lo);
-            let secs = |d: i64| (d - base) as f64 * 1e-9;
-            let qdelay = secs(owd);
-            self.update_qdelay(now, s_rtt, qdelay, secs(lo), secs(hi));
-            if self.cfg.adapt_qdelay_target {
-                self.adjust_qdelay_target(qdelay);
-            }
-        }
+        self.take_delay_sample(now, s_rtt, fb);
         self.update_l4s_alpha(now, s_rtt, fb.packets_newly_acked, fb.packets_newly_ce);
-
-        // Bytes in flight of this and the previous round trip. Ericsson's: as the report
-        // arrives, before its acknowledgements (E:705), over this and the previous 50 ms
-        // (E:1519, 1604-1607).
-        let (bif, roll) = if self.p.ericsson_max_bytes_in_flight {
-            ((fb.bytes_in_flight + fb.bytes_newly_acked) as f64, 0.05)
-        } else {
-            (fb.bytes_in_flight as f64, s_rtt)
-        };
-        self.max_bytes_in_flight = self.max_bytes_in_flight.max(bif);
-        if now - self.last_bif_roll >= roll {
-            self.max_bytes_in_flight_prev = self.max_bytes_in_flight;
-            self.max_bytes_in_flight = if self.p.ericsson_max_bytes_in_flight {
-                0.0
-            } else {
-                bif
-            };
-            self.last_bif_roll = now;
-        }
-        // Loss event rate: fraction of RTTs with a loss (for the qdelay target adaptation).
-        if now - self.last_loss_event_rate_update >= s_rtt {
-            let x = if self.loss_in_this_rtt { 1.0 } else { 0.0 };
-            self.loss_event_rate = 0.9 * self.loss_event_rate + 0.1 * x;
-            self.loss_in_this_rtt = false;
-            self.last_loss_event_rate_update = now;
-        }
-        // Acknowledged bitrate over about two frame periods or one RTT (draft 4.1.2).
-        self.acked_bytes_acc += fb.bytes_newly_acked as f64;
-        let window = (2.0 * self.cfg.frame_period_s).max(s_rtt);
-        if now - self.acked_window_start >= window {
-            self.acked_bitrate = self.acked_bytes_acc * 8.0 / (now - self.acked_window_start);
-            self.acked_bytes_acc = 0.0;
-            self.acked_window_start = now;
-        }
+        self.track_bytes_in_flight(now, s_rtt, fb);
+        self.update_loss_event_rate(now, s_rtt);
+        self.update_acked_bitrate(now, s_rtt, fb);
 
         let scl = self.inflexion_scale();
         self.reduce_ref_wnd(now, s_rtt, scl);
@@ -440,5 +360,7 @@ impl Controller for Scream {
 mod sim;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_sim;
 #[cfg(test)]
 mod tests_start;

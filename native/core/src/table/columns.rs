@@ -7,68 +7,13 @@
 //! it: none of them exists whole (about 60 bytes a row, and a pass over the table, saved).
 
 use super::derived::{verdict, Derived};
+use super::sources::{Captures, FlowFields, Sources};
 use super::{FlowIds, Point, NO_TIMESTAMP};
 use crate::decode::FlowKey;
 use crate::matcher::NONE;
 use crate::parquet::{Column, Owned, Rows, Values};
 use crate::pcap::Capture;
 use std::borrow::Cow;
-use std::sync::Arc;
-
-/// The two captures a packet table reads.
-pub struct Captures {
-    pub ingress: Arc<Capture>,
-    pub egress: Arc<Capture>,
-}
-
-/// What the packet table's columns read when written: both captures, the ingress RTP
-/// marks (one per capture row), and per table row its ingress packet's capture row and
-/// its egress twin's (`NONE`: no twin).
-pub struct Sources {
-    pub(super) caps: Captures,
-    rtp: Vec<bool>,
-    pub(super) rows: Vec<u32>,
-    pub(super) twins: Vec<u32>,
-    pub(super) span_ns: Option<(i64, i64)>,
-    pub(super) guard_ns: i64,
-    /// The ingress capture's addresses and other fields of its flows, by `flow_idx`.
-    src: Vec<String>,
-    dst: Vec<String>,
-    flow_fields: FlowFields,
-}
-
-/// Fields of a capture's flows, by `flow_idx` (as the dictionary of a column that reads
-/// its rows' flows).
-struct FlowFields {
-    ip_version: Vec<u32>,
-    proto: Vec<u32>,
-    sport: Vec<u32>,
-    dport: Vec<u32>,
-}
-
-impl FlowFields {
-    fn of(cap: &Capture) -> FlowFields {
-        let field = |f: fn(&FlowKey) -> u32| cap.flows.keys.iter().map(f).collect();
-        FlowFields {
-            ip_version: field(|k| k.ip_version().into()),
-            proto: field(|k| k.proto().into()),
-            sport: field(|k| k.sport().into()),
-            dport: field(|k| k.dport().into()),
-        }
-    }
-}
-
-impl Sources {
-    /// A field of each packet's flow: `by_flow` (`bits`-bit unsigned integers) read
-    /// through the ingress capture's `flow_idx`.
-    fn of_flows<'a>(&'a self, by_flow: &'a [u32], bits: u8) -> Values<'a> {
-        Values::Indexed {
-            index: &self.caps.ingress.columns.flow_idx,
-            dict: by_flow,
-            bits,
-        }
-    }
-}
 
 /// A field of the ingress capture.
 type Field = fn(&Sources) -> Values<'_>;

@@ -1,7 +1,7 @@
 //! The packet table's columns derived from a row's ingress packet and its egress twin:
 //! computed a row group at a time by the Parquet writer's threads, never whole.
 
-use super::columns::Sources;
+use super::sources::Sources;
 use super::NO_TIMESTAMP;
 use crate::matcher::NONE;
 use crate::parquet::{Owned, Values};

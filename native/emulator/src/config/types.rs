@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use crate::link::Trace;
+use crate::trace::Trace;
 
 #[derive(Debug, Clone)]
 pub struct Config {

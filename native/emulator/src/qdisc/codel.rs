@@ -5,7 +5,7 @@
 //! `ecn`, ECT packets are CE-marked instead of dropped; `ce_threshold` marks every ECT
 //! packet whose sojourn exceeds it (the kernel's shallow-threshold option).
 
-use super::{Counters, Ctx, PacketQueue, Qdisc};
+use super::{Backlog, Counters, Ctx, PacketQueue, Qdisc};
 use crate::config::CodelConfig;
 use crate::json::ObjWriter;
 use crate::packet::{Nanos, Packet};
@@ -217,12 +217,8 @@ impl Qdisc for Codel {
         Some(p)
     }
 
-    fn len(&self) -> usize {
-        self.q.len()
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.q.bytes()
+    fn backlog(&self) -> Backlog {
+        self.q.backlog()
     }
 
     fn counters(&self) -> &Counters {

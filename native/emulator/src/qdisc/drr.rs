@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Counters, Ctx, PacketQueue, Qdisc};
+use super::{Backlog, Counters, Ctx, PacketQueue, Qdisc};
 use crate::config::DrrConfig;
 use crate::packet::{Nanos, Packet};
 
@@ -25,8 +25,8 @@ pub struct Drr {
     salt: u64,
     flows: Vec<Flow>,
     round: VecDeque<usize>,
-    qlen: usize,
-    backlog: u64,
+    /// Packets and bytes over all the flows' queues.
+    backlog: Backlog,
     c: Counters,
 }
 
@@ -45,8 +45,7 @@ impl Drr {
                 })
                 .collect(),
             round: VecDeque::new(),
-            qlen: 0,
-            backlog: 0,
+            backlog: Backlog::default(),
             c: Counters::default(),
         }
     }
@@ -60,8 +59,7 @@ impl Qdisc for Drr {
     fn enqueue(&mut self, mut p: Packet, now: Nanos, ctx: &mut Ctx) {
         p.t_enqueue = now;
         let i = (p.meta.salted_hash(self.salt) % self.flows.len() as u64) as usize;
-        self.qlen += 1;
-        self.backlog += p.len() as u64;
+        self.backlog.add_packet(&p);
         self.flows[i].q.push(p);
         if !self.flows[i].active {
             self.flows[i].active = true;
@@ -69,15 +67,14 @@ impl Qdisc for Drr {
             self.flows[i].turn = false;
             self.round.push_back(i);
         }
-        if self.qlen > self.limit {
+        if self.backlog.packets > self.limit {
             let fat = *self
                 .round
                 .iter()
                 .max_by_key(|&&f| self.flows[f].q.bytes())
                 .expect("non-empty");
             if let Some(v) = self.flows[fat].q.pop_back() {
-                self.qlen -= 1;
-                self.backlog -= v.len() as u64;
+                self.backlog.remove_packet(&v);
                 self.c.drop(ctx, v, now, "overlimit");
             }
             // The flow stays in the round even if now empty; dequeue skips and removes it.
@@ -110,18 +107,13 @@ impl Qdisc for Drr {
                 (f.active, f.turn, f.deficit) = (false, false, 0);
                 self.round.pop_front();
             }
-            self.qlen -= 1;
-            self.backlog -= p.len() as u64;
+            self.backlog.remove_packet(&p);
             self.c.sent(&p);
             return Some(p);
         }
     }
 
-    fn len(&self) -> usize {
-        self.qlen
-    }
-
-    fn backlog_bytes(&self) -> u64 {
+    fn backlog(&self) -> Backlog {
         self.backlog
     }
 

@@ -14,7 +14,7 @@
 //! truncated to 1/256 Hz as tc does when it sends them to the kernel (so `alpha 0.16` is
 //! 40/256 Hz), and default to the kernel's own 41/256 and 819/256 Hz.
 
-use super::{Counters, Ctx, PacketQueue, Qdisc};
+use super::{Backlog, Counters, Ctx, PacketQueue, Qdisc};
 use crate::config::{DualPi2Config, StepThresh};
 use crate::json::ObjWriter;
 use crate::packet::{Nanos, Packet};
@@ -114,10 +114,6 @@ impl DualPi2 {
         p.len() as u64 + SKB_OVERHEAD
     }
 
-    fn backlog(&self) -> u64 {
-        self.l.bytes() + self.c.bytes()
-    }
-
     fn mark(&mut self, ctx: &mut Ctx, p: &mut Packet, now: Nanos, why: &str) -> bool {
         let ok = self.cnt.mark(ctx, p, now, why);
         if ok {
@@ -128,7 +124,7 @@ impl DualPi2 {
 
     /// The probabilistic AQM decision; true means drop. Marks in place when it marks.
     fn must_drop(&mut self, ctx: &mut Ctx, p: &mut Packet, now: Nanos) -> bool {
-        if self.backlog() < 2 * self.mtu {
+        if self.backlog_bytes() < 2 * self.mtu {
             return false;
         }
         let prob = self.prob;
@@ -264,12 +260,8 @@ impl Qdisc for DualPi2 {
         None
     }
 
-    fn len(&self) -> usize {
-        self.l.len() + self.c.len()
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.backlog()
+    fn backlog(&self) -> Backlog {
+        self.l.backlog() + self.c.backlog()
     }
 
     fn counters(&self) -> &Counters {

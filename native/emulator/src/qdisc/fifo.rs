@@ -1,6 +1,6 @@
 //! pfifo and bfifo: drop-tail FIFOs limited in packets or in bytes (kernel sch_fifo).
 
-use super::{Counters, Ctx, PacketQueue, Qdisc};
+use super::{Backlog, Counters, Ctx, PacketQueue, Qdisc};
 use crate::packet::{Nanos, Packet};
 
 pub struct Fifo {
@@ -54,12 +54,8 @@ impl Qdisc for Fifo {
         Some(p)
     }
 
-    fn len(&self) -> usize {
-        self.q.len()
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.q.bytes()
+    fn backlog(&self) -> Backlog {
+        self.q.backlog()
     }
 
     fn counters(&self) -> &Counters {

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use super::codel::{CodelParams, CodelStats, CodelVars};
 use super::dualpi2::SKB_OVERHEAD;
-use super::{Counters, Ctx, PacketQueue, Qdisc};
+use super::{Backlog, Counters, Ctx, PacketQueue, Qdisc};
 use crate::config::FqCodelConfig;
 use crate::json::ObjWriter;
 use crate::packet::{Nanos, Packet};
@@ -35,8 +35,8 @@ pub struct FqCodel {
     drop_batch: usize,
     prm: CodelParams,
     st: CodelStats,
-    qlen: usize,
-    backlog: u64,
+    /// Packets and bytes over all the flows' queues.
+    backlog: Backlog,
     salt: u64,
     new_flow_count: u64,
     drop_overlimit: u64,
@@ -69,8 +69,7 @@ impl FqCodel {
                 mtu: mtu as u64,
             },
             st: CodelStats::default(),
-            qlen: 0,
-            backlog: 0,
+            backlog: Backlog::default(),
             salt: seed | 1,
             new_flow_count: 0,
             drop_overlimit: 0,
@@ -80,7 +79,7 @@ impl FqCodel {
     }
 
     fn memory_usage(&self) -> u64 {
-        self.backlog + self.qlen as u64 * SKB_OVERHEAD
+        self.backlog.bytes + self.backlog.packets as u64 * SKB_OVERHEAD
     }
 
     /// Drops up to half of the fattest flow's backlog from its head.
@@ -96,8 +95,7 @@ impl FqCodel {
         let (mut len, mut i) = (0u64, 0usize);
         while let Some(p) = self.flows[idx].q.pop() {
             len += p.len() as u64;
-            self.qlen -= 1;
-            self.backlog -= p.len() as u64;
+            self.backlog.remove_packet(&p);
             self.c.drop(ctx, p, now, "overlimit");
             i += 1;
             if i >= self.drop_batch || len >= threshold {
@@ -116,8 +114,7 @@ impl Qdisc for FqCodel {
     fn enqueue(&mut self, mut p: Packet, now: Nanos, ctx: &mut Ctx) {
         let idx = (p.meta.salted_hash(self.salt) % self.flows.len() as u64) as usize;
         p.t_enqueue = now;
-        self.qlen += 1;
-        self.backlog += p.len() as u64;
+        self.backlog.add_packet(&p);
         let f = &mut self.flows[idx];
         f.q.push(p);
         if f.list == List::None {
@@ -127,7 +124,7 @@ impl Qdisc for FqCodel {
             self.new_flow_count += 1;
         }
         let over_memory = self.memory_usage() > self.memory_limit;
-        if self.qlen <= self.limit && !over_memory {
+        if self.backlog.packets <= self.limit && !over_memory {
             return;
         }
         self.c.overlimits += 1;
@@ -159,12 +156,12 @@ impl Qdisc for FqCodel {
                 self.old_flows.push_back(idx);
                 continue;
             }
-            let (len_before, bytes_before) = (f.q.len(), f.q.bytes());
+            // CoDel may drop packets from the head before it hands one out (or none).
+            let before = f.q.backlog();
             let p = f
                 .vars
                 .dequeue(&mut f.q, &self.prm, &mut self.st, &mut self.c, ctx, now);
-            self.qlen -= len_before - f.q.len();
-            self.backlog -= bytes_before - f.q.bytes();
+            self.backlog -= before - f.q.backlog();
             match p {
                 None => {
                     if from_new {
@@ -188,11 +185,7 @@ impl Qdisc for FqCodel {
         }
     }
 
-    fn len(&self) -> usize {
-        self.qlen
-    }
-
-    fn backlog_bytes(&self) -> u64 {
+    fn backlog(&self) -> Backlog {
         self.backlog
     }
 

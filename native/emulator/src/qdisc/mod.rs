@@ -5,6 +5,8 @@
 //! a discipline runs identically in the live emulator and in simulated-time unit tests.
 
 use std::collections::VecDeque;
+use std::iter::Sum;
+use std::ops::{Add, Sub, SubAssign};
 
 use crate::config::QdiscConfig;
 use crate::events::EventLog;
@@ -85,12 +87,18 @@ pub trait Qdisc {
     fn enqueue(&mut self, p: Packet, now: Nanos, ctx: &mut Ctx);
     /// The next packet to send at `now`, or None (empty, everything dropped, or throttled).
     fn dequeue(&mut self, now: Nanos, ctx: &mut Ctx) -> Option<Packet>;
-    fn len(&self) -> usize;
+    /// Packets and bytes queued, over all of the discipline's queues.
+    fn backlog(&self) -> Backlog;
+    fn counters(&self) -> &Counters;
+    fn len(&self) -> usize {
+        self.backlog().packets
+    }
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    fn backlog_bytes(&self) -> u64;
-    fn counters(&self) -> &Counters;
+    fn backlog_bytes(&self) -> u64 {
+        self.backlog().bytes
+    }
     /// When a non-empty discipline that returned None (shaped classes) can send again.
     fn next_ready(&self, _now: Nanos) -> Option<Nanos> {
         None
@@ -104,30 +112,84 @@ pub trait Qdisc {
     fn stats(&self, _now: Nanos, _w: &mut ObjWriter) {}
 }
 
+/// Packets and bytes waiting: one queue's, or the total over a discipline's queues (kept
+/// alongside them by the disciplines that hold many, so `len` never walks the flows).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Backlog {
+    pub packets: usize,
+    pub bytes: u64,
+}
+
+impl Backlog {
+    /// `p` joined the queue(s).
+    pub fn add_packet(&mut self, p: &Packet) {
+        self.packets += 1;
+        self.bytes += p.len() as u64;
+    }
+
+    /// `p` left the queue(s), sent or dropped.
+    pub fn remove_packet(&mut self, p: &Packet) {
+        self.packets -= 1;
+        self.bytes -= p.len() as u64;
+    }
+}
+
+impl Add for Backlog {
+    type Output = Backlog;
+    fn add(self, o: Backlog) -> Backlog {
+        Backlog {
+            packets: self.packets + o.packets,
+            bytes: self.bytes + o.bytes,
+        }
+    }
+}
+
+impl Sub for Backlog {
+    type Output = Backlog;
+    fn sub(self, o: Backlog) -> Backlog {
+        Backlog {
+            packets: self.packets - o.packets,
+            bytes: self.bytes - o.bytes,
+        }
+    }
+}
+
+impl SubAssign for Backlog {
+    fn sub_assign(&mut self, o: Backlog) {
+        *self = *self - o;
+    }
+}
+
+impl Sum for Backlog {
+    fn sum<I: Iterator<Item = Backlog>>(iter: I) -> Backlog {
+        iter.fold(Backlog::default(), Add::add)
+    }
+}
+
 /// A FIFO of packets that tracks its byte backlog.
 #[derive(Default)]
 pub struct PacketQueue {
     q: VecDeque<Packet>,
-    bytes: u64,
+    backlog: Backlog,
 }
 
 impl PacketQueue {
     pub fn push(&mut self, p: Packet) {
-        self.bytes += p.len() as u64;
+        self.backlog.add_packet(&p);
         self.q.push_back(p);
     }
     pub fn push_front(&mut self, p: Packet) {
-        self.bytes += p.len() as u64;
+        self.backlog.add_packet(&p);
         self.q.push_front(p);
     }
     pub fn pop(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;
-        self.bytes -= p.len() as u64;
+        self.backlog.remove_packet(&p);
         Some(p)
     }
     pub fn pop_back(&mut self) -> Option<Packet> {
         let p = self.q.pop_back()?;
-        self.bytes -= p.len() as u64;
+        self.backlog.remove_packet(&p);
         Some(p)
     }
     pub fn front(&self) -> Option<&Packet> {
@@ -140,10 +202,13 @@ impl PacketQueue {
         self.q.is_empty()
     }
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        self.backlog.bytes
+    }
+    pub fn backlog(&self) -> Backlog {
+        self.backlog
     }
     pub fn drain(&mut self) -> impl Iterator<Item = Packet> + '_ {
-        self.bytes = 0;
+        self.backlog = Backlog::default();
         self.q.drain(..)
     }
 }

@@ -3,7 +3,7 @@
 //! probability p, updated every tupdate from the head packet's sojourn, with the RFC's
 //! auto-scaled gains, burst allowance (150 ms), derandomisation and 2-MTU floor.
 
-use super::{Counters, Ctx, PacketQueue, Qdisc};
+use super::{Backlog, Counters, Ctx, PacketQueue, Qdisc};
 use crate::config::PieConfig;
 use crate::json::ObjWriter;
 use crate::packet::{Nanos, Packet};
@@ -193,12 +193,8 @@ impl Qdisc for Pie {
         Some(p)
     }
 
-    fn len(&self) -> usize {
-        self.q.len()
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.q.bytes()
+    fn backlog(&self) -> Backlog {
+        self.q.backlog()
     }
 
     fn counters(&self) -> &Counters {

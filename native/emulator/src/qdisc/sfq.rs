@@ -3,7 +3,7 @@
 //! when the total exceeds `limit` the longest slot loses its tail (its head with headdrop).
 //! `perturb` (seconds, 0 = off) re-salts the hash periodically and re-sorts queued packets.
 
-use super::{Counters, Ctx, PacketQueue, Qdisc};
+use super::{Backlog, Counters, Ctx, PacketQueue, Qdisc};
 use crate::config::SfqConfig;
 use crate::json::ObjWriter;
 use crate::packet::{mix64, Nanos, Packet};
@@ -29,8 +29,8 @@ pub struct Sfq {
     slots: Vec<Slot>,
     free: Vec<usize>,
     tail: Option<usize>,
-    qlen: usize,
-    backlog: u64,
+    /// Packets and bytes over all the flows' queues.
+    backlog: Backlog,
     c: Counters,
 }
 
@@ -58,8 +58,7 @@ impl Sfq {
                 .collect(),
             free: (0..flows).rev().collect(),
             tail: None,
-            qlen: 0,
-            backlog: 0,
+            backlog: Backlog::default(),
             c: Counters::default(),
         }
     }
@@ -87,12 +86,10 @@ impl Sfq {
                 return Err(p);
             }
             let old = self.slots[x].q.pop().expect("a full slot has a head");
-            self.qlen -= 1;
-            self.backlog -= old.len() as u64;
+            self.backlog.remove_packet(&old);
             self.c.drop(ctx, old, now, "flow_limit");
         }
-        self.qlen += 1;
-        self.backlog += p.len() as u64;
+        self.backlog.add_packet(&p);
         self.slots[x].q.push(p);
         if self.slots[x].q.len() == 1 {
             // A new flow goes to the end of the round.
@@ -147,14 +144,13 @@ impl Sfq {
             p
         };
         if let Some(p) = p {
-            self.qlen -= 1;
-            self.backlog -= p.len() as u64;
+            self.backlog.remove_packet(&p);
             self.c.drop(ctx, p, now, "overlimit");
         }
     }
 
     fn rehash(&mut self) {
-        let mut packets = Vec::with_capacity(self.qlen);
+        let mut packets = Vec::with_capacity(self.backlog.packets);
         if let Some(tail) = self.tail {
             let first = self.slots[tail].next;
             let mut x = first;
@@ -169,8 +165,7 @@ impl Sfq {
             }
         }
         self.tail = None;
-        self.qlen = 0;
-        self.backlog = 0;
+        self.backlog = Backlog::default();
         // Re-placing cannot fail for lack of slots or depth by more than it did before,
         // except when two flows collide into one bucket; those extra packets are lost, as in
         // the kernel. They are not reported as drop events (no context here).
@@ -201,7 +196,7 @@ impl Qdisc for Sfq {
             self.c.drop(ctx, p, now, "flow_limit");
             return;
         }
-        if self.qlen > self.limit {
+        if self.backlog.packets > self.limit {
             self.drop_longest(ctx, now);
         }
     }
@@ -216,8 +211,7 @@ impl Qdisc for Sfq {
                 continue;
             }
             let p = self.slots[a].q.pop()?;
-            self.qlen -= 1;
-            self.backlog -= p.len() as u64;
+            self.backlog.remove_packet(&p);
             if self.slots[a].q.is_empty() {
                 let next = self.slots[a].next;
                 self.release(a);
@@ -234,11 +228,7 @@ impl Qdisc for Sfq {
         }
     }
 
-    fn len(&self) -> usize {
-        self.qlen
-    }
-
-    fn backlog_bytes(&self) -> u64 {
+    fn backlog(&self) -> Backlog {
         self.backlog
     }
 

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{Counters, Ctx, PacketQueue, Qdisc};
+use super::{Backlog, Counters, Ctx, PacketQueue, Qdisc};
 use crate::config::SqfConfig;
 use crate::json::ObjWriter;
 use crate::packet::{Nanos, Packet};
@@ -42,8 +42,8 @@ pub struct Sqf {
     active: Vec<usize>,
     /// Flow -> (queue index, packets of the flow in that queue).
     flows: HashMap<FlowKey, (usize, usize)>,
-    qlen: usize,
-    backlog: u64,
+    /// Packets and bytes over all the flows' queues.
+    backlog: Backlog,
     c: Counters,
 }
 
@@ -61,8 +61,7 @@ impl Sqf {
             free: (1..=cfg.flows).rev().collect(),
             active: Vec::new(),
             flows: HashMap::new(),
-            qlen: 0,
-            backlog: 0,
+            backlog: Backlog::default(),
             c: Counters::default(),
         }
     }
@@ -98,8 +97,7 @@ impl Sqf {
         } else {
             self.queues[qi].q.pop()
         }?;
-        self.qlen -= 1;
-        self.backlog -= p.len() as u64;
+        self.backlog.remove_packet(&p);
         let k = key(&p);
         self.forget(qi, &k);
         Some(p)
@@ -132,11 +130,10 @@ impl Qdisc for Sqf {
                 qi
             }
         };
-        self.qlen += 1;
-        self.backlog += p.len() as u64;
+        self.backlog.add_packet(&p);
         self.queues[qi].q.push(p);
         self.activate(qi);
-        while self.qlen > self.limit {
+        while self.backlog.packets > self.limit {
             // Longest Queue Drop: the virtual queue with the most bytes loses its tail.
             let Some(&longest) = self
                 .active
@@ -161,11 +158,7 @@ impl Qdisc for Sqf {
         Some(p)
     }
 
-    fn len(&self) -> usize {
-        self.qlen
-    }
-
-    fn backlog_bytes(&self) -> u64 {
+    fn backlog(&self) -> Backlog {
         self.backlog
     }
 

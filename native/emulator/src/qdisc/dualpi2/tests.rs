@@ -62,7 +62,7 @@ fn rates(q: &mut DualPi2, h: &mut Harness, ecn: u8, n: usize) -> (usize, usize) 
     for i in 0..n {
         // 3 MTU of the other class keep the backlog above the floor; they never leave
         // because the scheduler serves the packet under test first or drops it.
-        while q.backlog() < 4 * MTU as u64 {
+        while q.backlog_bytes() < 4 * MTU as u64 {
             h.enq(q, pkt(1500, 9, filler_ecn, u64::MAX, 0), 0);
         }
         h.enq(q, pkt(1000, 1, ecn, i as u64, 0), 0);

@@ -1,0 +1,144 @@
+//! The RTP queue's two ends: frames that are due go in (packetised at the controller's
+//! target), and packets come out on the pacing schedule while the send window allows.
+//! A queue that grew too old is thrown away for an I-frame.
+
+use super::Sender;
+use crate::rtp::{flags, PayloadHeader};
+
+impl Sender {
+    /// Makes every frame whose time has come and queues its packets.
+    pub(super) fn enqueue_due_frames(&mut self, now: i64) {
+        while self.next_frame_ns() <= now {
+            self.enqueue_frame(now);
+        }
+    }
+
+    fn enqueue_frame(&mut self, now: i64) {
+        let frame_t = self.next_frame_ns();
+        let frame = self.source.produce(self.cc.target_bitrate());
+        let rtp_ts = self.packetizer.rtp_timestamp(frame_t - self.start);
+        if frame.keyframe {
+            self.last_keyframe_rtp_ts = Some(rtp_ts);
+        }
+        let f = self.frame_flags | if frame.keyframe { flags::KEYFRAME } else { 0 };
+        let pkts = self
+            .packetizer
+            .packetize(self.frame_id, frame.bytes, rtp_ts, f, now);
+        if self.queue.is_empty() {
+            self.pacer.reanchor(now);
+        }
+        let media_qdelay = self.queue.delay_s(now);
+        let log = &mut self.logs.frames;
+        if log.enabled() {
+            log.int(self.frame_id as i64)
+                .int(self.clock.wall(frame_t))
+                .uint(frame.bytes as u64)
+                .uint(pkts.len() as u64)
+                .boolean(frame.keyframe)
+                .float(self.cc.target_bitrate())
+                .float(frame.encoder_bps);
+            log.end();
+        }
+        for p in pkts {
+            self.queue.push(p);
+        }
+        self.cc
+            .on_frame(now, frame.bytes, media_qdelay, self.queue.bytes());
+        self.counts.frames += 1;
+        self.counts.keyframes += frame.keyframe as u64;
+        self.frame_id = self.frame_id.wrapping_add(1);
+    }
+
+    /// RTP queue too old: throw it away and ask for an I-frame (draft 4.4's frame
+    /// discard), at most every 250 ms.
+    pub(super) fn discard_stale_queue(&mut self, now: i64) {
+        if !self.queue.is_empty()
+            && self.queue.delay_s(now) > self.cfg.max_rtp_queue_s
+            && now - self.last_discard_ns > 250_000_000
+        {
+            self.counts.discarded_packets += self.queue.len() as u64;
+            self.counts.discards += 1;
+            self.queue.clear();
+            self.last_discard_ns = now;
+            self.request_keyframe();
+        }
+    }
+
+    /// A wake-up late by more than a microburst window (a host timer stall) would send
+    /// every overdue packet back to back: a burst the flow never meant, which a shallow
+    /// AQM marks or drops (DualPI2's 1 ms step threshold). The schedule moves instead;
+    /// the pacing headroom (1.5 x the target) makes up the delay.
+    pub(super) fn skip_missed_schedule(&mut self, now: i64) {
+        let behind = now - self.cfg.burst_ns - self.pacer.due_ns();
+        if behind > 0 && !self.queue.is_empty() && !self.window_blocked {
+            self.counts.pacing_slips += 1;
+            self.counts.pacing_slip_max_ns = self.counts.pacing_slip_max_ns.max(behind);
+            self.pacer.reanchor(now - self.cfg.burst_ns);
+        }
+    }
+
+    /// Sends everything that is due within a microburst window, while the window allows.
+    pub(super) fn send_due(&mut self, mut now: i64) {
+        while let Some(front) = self.queue.front() {
+            let size = front.bytes.len();
+            // A closed window still lets packets out at the minimum rate: SCReAM v2 is
+            // "not entirely self-clocked" (draft section 1), so lost feedback cannot stall
+            // the flow until the feedback timeout.
+            let min_rate_due =
+                self.last_send_ns + (size as f64 * 8.0 / self.cfg.limits.min_bps * 1e9) as i64;
+            if !self.cc.may_send(self.history.bytes_in_flight(), size) && now < min_rate_due {
+                self.window_blocked = true;
+                self.next_window_probe = min_rate_due;
+                break;
+            }
+            if self.window_blocked {
+                self.pacer.reanchor(now);
+                self.window_blocked = false;
+            }
+            let due = self.pacer.due_ns();
+            if due > now + self.cfg.burst_ns {
+                break;
+            }
+            now = self.send_head(due);
+        }
+    }
+
+    /// Stamps and sends the queue's head (due at `due`); returns when it left.
+    fn send_head(&mut self, due: i64) -> i64 {
+        let mut p = self.queue.pop().expect("send_due saw a head");
+        let size = p.bytes.len();
+        let send_ns = self.clock.now();
+        let wall = self.clock.wall(send_ns);
+        let rtt_us = self
+            .cc
+            .srtt_ns()
+            .map_or(0, |r| (r / 1000).clamp(0, u32::MAX as i64) as u32);
+        PayloadHeader::stamp(&mut p.bytes, (wall / 1000) as u64, rtt_us);
+        if self.sock.send_to(&p.bytes, self.cfg.dest).is_err() {
+            self.counts.send_errors += 1;
+        }
+        self.history.on_sent(p.seq, send_ns, size, p.rtp_ts);
+        self.cc
+            .on_sent(send_ns, size, self.history.bytes_in_flight());
+        self.pacer.on_sent(size, self.cc.pacing_rate());
+        self.counts.pacing_errors_ns.push(send_ns - due);
+        self.last_send_ns = send_ns;
+        self.counts.packets += 1;
+        self.counts.bytes += size as u64;
+        let log = &mut self.logs.packets;
+        if log.enabled() {
+            log.int(wall)
+                .uint(p.seq)
+                .uint(p.seq & 0xffff)
+                .uint(p.rtp_ts as u64)
+                .uint(p.frame_id as u64)
+                .uint(size as u64)
+                .boolean(p.marker)
+                .uint(self.cfg.ecn.bits() as u64)
+                .int(self.clock.wall(due))
+                .int((send_ns - p.enqueued_ns) / 1000);
+            log.end();
+        }
+        send_ns
+    }
+}
