@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from cganalysis.binaries import put_interpreter_bin_first
 from cganalysis.experiment.workflow import WorkflowPlan
+from cganalysis.progress import silence as silence_progress
 from cganalysis.report import artefacts
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -14,6 +15,9 @@ validate(config, schema="../schemas/config.schema.yaml")
 # `sudo .venv/bin/snakemake` runs without the environment activated: the rules' shell
 # commands (`cganalysis ...`) must find the programs of the interpreter running Snakemake.
 put_interpreter_bin_first()
+# No progress lines from the rules' commands (cganalysis.progress): their stderr is a log,
+# or Snakemake's terminal, which parallel jobs share; Snakemake counts the jobs done.
+silence_progress()
 
 # The runs the campaign files plan (experiments.campaign_files), made by rule experiment.
 EXPERIMENT_PLAN = WorkflowPlan.from_config(config)

@@ -230,6 +230,11 @@ impl NgCursor {
     }
 
     /// The number of packets the first blocks predict for the whole file.
+    /// Where the next block starts (bytes from the file's start).
+    pub(crate) fn offset(&self) -> usize {
+        self.off
+    }
+
     pub(crate) fn estimate(&self, data: &[u8]) -> usize {
         let be = self.first_be;
         estimate_packets(data, 0, |off| {
