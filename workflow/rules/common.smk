@@ -116,6 +116,14 @@ XU_TABLES_REPORT = names_regex(
 XU_FIGURES_REPORT = names_regex(
     a.name for a in artefacts.of_kind("figure") if a.paper == "Xu & Claypool 2022"
 )
+
+
+def artefact_label(wildcards):
+    """A table's or figure's label in the report: the paper's name for it (Table II)."""
+    name = wildcards.get("table") or wildcards.get("figure")
+    return {"artefact": artefacts.by_name(name).title}
+
+
 unknown = {g for gs in config.get("artefacts", {}).values() for g in gs} - set(
     artefacts.GROUPS
 )
