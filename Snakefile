@@ -9,7 +9,7 @@
 #   data/processed/<campaign>/<run_id>/match.json        match summary (loss, capture drops)
 #   results/metrics/<campaign>/<run_id>.json             the papers' metrics of one run
 #   results/figures/<campaign>/<run_id>.timeseries.pdf   throughput / delay / loss over time
-#   results/tables/<campaign>/<table>.{csv,md,tex}       the papers' tables
+#   results/tables/<campaign>/<table>.{csv,md,tex,html}  the papers' tables
 #   results/figures/<campaign>/<figure>.{pdf,png}        the papers' figures
 #   logs/<rule>/<campaign>/<run_id>.log                  every rule's log
 #

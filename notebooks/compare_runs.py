@@ -29,6 +29,7 @@ from IPython.display import Markdown, display
 
 import cganalysis
 import cganalysis.run
+from cganalysis.report.explore import metric_heatmap, timeseries_grid
 from cganalysis.report.tablefmt import to_markdown
 
 # %%
@@ -40,6 +41,7 @@ CAMPAIGN_DIR = next(
     if any((RAW / name).glob("*/meta.json"))
 )
 campaign = cganalysis.open_campaign(CAMPAIGN_DIR, style=REPO / "configs" / "plotting.yaml")
+style = campaign.runs[0].style
 print(f"{campaign.name}: {len(campaign)} runs")
 
 # %% [markdown]
@@ -96,6 +98,27 @@ roles.select(
 
 # %%
 display(Markdown(to_markdown(campaign.tma_table2())))
+
+# %% [markdown]
+# ## One metric across the conditions
+#
+# The CG flow's mean queuing delay by queue discipline (down) and competing CCA (across),
+# repetitions averaged (seaborn's annotated heatmap). Any column of `role_rows()` works
+# (`"delay_p95_ms"`, `"loss_rate"`, `"bitrate_mean_mbps"`), and `role="competitor"` shows
+# the TCP flow.
+
+# %%
+metric_heatmap(roles, "delay_mean_ms", style=style, fmt=".1f", label="CG mean queuing delay (ms)")
+
+# %% [markdown]
+# ## Every run over time, one panel per condition
+#
+# Throughput against time of every run (seaborn's objects interface), one panel per queue
+# discipline and CCA, repetitions overlaid; `y="delay_mean_ms"` (with
+# `label="Queuing delay (ms)"`) shows the queuing delay instead.
+
+# %%
+timeseries_grid(campaign.timeseries(), style=style)
 
 # %% [markdown]
 # ## Any run's figures

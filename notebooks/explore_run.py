@@ -30,6 +30,7 @@ from IPython.display import Markdown, display
 
 import cganalysis
 import cganalysis.run
+from cganalysis.report.explore import delay_ecdf_by_flow
 from cganalysis.report.tablefmt import to_markdown
 
 # %%
@@ -80,6 +81,16 @@ run.prepared.packets.group_by("role").agg(
 
 # %%
 run.delay_cdf_figure()
+
+# %% [markdown]
+# ## Queuing delay per flow
+#
+# The CDF above pools each role's flows. Flow by flow (seaborn's ECDF; a role's colour, its
+# further flows lighter), a run where iperf3 opens one TCP connection per rate step, or
+# where a stray flow crossed the bottleneck, shows which flow queued and how far.
+
+# %%
+delay_ecdf_by_flow(run.prepared.packets, style=run.style)
 
 # %% [markdown]
 # ## Throughput, delay and loss over time

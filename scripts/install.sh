@@ -15,7 +15,8 @@
 #     router, with the qdiscs this machine's kernel may lack).
 #
 #   bash scripts/install.sh          # to run experiments and the workflow
-#   bash scripts/install.sh --dev    # also Rust's fmt and clippy, and the uml testbed's own
+#   bash scripts/install.sh --dev    # also Rust's fmt and clippy, Chromium (a test opens the
+#                                    # workflow's report in it), and the uml testbed's own
 #                                    # kernel with DualPI2 (scripts/build-uml.sh, ~5-9 min
 #                                    # once, then cached); the Python test and lint tools
 #                                    # come with the lock either way
@@ -69,6 +70,16 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install o
 packages=(tcpdump tshark iperf3 ethtool iproute2 iputils-ping procps util-linux
   openssh-client openssh-server ca-certificates git gcc libc6-dev python3 python3-venv
   user-mode-linux kmod)
+# --dev: the test that opens the Snakemake report in a browser (headless Chromium;
+# tests/integration/test_workflow.py). Debian packages it; Ubuntu has it as a snap only.
+if ((dev)); then
+  if grep -qx 'ID=ubuntu' /etc/os-release 2>/dev/null; then
+    command -v chromium >/dev/null || $sudo_cmd snap install chromium ||
+      say "could not install chromium (snap install chromium): the report's browser test needs it"
+  else
+    packages+=(chromium)
+  fi
+fi
 missing=()
 for pkg in "${packages[@]}"; do installed "$pkg" || missing+=("$pkg"); done
 if ((${#missing[@]})); then

@@ -87,6 +87,11 @@ class CaptureChunks:
         ``"flows"`` holds only the flows first seen in this chunk (``flow_idx`` numbers
         them on from the earlier chunks')."""
 
+    def bytes_read(self) -> int:
+        """Bytes of the file decoded so far: where the next record starts (the file's
+        length once read to its end, unless its last record is incomplete); 0 once
+        finished."""
+
     def finish(self) -> dict[str, Any]:
         """After the last chunk: the dict of :func:`read_capture` without ``"columns"``
         and ``"flows"`` (format, interfaces, stats, warnings, quirks)."""

@@ -41,6 +41,7 @@ from cganalysis.metrics.spec import RunSpec, spec_from_meta
 from cganalysis.metrics.timebase import Prepared, prepare
 from cganalysis.metrics.timeseries import run_timeseries
 from cganalysis.report.figures import delay_cdf_figure, packet_delay_figure, timeseries_figure
+from cganalysis.report.inputs import read_timeseries
 from cganalysis.report.style import Style, load_style
 from cganalysis.report.tablefmt import Table
 from cganalysis.report.tables import tma_table2
@@ -173,6 +174,9 @@ class Run:
     @cached_property
     def timeseries(self) -> pl.DataFrame:
         """Per role and bin: throughput, delay, loss (the RUN_TIMESERIES schema)."""
+        made = self._made("results", "metrics", "{campaign}", "{run_id}.timeseries.parquet")
+        if made is not None:
+            return read_timeseries(made)
         capacity = link_capacity(self.spec, self.trace_ms)
         return run_timeseries(self.prepared, bin_s=self.spec.bin_s, capacity=capacity)
 
@@ -238,6 +242,15 @@ class Campaign:
     def role_rows(self) -> pl.DataFrame:
         """One row per run and role: delay, bitrate and loss statistics."""
         return role_rows(self.metrics)
+
+    def timeseries(self) -> pl.DataFrame:
+        """Every run's time series (RUN_TIMESERIES) with its ``run_id`` and labels
+        (``qdisc``, ``cca``, ...) as columns, for plots across runs."""
+        frames = []
+        for r in self.runs:
+            labels = {"run_id": r.run_id, **{k: str(v) for k, v in r.labels.items()}}
+            frames.append(r.timeseries.with_columns(**{k: pl.lit(v) for k, v in labels.items()}))
+        return pl.concat(frames, how="diagonal")
 
     def tma_table2(self, **options: Any) -> Table:
         """TMA 2024 Table II over these runs (options: see report.tables.tma_table2)."""

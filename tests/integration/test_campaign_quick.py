@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tests.conftest import REPO, need_root, need_tool
 from tests.integration.experiment_helpers import TOOLS
+from tests.support.reportcheck import check_report
 
 QUICK = ["snakemake", "--profile", "profiles/quick"]
 
@@ -63,7 +64,7 @@ def _cg(work: Path, run_id: str) -> dict[str, float]:
 
 def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     need_root()
-    need_tool("snakemake", "cganalysis", "cga-cg", "cga-emu", *TOOLS)
+    need_tool("snakemake", "cganalysis", "cga-cg", "cga-emu", "chromium", *TOOLS)
     work = _workspace(tmp_path)
     # The quick profile's configfiles, plus a broken campaign next to the default ones.
     done = _snakemake(
@@ -113,7 +114,7 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     # the three utilisation rows, every cell filled.
     assert len(body) == 25, body
     assert all(cell.strip() not in ("", "nan", "None", "-") for r in body for cell in r), body
-    for ext in (".md", ".tex"):
+    for ext in (".md", ".tex", ".html"):
         assert table.with_suffix(ext).stat().st_size > 100
 
     # Table I: the cellular campaign over a real LTE trace (capacity from the trace).
@@ -135,3 +136,7 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     assert "Table II analogue" in html
     for run_id in runs:
         assert f"{run_id}.timeseries.png" in html
+    # ... and a reader sees them: opened in a browser, every entry visited.
+    walked = check_report(work / "report.html", work)
+    assert sorted(walked) == ["Runs", "TMA 2024"]
+    assert len(walked["TMA 2024"]) == 2  # Tables I and II

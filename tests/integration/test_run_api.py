@@ -64,11 +64,15 @@ def test_what_the_workflow_made_is_read_not_redone(tmp_path: Path, dualpoint_dir
     derived = "CG flow: no packet at the ingress tap from its scheduled start at 0.0 s on"
     doc["flags"] = [*doc["flags"], derived]
     (metrics / "r01.json").write_text(json.dumps({**doc, "marker": "from the workflow"}))
+    # The workflow's time series (one bin, as made elsewhere): read, not recomputed.
+    series = cganalysis.open_run(folder, style=STYLE).timeseries.head(1)
+    series.write_parquet(metrics / "r01.timeseries.parquet")
     run = cganalysis.open_run(folder, style=STYLE)
     assert run.packets.height == half.height
     assert run.flows is not None and run.flows.equals(matched.flows.select(run.flows.columns))
     assert run.metrics.get("marker") == "from the workflow"
     assert derived in run.flags and not run.meta.get("flags")
+    assert run.timeseries.equals(series)
 
 
 def test_a_campaign_compares_its_runs_and_skips_calibrations(
@@ -85,6 +89,11 @@ def test_a_campaign_compares_its_runs_and_skips_calibrations(
     assert in_window.height == 2
     table = campaign.tma_table2()
     assert table.rows  # one condition, both runs averaged into it
+    # Every run's time series in one frame, each row with its run and labels.
+    series = campaign.timeseries()
+    assert series.height == sum(r.timeseries.height for r in campaign)
+    assert set(series["run_id"].unique()) == {r.run_id for r in campaign}
+    assert set(series["qdisc"].unique()) == {"htb"} and set(series["cca"].unique()) == {"cubic"}
 
 
 def test_bad_folders_are_one_clear_error(tmp_path: Path) -> None:

@@ -59,6 +59,6 @@ def test_the_command_line_and_the_workflow_make_the_same_files(
     args = ["tables", "tma-table2", str(metrics), "-o", str(cli_stem), "--style", str(STYLE)]
     assert main(args) == 0
     written = artefacts.write_from_files("tma_table2", [metrics], STYLE, workflow_stem)
-    assert [p.name for p in written] == ["t2.csv", "t2.md", "t2.tex"]
+    assert [p.name for p in written] == ["t2.csv", "t2.md", "t2.tex", "t2.html"]
     for path in written:
         assert path.read_text() == (cli_stem.parent / path.name).read_text(), path.name

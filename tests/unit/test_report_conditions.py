@@ -197,7 +197,12 @@ def test_extensions_render_four_tables_without_mixing(style: Style, tmp_path: Pa
     assert all(t.rows[0].cells[0] != f"{num2(sum(pooled) / len(pooled))} ms" for t in tables)
 
     paths = write_tables(tables, tmp_path / "tma_table2")
-    assert [p.name for p in paths] == ["tma_table2.csv", "tma_table2.md", "tma_table2.tex"]
+    assert [p.name for p in paths] == [
+        "tma_table2.csv",
+        "tma_table2.md",
+        "tma_table2.tex",
+        "tma_table2.html",
+    ]
     rows = list(csv.reader(io.StringIO(paths[0].read_text(encoding="utf-8"))))
     data = [r for r in rows if r[0] in ("fixed", "cellular")]
     assert len(data) == 4 * 25  # 25 rows per table, each led by its condition

@@ -2,7 +2,7 @@
 
 The TMA tables are checked twice: cell by cell against the table as printed in the paper
 (feeding its numbers in must give its text back), and against golden files for the three
-formats. Regenerate the golden files with ``UPDATE_GOLDEN=1`` after checking the diff.
+formats (and HTML). Regenerate the golden files with ``UPDATE_GOLDEN=1`` after checking the diff.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import csv
 import io
 import os
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,15 @@ import pytest
 
 from cganalysis.metrics.rows import WINDOW_PHASE
 from cganalysis.report.style import Style, load_style
-from cganalysis.report.tablefmt import Row, Table, to_csv, to_latex, to_markdown, write_table
+from cganalysis.report.tablefmt import (
+    Row,
+    Table,
+    to_csv,
+    to_html,
+    to_latex,
+    to_markdown,
+    write_table,
+)
 from cganalysis.report.tables import num2, tma_table1, tma_table2, xu_table
 from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS
 
@@ -145,6 +154,54 @@ def test_tma_table2_golden(style: Style) -> None:
     check_golden(to_csv(table), "tma_table2.csv")
     check_golden(to_markdown(table), "tma_table2.md")
     check_golden(to_latex(table), "tma_table2.tex")
+    check_golden(to_html(table), "tma_table2.html")
+
+
+class _Cells(HTMLParser):
+    """Rows of an HTML table as text cells, each spanned cell repeated over its columns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.caption = ""
+        self._span = 0
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("th", "td"):
+            self._span = int(dict(attrs).get("colspan") or 1)
+            self.rows[-1].append("")
+        if tag in ("th", "td", "caption"):
+            self._in = tag
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("th", "td"):
+            self.rows[-1] += [self.rows[-1][-1]] * (self._span - 1)
+        self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "caption":
+            self.caption += data
+        elif self._in:
+            self.rows[-1][-1] += data
+
+
+def test_tma_table2_as_html_holds_what_the_csv_holds(style: Style) -> None:
+    roles, runs = paper_metrics()
+    table = tma_table2(roles, runs, style=style, ccas=("cubic", "bbr2"), paper_labels=True)
+    parser = _Cells()
+    parser.feed(to_html(table))
+    assert parser.caption == table.caption
+    got = parser.rows
+    csv_rows = list(csv.reader(io.StringIO(to_csv(table))))
+    assert got[:2] == csv_rows[:2]  # both header levels, spans repeated as CSV repeats them
+    block = ""
+    for html_row, csv_row in zip(got[2:], csv_rows[2:], strict=True):
+        block = html_row[0] or block  # a row group's label only on its first row
+        assert [block, *html_row[1:]] == csv_row
+    assert to_html(table).count('<tr class="group">') == 2  # TCP and utilisation blocks
 
 
 def test_tma_table2_says_std_unless_asked_for_the_paper_label(style: Style) -> None:
@@ -279,9 +336,15 @@ def test_table_model_rejects_misfit_rows_and_writes_all_formats(tmp_path: Path) 
         Table(((("a", 2),),), ("",), (Row(("x",), ("1",)),))
     t = Table(((("a & b", 1), ("50%", 1)),), ("k_1",), (Row(("r",), ("1", None)),), "cap")
     assert to_latex(t).count(r"\&") == 1 and r"50\%" in to_latex(t) and r"k\_1" in to_latex(t)
+    assert '<th scope="col">a &amp; b</th>' in to_html(t) and "<td>\u2013</td>" in to_html(t)
     paths = write_table(t, tmp_path / "out" / "t")
-    assert [p.name for p in paths] == ["t.csv", "t.md", "t.tex"]
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["t.csv", "t.md", "t.tex"]
+    assert [p.name for p in paths] == ["t.csv", "t.md", "t.tex", "t.html"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "t.csv",
+        "t.html",
+        "t.md",
+        "t.tex",
+    ]
 
 
 def test_num2_prints_like_the_paper() -> None:

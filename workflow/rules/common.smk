@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from cganalysis.binaries import put_interpreter_bin_first
 from cganalysis.experiment.workflow import WorkflowPlan
+from cganalysis.progress import silence as silence_progress
 from cganalysis.report import artefacts
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -14,6 +15,9 @@ validate(config, schema="../schemas/config.schema.yaml")
 # `sudo .venv/bin/snakemake` runs without the environment activated: the rules' shell
 # commands (`cganalysis ...`) must find the programs of the interpreter running Snakemake.
 put_interpreter_bin_first()
+# No progress lines from the rules' commands (cganalysis.progress): their stderr is a log,
+# or Snakemake's terminal, which parallel jobs share; Snakemake counts the jobs done.
+silence_progress()
 
 # The runs the campaign files plan (experiments.campaign_files), made by rule experiment.
 EXPERIMENT_PLAN = WorkflowPlan.from_config(config)
@@ -112,6 +116,14 @@ XU_TABLES_REPORT = names_regex(
 XU_FIGURES_REPORT = names_regex(
     a.name for a in artefacts.of_kind("figure") if a.paper == "Xu & Claypool 2022"
 )
+
+
+def artefact_label(wildcards):
+    """A table's or figure's label in the report: the paper's name for it (Table II)."""
+    name = wildcards.get("table") or wildcards.get("figure")
+    return {"artefact": artefacts.by_name(name).title}
+
+
 unknown = {g for gs in config.get("artefacts", {}).values() for g in gs} - set(
     artefacts.GROUPS
 )

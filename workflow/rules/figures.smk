@@ -1,5 +1,5 @@
 # Tables and figures of the papers from the metrics of a campaign's runs:
-# results/tables/<campaign>/<table>.{csv,md,tex} and results/figures/<campaign>/<name>.{pdf,png}.
+# results/tables/<campaign>/<table>.{csv,md,tex,html} and results/figures/<campaign>/<name>.{pdf,png}.
 # campaign_metrics(campaign) (rules/common.smk) lists results/metrics/<campaign>/<run_id>.json
 # for every run of the campaign.
 
@@ -28,7 +28,7 @@ rule table:
         metrics=lambda wc: campaign_metrics(wc.campaign),
         style="configs/plotting.yaml",
     output:
-        multiext("results/tables/{campaign}/{table}", ".csv", ".md", ".tex"),
+        multiext("results/tables/{campaign}/{table}", ".csv", ".md", ".tex", ".html"),
     log:
         "logs/table/{campaign}/{table}.log",
     wildcard_constraints:

@@ -2,18 +2,22 @@
 # caption (workflow/report/*.rst). Snakemake only shows outputs flagged with report(), so
 # these rules copy the rendered artefacts into results/report/<campaign>/ with the flag;
 # result_outputs() (rules/common.smk) asks for them. Which artefact is in which category is
-# the registry's (cganalysis.report.artefacts): the *_REPORT names below.
+# the registry's (cganalysis.report.artefacts): the *_REPORT names below. Tables go in as
+# their HTML page (the report shows it; a CSV it would only offer as a download), figures
+# as PNG; each is labelled with the paper's name for it (Table II, Fig. 3) or its run.
+# tests/integration/test_workflow.py opens the report in a browser and visits every entry.
 
 
 rule report_tma_table:
     input:
-        "results/tables/{campaign}/{table}.csv",
+        "results/tables/{campaign}/{table}.html",
     output:
         report(
-            "results/report/{campaign}/{table}.csv",
+            "results/report/{campaign}/{table}.html",
             caption="../report/tma_table.rst",
             category="TMA 2024",
             subcategory="{campaign}",
+            labels=artefact_label,
         ),
     log:
         "logs/report/{campaign}/{table}.log",
@@ -27,13 +31,14 @@ rule report_tma_table:
 
 rule report_xu_table:
     input:
-        "results/tables/{campaign}/{table}.csv",
+        "results/tables/{campaign}/{table}.html",
     output:
         report(
-            "results/report/{campaign}/{table}.csv",
+            "results/report/{campaign}/{table}.html",
             caption="../report/xu_table.rst",
             category="Xu & Claypool 2022",
             subcategory="{campaign}",
+            labels=artefact_label,
         ),
     log:
         "logs/report/{campaign}/{table}.log",
@@ -54,6 +59,7 @@ rule report_xu_figure:
             caption="../report/xu_figure.rst",
             category="Xu & Claypool 2022",
             subcategory="{campaign}",
+            labels=artefact_label,
         ),
     log:
         "logs/report/{campaign}/{figure}.log",
@@ -74,6 +80,7 @@ rule report_timeseries:
             caption="../report/timeseries.rst",
             category="Runs",
             subcategory="{campaign}",
+            labels={"run": "{run_id}"},
         ),
     log:
         "logs/report/{campaign}/{run_id}.timeseries.log",

@@ -62,6 +62,11 @@ impl CaptureChunks {
         Ok(Some(d))
     }
 
+    /// Bytes of the file decoded so far (the progress of a long read); 0 once finished.
+    fn bytes_read(&self) -> usize {
+        self.reader.as_ref().map_or(0, ChunkReader::bytes_read)
+    }
+
     /// What the file says about itself, once every chunk was read (the dict of
     /// `read_capture` without "columns" and "flows").
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -14,6 +14,7 @@ from cganalysis.capture.model import CaptureInfo
 from cganalysis.capture.native import info_from_raw, native_errors, packets_from_raw
 from cganalysis.capture.toollog import with_saved_log
 from cganalysis.errors import CaptureError
+from cganalysis.progress import Progress
 
 #: Packets per chunk: large enough that per-chunk overheads vanish, small enough that a
 #: chunk's tables (~200 bytes a packet) stay far below any machine's memory.
@@ -25,14 +26,22 @@ class CaptureChunks:
     the last one, :attr:`info` says what the file says about itself."""
 
     def __init__(
-        self, path: Path, chunk_packets: int = DEFAULT_CHUNK, *, addresses: bool = True
+        self,
+        path: Path,
+        chunk_packets: int = DEFAULT_CHUNK,
+        *,
+        addresses: bool = True,
+        progress: Progress | None = None,
     ) -> None:
-        """``addresses=False``: ``src`` and ``dst`` stay null (cheaper, when not needed)."""
+        """``addresses=False``: ``src`` and ``dst`` stay null (cheaper, when not needed).
+        ``progress``: expects the file's size each time it is read, and is told the bytes
+        each chunk read."""
         if chunk_packets <= 0:
             raise ValueError("chunk_packets must be positive")
         self.path = path
         self.chunk_packets = chunk_packets
         self.addresses = addresses
+        self.progress = progress
         self._info: CaptureInfo | None = None
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
@@ -42,9 +51,15 @@ class CaptureChunks:
         dst = pl.Series("dst", [], dtype=pl.String)
         with native_errors(self.path):
             reader = _native.CaptureChunks(str(self.path))
+        read = 0  # bytes
+        if self.progress is not None:
+            self.progress.expect(self.path.stat().st_size)
         while True:
             with native_errors(self.path):
                 chunk = reader.next_chunk(self.chunk_packets)
+            if self.progress is not None:
+                self.progress.add(reader.bytes_read() - read)
+                read = reader.bytes_read()
             if chunk is None:
                 break
             if self.addresses:

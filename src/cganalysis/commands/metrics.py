@@ -192,7 +192,9 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    doc = metrics_to_files(args.packets, build_spec(args), args.output, args.timeseries)
+    doc = metrics_to_files(
+        args.packets, build_spec(args), args.output, args.timeseries, progress=True
+    )
     for warning in doc["warnings"]:
         print(f"cganalysis metrics: warning: {warning}", file=sys.stderr)
     return 0

@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     pending = _start_native(args) if in_memory else None
     from cganalysis.io import write_json
     from cganalysis.matching import MatchOptions
+    from cganalysis.progress import Progress, format_bytes
 
     options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
     if args.engine == "native" and not in_memory:
@@ -135,9 +136,14 @@ def run(args: argparse.Namespace) -> int:
             flows=args.flows,
             options=options,
             chunk_packets=args.chunk_packets,
+            progress=True,
         )
     else:  # small captures, or tshark (which reads a whole capture anyway): in memory
-        summary = _match_in_memory(args, options, eg_only, pending)
+        # One native call reads both captures: no progress within it, only that it runs
+        # (the summary then says how long it took).
+        size = format_bytes(_size_bytes(args))
+        with Progress(f"reading and matching {size} in memory", keep=False):
+            summary = _match_in_memory(args, options, eg_only, pending)
     if args.summary:
         from cganalysis.dependencies import software
 
@@ -162,9 +168,12 @@ def _check(args: argparse.Namespace, outputs: list[Path]) -> None:
                 )
 
 
+def _size_bytes(args: argparse.Namespace) -> int:
+    return sum(p.stat().st_size for p in (args.ingress, args.egress) if p.is_file())
+
+
 def _large(args: argparse.Namespace) -> bool:
-    sizes = [p.stat().st_size for p in (args.ingress, args.egress) if p.is_file()]
-    return bool(sum(sizes) > float(args.stream_above_mb) * 1e6)
+    return bool(_size_bytes(args) > float(args.stream_above_mb) * 1e6)
 
 
 def _start_native(args: argparse.Namespace) -> Any:

@@ -1,4 +1,5 @@
-"""``cganalysis tables KIND METRICS.json... -o STEM``: a paper table as CSV, Markdown, LaTeX.
+"""``cganalysis tables KIND METRICS.json... -o STEM``: a paper table as CSV, Markdown, LaTeX,
+HTML.
 
 Runs that differ in a label other than a table's cell keys are never averaged together:
 tma-table2 writes one table per condition, the other tables refuse (keep one condition with
@@ -30,7 +31,7 @@ def add_parser(sub: Any) -> None:
         "tables",
         help="TMA 2024 Tables I-II and Xu & Claypool Tables 2-6 from metrics files",
         description=(
-            "Write STEM.csv, STEM.md and STEM.tex. tma-table2: CG/TCP blocks and link "
+            "Write STEM.csv, STEM.md, STEM.tex and STEM.html. tma-table2: CG/TCP blocks and link "
             "utilisation per queue discipline and CCA; tma-table1: CG delay per variant; "
             "xu-{delay,loss}-{without,with}: Xu Tables 2-5, xu-frame-rate-with: Table 6 "
             "(capacity rows, queue size columns). "

@@ -48,6 +48,7 @@ from cganalysis.matching.sink import ParquetSink, rewrite
 from cganalysis.matching.streamstate import FlowHashCounts, emit_ready, fates, summary_of
 from cganalysis.matching.summary import MatchSummary
 from cganalysis.matching.table import NS_PER_MS, flow_key
+from cganalysis.progress import Progress
 
 #: Ingress columns the packet table does not need once the identity keys are made.
 _IN_DROP = ["ttl", "interface_id", "wire_len_bytes", "l4_hash", "truncated"]
@@ -57,8 +58,15 @@ _EG_KEEP = ["_row", "_fkey", "flow_hash", *(c for c in schemas.EGRESS_ONLY if c 
 class _Side:
     """One capture read chunk by chunk, in step with its watermarks."""
 
-    def __init__(self, path: Path, scan: PointScan, chunk: int, streams: set[RtpStream]):
-        self.chunks: Iterator[pl.DataFrame] = iter(CaptureChunks(path, chunk))
+    def __init__(
+        self,
+        path: Path,
+        scan: PointScan,
+        chunk: int,
+        streams: set[RtpStream],
+        progress: Progress | None = None,
+    ):
+        self.chunks: Iterator[pl.DataFrame] = iter(CaptureChunks(path, chunk, progress=progress))
         self.scan = scan
         self.streams = streams
         self.next = 0  # chunks read
@@ -93,6 +101,7 @@ class _Matching:
         eg_scan: PointScan,
         options: MatchOptions,
         chunk: int,
+        progress: Progress | None = None,
     ):
         self.ingress_path, self.egress_path = paths
         self.max_delay_ns = round(options.max_delay_ms * NS_PER_MS)
@@ -113,8 +122,8 @@ class _Matching:
         )
         self.flow_ids: pl.DataFrame = ing_scan.flow_ids
         self.file_order = ing_scan.point.ip_in_order
-        self.ingress = _Side(paths[0], ing_scan.point, chunk, ing_scan.rtp_streams)
-        self.egress = _Side(paths[1], eg_scan, chunk, ing_scan.rtp_streams)
+        self.ingress = _Side(paths[0], ing_scan.point, chunk, ing_scan.rtp_streams, progress)
+        self.egress = _Side(paths[1], eg_scan, chunk, ing_scan.rtp_streams, progress)
         self.matcher = _native.StreamMatcher(self.max_delay_ns)
         self.counts = FlowHashCounts()
         self.flows = FlowAccumulator()
@@ -217,18 +226,27 @@ def match_to_files(
     options: MatchOptions | None = None,
     chunk_packets: int = DEFAULT_CHUNK,
     timings: dict[str, float] | None = None,
+    progress: bool = False,
 ) -> MatchSummary:
     """Matches two captures into the packet table (``output``), the egress-only table and,
     given ``flows``, the flow table; returns the summary (each file's provenance holds it,
-    under "summary"). ``timings`` receives the seconds of each step (benchmarks)."""
+    under "summary"). ``timings`` receives the seconds of each step (benchmarks);
+    ``progress``: each step's progress on a terminal (:mod:`cganalysis.progress`)."""
     options = options or MatchOptions()
     clock = _Clock(timings)
     for path in (ingress, egress):
         if not path.exists():
             raise CaptureError(path, "no such file")
+    show = None if progress else False  # the totals: each capture's size, once per read
     # The egress scan on a second core (the reader and polars release the GIL).
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        chunks = [CaptureChunks(p, chunk_packets, addresses=False) for p in (ingress, egress)]
+    with (
+        Progress("reading the captures (pass 1 of 2)", show=show) as scanning,
+        ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        chunks = [
+            CaptureChunks(p, chunk_packets, addresses=False, progress=scanning)
+            for p in (ingress, egress)
+        ]
         eg_future = pool.submit(scan_egress, chunks[1])
         ing_scan = scan_ingress(chunks[0])
         eg_scan = eg_future.result()
@@ -238,8 +256,10 @@ def match_to_files(
             raise MatchError(
                 f"{path}: no IP packets in the capture; check the interface and the capture filter"
             )
-    state = _Matching((ingress, egress), ing_scan, eg_scan, options, chunk_packets)
+    matching = Progress("matching (pass 2 of 2)", show=show)
+    state = _Matching((ingress, egress), ing_scan, eg_scan, options, chunk_packets, matching)
     with (
+        matching,
         ParquetSink(output, schemas.PACKETS) as packets,
         ParquetSink(egress_only, schemas.EGRESS_ONLY) as alone,
     ):
@@ -268,15 +288,17 @@ def match_to_files(
     clock.lap("match")
     if renumber is not None:
         change = _renumber(renumber)
-        for source, dest, schema in zip(
-            aside, (output, egress_only), (schemas.PACKETS, schemas.EGRESS_ONLY), strict=True
-        ):
-            assert source is not None
-            rewrite(source, dest, schema, change, provenance)
+        with Progress("leaving out the flows that cross the taps the other way", show=show):
+            for source, dest, schema in zip(
+                aside, (output, egress_only), (schemas.PACKETS, schemas.EGRESS_ONLY), strict=True
+            ):
+                assert source is not None
+                rewrite(source, dest, schema, change, provenance)
         clock.lap("reverse")
     if flows is not None:
-        table = state.flows.table(lambda: _delays(output), state.max_delay_ns)
-        write_parquet(table, flows, provenance)
+        with Progress("writing the flow table", show=show):
+            table = state.flows.table(lambda: _delays(output), state.max_delay_ns)
+            write_parquet(table, flows, provenance)
         clock.lap("flows")
     return summary
 

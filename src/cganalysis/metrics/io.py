@@ -21,6 +21,7 @@ from cganalysis.metrics.docschema import validate_meta, validate_metrics
 from cganalysis.metrics.spec import RunSpec, spec_from_meta
 from cganalysis.metrics.timebase import REQUIRED_COLUMNS, check_columns, prepare
 from cganalysis.metrics.timeseries import run_timeseries
+from cganalysis.progress import Progress, format_bytes
 from cganalysis.schemas import PACKETS, RUN_TIMESERIES, check_schema
 from cganalysis.tablefile import read_table
 
@@ -88,21 +89,33 @@ def read_metrics(paths: Iterable[Path]) -> list[dict[str, Any]]:
 
 
 def metrics_to_files(
-    packets_path: Path, spec: RunSpec, output: Path, timeseries: Path | None = None
+    packets_path: Path,
+    spec: RunSpec,
+    output: Path,
+    timeseries: Path | None = None,
+    *,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Reads a run's packets (and trace), writes its metrics JSON (and series); the document.
 
-    The one entry point of the ``metrics`` command and the Snakemake rule.
+    The one entry point of the ``metrics`` command and the Snakemake rule. ``progress``:
+    each step on a terminal (:mod:`cganalysis.progress`; each is one call, so the line says
+    what runs and, after, how long it took).
     """
-    packets = read_packets(packets_path)
+    show = None if progress else False
+    size = packets_path.stat().st_size if packets_path.is_file() else 0
+    with Progress(f"reading {packets_path.name} ({format_bytes(size)})", show=show):
+        packets = read_packets(packets_path)
     trace = read_trace(spec.capacity.trace) if spec.capacity.trace is not None else None
-    doc = run_metrics(packets, spec, trace_ms=trace, packets_path=str(packets_path))
+    with Progress("computing the metrics", show=show):
+        doc = run_metrics(packets, spec, trace_ms=trace, packets_path=str(packets_path))
     # The versions that computed these numbers (and the lock): provenance, not a metric.
     doc["software"] = software()
     write_metrics(doc, output)
     if timeseries is not None:
-        series = run_timeseries(
-            prepare(packets, spec), bin_s=spec.bin_s, capacity=link_capacity(spec, trace)
-        )
-        write_parquet(check_schema(series, RUN_TIMESERIES, "RUN_TIMESERIES"), timeseries)
+        with Progress("computing the time series", show=show):
+            series = run_timeseries(
+                prepare(packets, spec), bin_s=spec.bin_s, capacity=link_capacity(spec, trace)
+            )
+            write_parquet(check_schema(series, RUN_TIMESERIES, "RUN_TIMESERIES"), timeseries)
     return doc

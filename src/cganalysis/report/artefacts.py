@@ -183,19 +183,21 @@ def in_group(group: str) -> tuple[Artefact, ...]:
 def output_files(artefact: Artefact, campaign: str) -> list[str]:
     """The files the workflow writes for ``artefact`` of ``campaign``."""
     if artefact.kind == "table":
-        return [f"results/tables/{campaign}/{artefact.name}.{ext}" for ext in ("csv", "md", "tex")]
+        exts = ("csv", "md", "tex", "html")
+        return [f"results/tables/{campaign}/{artefact.name}.{ext}" for ext in exts]
     return [f"results/figures/{campaign}/{artefact.name}.{ext}" for ext in ("pdf", "png")]
 
 
 def report_file(artefact: Artefact, campaign: str) -> str:
-    """Its copy in the Snakemake report (a table's CSV, a figure's PNG)."""
-    ext = "csv" if artefact.kind == "table" else "png"
+    """Its copy in the Snakemake report: a table's HTML page, a figure's PNG (what a
+    browser shows in the report; a CSV would only be offered as a download)."""
+    ext = "html" if artefact.kind == "table" else "png"
     return f"results/report/{campaign}/{artefact.name}.{ext}"
 
 
 def write(artefact: Artefact, docs: Docs, style: Style, stem: Path, options: Options) -> list[Path]:
     """Makes ``artefact`` over ``docs`` and writes it next to ``stem`` (tables: CSV,
-    Markdown, LaTeX; figures: PDF, PNG); the files written. The one path from metrics to
+    Markdown, LaTeX, HTML; figures: PDF, PNG); the files written. The one path from metrics to
     an artefact's files, for the command line and the workflow alike."""
     made = artefact.make(docs, style, options)
     if isinstance(made, Figure):

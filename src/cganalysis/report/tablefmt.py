@@ -1,21 +1,24 @@
-"""A small table model with multi-level column headers, rendered as CSV, Markdown, LaTeX.
+"""A small table model with multi-level column headers, rendered as CSV, Markdown, LaTeX and
+HTML.
 
 Paper tables group their columns (queue discipline over CCA, queue size over system over
 CCA) and their rows (CG block, TCP block): the model keeps both, and each format shows them
 as well as it can. CSV repeats group labels in every cell they span (so each column is
 self-describing); Markdown joins header levels with " / "; LaTeX uses booktabs with
-``\\multicolumn`` and ``\\cmidrule``. A missing value is None: an en dash in CSV and
-Markdown, "--" in LaTeX.
+``\\multicolumn`` and ``\\cmidrule``; HTML (a page of its own, for a browser and the
+Snakemake report) spans its header cells and rules off row groups. A missing value is None:
+an en dash in CSV, Markdown and HTML, "--" in LaTeX.
 
 A table may hold one condition of several (:mod:`cganalysis.report.conditions`): its
 ``condition`` labels. :func:`write_tables` writes such tables into one file per format:
-Markdown and LaTeX one after another (each with its caption), CSV one after another with
-the condition's labels as leading columns, so that every CSV row still stands alone.
+Markdown, LaTeX and HTML one after another (each with its caption), CSV one after another
+with the condition's labels as leading columns, so that every CSV row still stands alone.
 """
 
 from __future__ import annotations
 
 import csv
+import html
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -190,7 +193,69 @@ def to_latex(table: Table) -> str:
     )
 
 
-FORMATS = {"csv": to_csv, "md": to_markdown, "tex": to_latex}
+_HTML_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:1em;color:#222}"
+    "table{border-collapse:collapse;margin:0 0 1.5em;font-size:0.9em}"
+    "caption{caption-side:top;text-align:left;font-weight:bold;padding:0 0 0.4em}"
+    "th,td{padding:0.15em 0.6em;white-space:nowrap}"
+    "thead th{text-align:center;border-bottom:1px solid #999}"
+    "thead tr:last-child th{border-bottom:2px solid #444}"
+    "tbody th{text-align:left;font-weight:normal}"
+    "td{text-align:right;font-variant-numeric:tabular-nums}"
+    "tr.group>*{border-top:1px solid #999}"
+    "p.note{font-size:0.85em;color:#444;max-width:60em}"
+)
+
+
+def _html_table(table: Table) -> str:
+    esc = html.escape
+    n_stub = len(table.stub_header)
+    lines = ["<table>"]
+    if table.caption:
+        lines.append(f"<caption>{esc(table.caption)}</caption>")
+    lines.append("<thead>")
+    for depth, level in enumerate(table.header):
+        last = depth == len(table.header) - 1
+        stub = (
+            "".join(f'<th scope="col">{esc(s)}</th>' for s in table.stub_header)
+            if last
+            else (f'<th colspan="{n_stub}"></th>' if n_stub else "")
+        )
+        cells = "".join(
+            f'<th scope="col">{esc(label)}</th>'
+            if span == 1
+            else f'<th scope="colgroup" colspan="{span}">{esc(label)}</th>'
+            for label, span in level
+        )
+        lines.append(f"<tr>{stub}{cells}</tr>")
+    lines += ["</thead>", "<tbody>"]
+    for i, row in enumerate(table.rows):
+        # a new row group (CG block, TCP block, ...) is ruled off, as in LaTeX
+        group = ' class="group"' if i > 0 and n_stub > 1 and row.stub[0] else ""
+        stub = "".join(f'<th scope="row">{esc(s)}</th>' for s in row.stub)
+        cells = "".join(f"<td>{esc(MISSING_TEXT if c is None else c)}</td>" for c in row.cells)
+        lines.append(f"<tr{group}>{stub}{cells}</tr>")
+    lines += ["</tbody>", "</table>"]
+    lines += [f'<p class="note">{esc(note)}</p>' for note in table.notes]
+    return "\n".join(lines)
+
+
+def tables_to_html(tables: Sequence[Table]) -> str:
+    """One HTML page holding every table of ``tables`` in order (styled, no script, nothing
+    loaded from elsewhere)."""
+    title = next((t.caption for t in tables if t.caption), "Table")
+    head = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_HTML_STYLE}</style>\n</head>\n<body>\n"
+    )
+    return head + "\n".join(_html_table(t) for t in tables) + "\n</body>\n</html>\n"
+
+
+def to_html(table: Table) -> str:
+    return tables_to_html([table])
+
+
+FORMATS = {"csv": to_csv, "md": to_markdown, "tex": to_latex, "html": to_html}
 
 
 def tables_to_markdown(tables: Sequence[Table]) -> str:
@@ -202,12 +267,17 @@ def tables_to_latex(tables: Sequence[Table]) -> str:
 
 
 #: Several tables in one file per format (one table: exactly as :data:`FORMATS`).
-MANY_FORMATS = {"csv": tables_to_csv, "md": tables_to_markdown, "tex": tables_to_latex}
+MANY_FORMATS = {
+    "csv": tables_to_csv,
+    "md": tables_to_markdown,
+    "tex": tables_to_latex,
+    "html": tables_to_html,
+}
 
 
 def write_tables(tables: Sequence[Table], stem: Path) -> list[Path]:
-    """Writes ``stem.csv``, ``stem.md`` and ``stem.tex`` (each atomically), each holding
-    every table of ``tables`` in order."""
+    """Writes ``stem.csv``, ``stem.md``, ``stem.tex`` and ``stem.html`` (each atomically),
+    each holding every table of ``tables`` in order."""
     if not tables:
         raise ValueError(f"{stem}: no table to write")
     written = []
@@ -220,5 +290,5 @@ def write_tables(tables: Sequence[Table], stem: Path) -> list[Path]:
 
 
 def write_table(table: Table, stem: Path) -> list[Path]:
-    """Writes ``stem.csv``, ``stem.md`` and ``stem.tex`` (each atomically)."""
+    """Writes ``stem.csv``, ``stem.md``, ``stem.tex`` and ``stem.html`` (each atomically)."""
     return write_tables([table], stem)

@@ -78,6 +78,13 @@ impl Cursor {
         }
     }
 
+    fn offset(&self) -> usize {
+        match self {
+            Cursor::Pcap(c) => c.offset(),
+            Cursor::Pcapng(c) => c.offset(),
+        }
+    }
+
     fn done(&self) -> bool {
         match self {
             Cursor::Pcap(c) => c.done,
@@ -207,6 +214,13 @@ impl ChunkReader {
     /// Packets in the chunks given so far.
     pub fn packets(&self) -> usize {
         self.packets
+    }
+
+    /// Bytes of the file decoded so far: where the next record starts (the file's length
+    /// once it is read to its end, unless its last record is incomplete). A long read's
+    /// progress.
+    pub fn bytes_read(&self) -> usize {
+        self.cursor.offset()
     }
 
     /// What the file says about itself (interfaces, statistics, warnings, quirks), once

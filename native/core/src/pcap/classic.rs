@@ -54,6 +54,11 @@ impl PcapCursor {
     }
 
     /// The number of packets the first records predict for the whole file.
+    /// Where the next record starts (bytes from the file's start).
+    pub(crate) fn offset(&self) -> usize {
+        self.off
+    }
+
     pub(crate) fn estimate(&self, data: &[u8]) -> usize {
         let be = self.big_endian;
         let caplen_at = if self.records.lengths == Lengths::Swapped {

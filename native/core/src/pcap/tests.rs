@@ -254,6 +254,7 @@ fn append(all: &mut Columns, c: Columns) {
 fn check_chunked(data: &[u8], whole: &Capture, size: usize) {
     let mut reader = ChunkReader::from_bytes(data.to_vec()).expect("open");
     let mut all = Columns::default();
+    let mut read = reader.bytes_read();
     while let Some(c) = reader.next_chunk(size).expect("chunk") {
         assert!(
             !c.is_empty() && c.len() <= size,
@@ -261,8 +262,18 @@ fn check_chunked(data: &[u8], whole: &Capture, size: usize) {
             c.len()
         );
         append(&mut all, c);
+        // a chunk of packets moves the reader on, never past the end
+        assert!(read < reader.bytes_read() && reader.bytes_read() <= data.len());
+        read = reader.bytes_read();
     }
     assert_eq!(reader.packets(), whole.columns.len());
+    if whole.warnings.is_empty() {
+        assert_eq!(
+            reader.bytes_read(),
+            data.len(),
+            "a whole file read to its end"
+        );
+    }
     let rest = reader.finish().expect("finish");
     assert_eq!(all, whole.columns, "chunks of {size}");
     assert!(rest.columns.is_empty());

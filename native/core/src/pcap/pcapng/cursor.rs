@@ -46,6 +46,11 @@ impl NgCursor {
         })
     }
 
+    /// Where the next block starts (bytes from the file's start).
+    pub(crate) fn offset(&self) -> usize {
+        self.off
+    }
+
     /// The number of packets the first blocks predict for the whole file.
     pub(crate) fn estimate(&self, data: &[u8]) -> usize {
         let be = self.first_be;
