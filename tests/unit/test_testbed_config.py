@@ -340,7 +340,7 @@ def test_shipped_cellular_campaign_plans_trace_runs() -> None:
     assert len(runs) == 2
     for run in runs:
         fwd = run.config.bottleneck.forward
-        assert fwd.trace is not None and fwd.trace.endswith("cellular/TMobile-LTE-short.down")
+        assert fwd.trace is not None and fwd.trace.endswith("/cga-lte-s1-360s.down")
         assert Path(fwd.trace).is_absolute() and fwd.rate_mbit is None
 
 

@@ -2,8 +2,8 @@
 
 Parsed from the ``bottleneck``, ``propagation``, ``capture``, ``monitor`` and
 ``calibration`` sections of a run file (``configs/runs/*.yaml``; keys in docs/testbed.md).
-Parsing is pure: nothing on the host is looked at here (``backend.py`` decides what the
-host can run).
+Parsing looks at the host only to find a trace named without a path (the trace search
+path, :mod:`cganalysis.traces.find`); ``backend.py`` decides what the host can run.
 """
 
 from __future__ import annotations
@@ -136,17 +136,15 @@ class Checks:
 
 
 def resolve_trace(sec: Section, base_dir: Path | None) -> str | None:
-    """``trace``: absolute, or relative to the run/campaign file's folder (``base_dir``)."""
+    """``trace``: a path (absolute, or relative to the run/campaign file's folder,
+    ``base_dir``) or a name on the trace search path (:mod:`cganalysis.traces.find`)."""
     text = sec.opt_string("trace", pattern=SAFE_PATH)
     if text is None:
         return None
-    path = Path(text)
-    if not path.is_absolute():
-        if base_dir is None:
-            raise sec.error("trace", f"{text}: give an absolute path here")
-        path = base_dir / path
+    from cganalysis.traces.find import find_trace
+
     # Resolved (.. and links), so meta.json names the trace the same from any run folder.
-    return str(path.resolve())
+    return str(find_trace(text, base_dir, where=f"{sec.where}: key {sec.key('trace')}"))
 
 
 def parse_direction(sec: Section, rtt_ms: float, base_dir: Path | None = None) -> Direction:
