@@ -9,11 +9,16 @@ from pathlib import Path
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.plan import Plan, local_kind
 from cganalysis.testbed.bottleneck import AnyBottleneck, Delay, EmulatorBottleneck, KernelBottleneck
+from cganalysis.testbed.hosts import TestbedError
 from cganalysis.testbed.topology import Layout, Testbed, Topology
 
 
 def make_bottleneck(p: Plan, topo: Topology, workdir: Path) -> AnyBottleneck:
     b = p.cfg.bottleneck
+    if p.resolution.bottleneck == "mahimahi":
+        from cganalysis.testbed.mmlog import MahimahiBottleneck
+
+        return MahimahiBottleneck(topo, b, p.cfg.monitor, workdir)
     if p.resolution.bottleneck == "emulator":
         return EmulatorBottleneck(topo, b, p.cfg.monitor, workdir)
     bn = KernelBottleneck(topo, b, p.cfg.monitor)
@@ -23,16 +28,26 @@ def make_bottleneck(p: Plan, topo: Topology, workdir: Path) -> AnyBottleneck:
 
 
 def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
+    mahimahi = None
+    if p.resolution.bottleneck == "mahimahi":
+        from cganalysis.testbed.mahimahi import link_of
+
+        mahimahi = link_of(cfg.bottleneck, cfg.propagation)
     layout = Layout(
         l2_router=p.resolution.bottleneck == "emulator",
         delay_via=p.resolution.delay_via,
         cca=cfg.competitor.cca,
         ecn=1 if cfg.competitor.ecn else 0,
+        mahimahi=mahimahi,
     )
     if cfg.testbed.kind == "vm" and local_kind(cfg) == "netns":
         from cganalysis.testbed.vmguest import VmNetnsTestbed
 
         return VmNetnsTestbed(layout, workdir)
+    if mahimahi is not None and cfg.testbed.kind != "netns":
+        raise TestbedError(
+            f"bottleneck.backend mahimahi: runs on the netns testbed only, not {cfg.testbed.kind}"
+        )
     if cfg.testbed.kind == "netns":
         from cganalysis.testbed.netns import NetnsTestbed
 

@@ -41,7 +41,7 @@ def repo_traces(start: Path | None) -> Path | None:
 
 def search_path(base_dir: Path | None) -> list[Path]:
     """The folders a bare trace name is looked up in, in order (docstring above)."""
-    out: list[Path] = [base_dir] if base_dir is not None else []
+    out: list[Path] = [base_dir.resolve()] if base_dir is not None else []
     out += [Path(p) for p in os.environ.get(ENV, "").split(":") if p]
     repo = repo_traces(base_dir)
     if repo is not None:
@@ -75,6 +75,11 @@ def find_trace(text: str, base_dir: Path | None, where: str = "trace") -> Path:
     if spec is not None and home is not None:
         return generate_to(spec, home / text).resolve()
     looked = ", ".join(str(d) for d in folders) or "nowhere (no folder to look in)"
+    if spec is not None:
+        raise ConfigError(
+            f"{where}: trace {text} is a generated trace, but there is no folder to make it "
+            f"in (looked in {looked}): set ${ENV} to one, or run from the repository"
+        )
     raise ConfigError(
         f"{where}: trace {text} not found; looked in {looked}. Put the file in one of them "
         f"(or add its folder to ${ENV}), give a path, or name a generated trace such as "
