@@ -6,7 +6,9 @@
 //! therefore sends everything that became due, and the long-run rate is exact.
 //!
 //! Trace semantics follow mahimahi's LinkQueue: each line is one delivery opportunity of
-//! 1504 bytes at that millisecond, counted against IP packet bytes; a packet may span
+//! 1504 bytes at that millisecond, counted against each packet's IP bytes plus the 4-byte
+//! header mahimahi's TUN device prepends (so one opportunity carries exactly one 1500-byte
+//! packet, as in mahimahi: its LinkQueue reads whole TUN frames); a packet may span
 //! opportunities and small packets share one; unused bytes of an opportunity are lost; the
 //! trace repeats with a period equal to its last timestamp. `scale` multiplies the bytes
 //! per opportunity, scaling the capacity while keeping the trace's timing pattern.
@@ -19,6 +21,9 @@ use crate::qdisc::{Ctx, Qdisc};
 
 /// Bytes delivered per trace opportunity (mahimahi's PACKET_SIZE).
 pub const OPPORTUNITY_BYTES: f64 = 1504.0;
+/// What mahimahi counts on top of a packet's IP bytes: its TUN device's packet-information
+/// header (IFF_TUN without IFF_NO_PI), read with every packet.
+pub const TUN_HEADER_BYTES: f64 = 4.0;
 const NS_PER_MS: u64 = 1_000_000;
 
 #[derive(Debug, Clone)]
@@ -64,7 +69,7 @@ impl Trace {
         })
     }
 
-    /// Mean capacity in Mbit/s of IP bytes at scale 1.
+    /// Mean capacity in Mbit/s of opportunity bytes (IP + 4 per packet) at scale 1.
     pub fn mean_mbit(&self) -> f64 {
         self.times_ms.len() as f64 * OPPORTUNITY_BYTES * 8.0 / (self.period_ms as f64 / 1e3) / 1e6
     }
@@ -242,7 +247,7 @@ impl Link {
                             break;
                         }
                         let Some(p) = q.dequeue(t, ctx) else { break };
-                        let n = p.l3_len() as f64;
+                        let n = p.l3_len() as f64 + TUN_HEADER_BYTES;
                         *in_transit = Some((p, n));
                     }
                     let (_, left) = in_transit.as_mut().expect("set above");
