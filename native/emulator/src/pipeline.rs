@@ -344,7 +344,10 @@ mod tests {
         let mbit = delivered(&mut p, 40.0, 5.0, 300_000);
         // Frames are 1514 B on the wire but count 1504 B against the trace.
         let expected = 2.0 * 12.0 * 1514.0 / 1500.0;
-        assert!((mbit / expected - 1.0).abs() < 0.002, "{mbit} vs {expected}");
+        assert!(
+            (mbit / expected - 1.0).abs() < 0.002,
+            "{mbit} vs {expected}"
+        );
     }
 
     #[test]
