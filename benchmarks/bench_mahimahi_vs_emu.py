@@ -78,12 +78,14 @@ def measure(run_dir: Path, role: str, window_s: tuple[float, float]) -> dict[str
     run = open_run(run_dir)
     roles = run.metrics["roles"].get(role, {})
     pk = run.packets
-    t0 = run.meta["start_ns"]
+    # Seconds of the trace, not of the run: each plane starts its trace at its own time
+    # before the traffic (capacity_trace_offset_s), so trace time lines the two up.
+    trace_t0 = run.meta["start_ns"] + round(run.meta["capacity_trace_offset_s"] * 1e9)
     proto = 6 if role == "competitor" else 17
     flow = pk.filter(pl.col("proto") == proto)
     got = (
         flow.filter(pl.col("lost").not_())
-        .with_columns(s=((pl.col("t_egress_ns") - t0) // 1_000_000_000).cast(pl.Int64))
+        .with_columns(s=((pl.col("t_egress_ns") - trace_t0) // 1_000_000_000).cast(pl.Int64))
         .filter((pl.col("s") >= window_s[0]) & (pl.col("s") < window_s[1]))
         .group_by("s")
         .agg(pl.col("size_bytes").sum())
@@ -92,8 +94,15 @@ def measure(run_dir: Path, role: str, window_s: tuple[float, float]) -> dict[str
     per_s = dict(zip(got["s"].to_list(), got["size_bytes"].to_list(), strict=True))
     seconds = range(int(window_s[0]), int(window_s[1]))
     series = [per_s.get(s, 0) * 8 / 1e6 for s in seconds]
+    times = run.trace_ms
+    assert times is not None
+    # What the trace offers in those seconds, in 1500-byte IP packets (one per opportunity).
+    cap = [
+        np.count_nonzero((times >= s * 1000) & (times < (s + 1) * 1000)) * 0.012 for s in seconds
+    ]
     return {
         "rate_mbps": float(np.mean(series)),
+        "capacity_mbps": float(np.mean(cap)),
         "per_s_mbps": series,
         "delay_mean_ms": roles.get("delay_mean_ms"),
         "delay_p50_ms": roles.get("delay_p50_ms"),
@@ -129,7 +138,7 @@ def verdict(mm: dict[str, Any], emu: dict[str, Any]) -> str:
 
 def report(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     lines = [
-        f"{'case':<10} {'plane':<9} {'rate':>7} {'corr':>5} {'delay mean':>10} "
+        f"{'case':<10} {'plane':<9} {'rate':>7} {'of cap':>6} {'corr':>5} {'delay mean':>10} "
         f"{'p50':>7} {'p95':>7} {'loss %':>7}"
     ]
     for case, planes in results.items():
@@ -138,6 +147,7 @@ def report(results: dict[str, dict[str, dict[str, Any]]]) -> str:
         for plane, r in planes.items():
             lines.append(
                 f"{case:<10} {plane:<9} {r['rate_mbps']:7.2f} "
+                f"{r['rate_mbps'] / r['capacity_mbps']:6.3f} "
                 f"{corr if plane == 'emulator' else float('nan'):5.2f} "
                 f"{r['delay_mean_ms'] or 0:10.2f} {r['delay_p50_ms'] or 0:7.2f} "
                 f"{r['delay_p95_ms'] or 0:7.2f} {100 * (r['loss_rate'] or 0):7.2f}"
@@ -165,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"trace {trace}: " + "; ".join(stats.lines()), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, dict[str, Any]]] = {}
-    window = (3.0, float(args.duration_s - 1))
+    window = (3.0, float(args.duration_s - 1))  # seconds of the trace
     for case in args.cases.split(","):
         role = "competitor" if case == "cubic" else "cg"
         results[case] = {}
