@@ -9,7 +9,6 @@ from pathlib import Path
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.plan import Plan, local_kind
 from cganalysis.testbed.bottleneck import AnyBottleneck, Delay, EmulatorBottleneck, KernelBottleneck
-from cganalysis.testbed.hosts import TestbedError
 from cganalysis.testbed.topology import Layout, Testbed, Topology
 
 
@@ -44,10 +43,6 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
         from cganalysis.testbed.vmguest import VmNetnsTestbed
 
         return VmNetnsTestbed(layout, workdir)
-    if mahimahi is not None and cfg.testbed.kind != "netns":
-        raise TestbedError(
-            f"bottleneck.backend mahimahi: runs on the netns testbed only, not {cfg.testbed.kind}"
-        )
     if cfg.testbed.kind == "netns":
         from cganalysis.testbed.netns import NetnsTestbed
 
