@@ -92,7 +92,7 @@ def prepare_folder(link: MahimahiLink, user: str) -> tuple[Path, list[str]]:
     return folder, paths
 
 
-def start_shell(router: NetnsHost, link: MahimahiLink, workdir: Path) -> tuple[Proc, Path, str]:
+def start_shell(router: NetnsHost, link: MahimahiLink) -> tuple[Proc, Path, str]:
     user = unprivileged_user()
     folder, (down, up, down_log, up_log) = prepare_folder(link, user)
     inner = link_inner(link)
@@ -155,7 +155,7 @@ def wire(bed: NetnsTestbed, link: MahimahiLink, net: str) -> dict[str, Any]:
     started, its namespaces named and recorded (teardown and ``testbed clean`` remove them),
     the veth to the client, addresses and routes. Returns what the topology needs."""
     router = bed.hosts["rtr"]
-    proc, folder, user = start_shell(router, link, bed.workdir)
+    proc, folder, user = start_shell(router, link)
     bed.mm_folder = folder
     shells = []
     if link.delay_ms:
