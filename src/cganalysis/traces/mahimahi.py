@@ -10,6 +10,7 @@ trace's capacity follows the rate to within one opportunity at any time.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,9 +41,10 @@ def close_period(times_ms: np.ndarray, duration_ms: int) -> np.ndarray:
 
 
 def write_trace(times_ms: np.ndarray, path: Path) -> None:
-    """Written to a temporary name and renamed, so a reader never sees half a trace."""
+    """Written to a temporary name of this process and renamed, so a reader never sees half
+    a trace and two processes making the same one (parallel jobs) never mix their bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     tmp.write_text("".join(f"{t}\n" for t in times_ms.tolist()))
     tmp.replace(path)
 
