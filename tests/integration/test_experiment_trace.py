@@ -27,7 +27,13 @@ def test_trace_link_follows_the_trace(tmp_path: Path) -> None:
     need_tool(*TOOLS, "cga-emu")
     doc = short_run(
         "test-trace",
-        bottleneck={"trace": str(TRACE), "trace_scale": SCALE, "qdisc": {"kind": "pfifo"}},
+        bottleneck={
+            "trace": str(TRACE),
+            "trace_scale": SCALE,
+            # At most ~1 s of queue in the trace's fades: the matcher takes a packet later
+            # than 2 s for lost (packets.max_delay_ms), so a deeper queue loses its tail.
+            "qdisc": {"kind": "pfifo", "limit": 100},
+        },
         **{
             "schedule": {"preset": "custom", "duration_s": 18, "competitor": []},
             "cg.source": "rtp-cbr",
