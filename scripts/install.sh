@@ -12,7 +12,10 @@
 #     dependencies, the development tools among them, from the lock of the venv's Python
 #     (requirements/python3.X.txt: exact versions, hash-checked; scripts/lock.sh writes it);
 #   - Debian's user-mode-linux (a Linux kernel that runs as a process: the `uml` testbed's
-#     router, with the qdiscs this machine's kernel may lack).
+#     router, with the qdiscs this machine's kernel may lack);
+#   - mahimahi (`backend: mahimahi`) and its traces, where the distribution packages them
+#     (Ubuntu's universe: mahimahi, mahimahi-traces; Debian has no package: a user who wants
+#     the backend there installs mahimahi by other means, and its tests skip).
 #
 #   bash scripts/install.sh          # to run experiments and the workflow
 #   bash scripts/install.sh --dev    # also Rust's fmt and clippy, Chromium (a test opens the
@@ -85,6 +88,21 @@ for pkg in "${packages[@]}"; do installed "$pkg" || missing+=("$pkg"); done
 if ((${#missing[@]})); then
   say "installing Debian packages: ${missing[*]}"
   apt_install "${missing[@]}"
+fi
+
+# --- mahimahi, where the distribution has it --------------------------------------------
+distro="$(. /etc/os-release 2>/dev/null && echo "${ID:-}" || true)"
+if ! command -v mm-link >/dev/null 2>&1; then
+  # Only Ubuntu packages it (universe); a fresh package list before asking about it.
+  if [[ "$distro" == ubuntu ]] && { [[ -n "${apt_updated:-}" ]] || $sudo_cmd apt-get update -qq; } &&
+    apt_updated=1 && apt-cache show mahimahi >/dev/null 2>&1; then
+    say "installing the distribution's mahimahi (backend: mahimahi) and its traces"
+    apt_install mahimahi
+    if apt-cache show mahimahi-traces >/dev/null 2>&1; then apt_install mahimahi-traces; fi
+  else
+    say "mahimahi: no package for this distribution (backend: mahimahi unavailable; the" \
+      "emulator replays the same traces)"
+  fi
 fi
 
 # --- Rust -------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     for ext in (".md", ".tex", ".html"):
         assert table.with_suffix(ext).stat().st_size > 100
 
-    # Table I: the cellular campaign over a real LTE trace (capacity from the trace).
+    # Table I: the cellular campaign over the generated LTE-like trace (capacity from it).
     table1 = work / "results/tables/tma2024-cellular-quick/tma_table1.csv"
     assert len(list(csv.reader(table1.open()))) > 3
     for run_id in ("tma2024-cellular-ecgp-none-r01", "tma2024-cellular-ecgp-scream-r01"):

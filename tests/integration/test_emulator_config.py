@@ -19,10 +19,10 @@ from cganalysis.experiment.config import RunConfig, load_run
 from cganalysis.testbed import emuconf
 from cganalysis.testbed.bottleneck import start_emulator
 from cganalysis.testbed.hosts import NetnsHost
-from tests.conftest import REPO, TRACES
+from tests.conftest import REPO, trace
 from tests.integration.emu_helpers import need_emulator
 
-TRACE = TRACES / "Verizon-LTE-short.down"
+TRACE = trace("cga-lte-s2-60s.down")
 
 
 def base(**a_to_b: Any) -> dict[str, Any]:

@@ -14,13 +14,13 @@ import pytest
 
 from cganalysis.emulator import read_stats
 from cganalysis.matching import match_files
-from tests.conftest import TRACES, need_root, need_tool
+from tests.conftest import need_root, need_tool, trace
 from tests.integration.emu_helpers import need_emulator
 from tests.support.netbed import Bed, bed, quantiles, steady, wait_ok
 
 pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 
-TRACE = TRACES / "TMobile-LTE-short.down"
+TRACE = trace("cga-lte-s1-60s.down")
 SECONDS = 8
 
 

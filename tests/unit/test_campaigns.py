@@ -108,8 +108,8 @@ def test_extensions_and_cellular() -> None:
     assert {r.levels["qdisc"] for r in cellular} == {"pfifo", "htbtrace", "dualpi2"}
     for r in cellular:
         fwd = r.config.bottleneck.forward
-        assert fwd.trace is not None and fwd.trace.endswith("TMobile-LTE-short.down")
-        assert Path(fwd.trace).is_file() and fwd.rate_mbit is None and fwd.trace_scale == 3
+        assert fwd.trace is not None and fwd.trace.endswith("/cga-lte-s1-360s.down")
+        assert Path(fwd.trace).is_file() and fwd.rate_mbit is None and fwd.trace_scale == 2.5
     htb_run = next(r for r in cellular if r.levels["qdisc"] == "htbtrace")
     assert htb_run.config.labels["qdisc"] == "htb"  # the htb column of the tables
     htb = htb_run.config.bottleneck.forward.qdisc

@@ -15,7 +15,7 @@ from cganalysis.metrics.capacity import (
     trace_capacity_series,
 )
 from cganalysis.metrics.io import read_trace
-from tests.conftest import TRACES
+from tests.conftest import trace
 
 # Two opportunities at 0 ms, one at 1, 2 and 4 ms: 5 per 4 ms period (the last time).
 TRACE = np.array([0, 0, 1, 2, 4], dtype=np.float64)
@@ -65,11 +65,12 @@ def test_read_trace(tmp_path: Path) -> None:
         read_trace(tmp_path / "missing.down")
 
 
-SHIPPED = TRACES / "TMobile-LTE-short.down"
-
-
-def test_a_real_trace_has_the_documented_mean_capacity() -> None:
-    times = read_trace(SHIPPED)
-    # data/traces/README.md: 194,846 opportunities over 140 s, 16.7 Mbit/s.
+def test_a_generated_trace_has_the_capacity_of_its_lines() -> None:
+    path = trace("cga-lte-s3-60s.down")
+    times = read_trace(path)
+    # Over [0, T), T the last time: every line but the last (at T, the next period's
+    # first instant) x 1500 bytes (the metrics' default).
+    words = path.read_text().split()
+    expected = (len(words) - 1) * 1500 * 8 / (int(words[-1]) / 1000) / 1e6
     mean = LinkCapacity(trace_ms=times).mean_mbps(0.0, float(times[-1]) / 1000.0)
-    assert mean == pytest.approx(16.7, abs=0.05)
+    assert mean == pytest.approx(expected, rel=1e-9) and 10 < mean < 30

@@ -121,6 +121,14 @@ def test_trace_path_is_relative_to_the_metadata() -> None:
     assert spec.capacity.trace_scale == 2
 
 
+def test_a_generated_trace_recorded_elsewhere_is_found_by_name(tmp_path: Path) -> None:
+    # A run made on another machine names its trace there; a generated one is made again.
+    m = meta(capacity_trace="/elsewhere/data/traces/cga-lte-s5-20s.down")
+    got = spec_from_meta(m, tmp_path).capacity.trace
+    assert got is not None and got.name == "cga-lte-s5-20s.down" and got.is_file()
+    assert int(got.read_text().split()[-1]) == 20_000
+
+
 @pytest.mark.parametrize(
     ("change", "key"),
     [

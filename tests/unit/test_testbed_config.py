@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -340,7 +341,7 @@ def test_shipped_cellular_campaign_plans_trace_runs() -> None:
     assert len(runs) == 2
     for run in runs:
         fwd = run.config.bottleneck.forward
-        assert fwd.trace is not None and fwd.trace.endswith("cellular/TMobile-LTE-short.down")
+        assert fwd.trace is not None and fwd.trace.endswith("/cga-lte-s1-360s.down")
         assert Path(fwd.trace).is_absolute() and fwd.rate_mbit is None
 
 
@@ -371,3 +372,62 @@ def test_cg_sender_args_errors_name_the_key(cg: dict[str, Any], key: str, words:
     with pytest.raises(ConfigError, match=re.escape(key)) as e:
         parse(with_("cg", cg))
     assert words in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("bottleneck", "propagation", "words"),
+    [
+        ({"trace": "/t.down", "trace_scale": 2}, {}, "bottleneck.trace_scale: mahimahi replays"),
+        ({"trace": "/t.down"}, {"forward_ms": 10, "reverse_ms": 5}, "must be equal integers"),
+        ({"trace": "/t.down"}, {"forward_ms": 7.5, "reverse_ms": 7.5}, "equal integers"),
+        ({"trace": "/t.down"}, {"jitter_ms": 2}, "no jitter or loss"),
+        ({"trace": "/t.down", "qdisc": {"kind": "sfq"}}, {}, "sfq has no mahimahi queue"),
+        (
+            {"trace": "/t.down", "qdisc": {"kind": "codel", "target_ms": 2.5}},
+            {},
+            "whole milliseconds",
+        ),
+    ],
+)
+def test_what_mahimahi_cannot_do_is_refused_naming_the_key(
+    bottleneck: dict[str, Any], propagation: dict[str, Any], words: str
+) -> None:
+    from cganalysis.testbed.mahimahi import link_of
+
+    doc = _trace_doc(backend="mahimahi", **bottleneck)
+    doc["propagation"] = {"forward_ms": 0, "reverse_ms": 0, **propagation}
+    cfg = parse(doc)
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        link_of(cfg.bottleneck, cfg.propagation)
+
+
+def test_mahimahi_missing_is_refused_naming_the_programs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cganalysis.testbed.backend import resolve
+    from cganalysis.testbed.hosts import NetnsHost, TestbedError
+
+    for tool in ("sh", "cat"):  # a PATH with a shell but no mahimahi
+        (tmp_path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    cfg = parse(_trace_doc(backend="mahimahi", trace="/t.down"))
+    with pytest.raises(TestbedError) as e:
+        resolve(cfg.bottleneck, cfg.propagation, NetnsHost("this host", None, Path("/")))
+    assert "mm-link, mm-delay not found" in str(e.value)
+    assert "mahimahi not installed" in str(e.value) and "backend: emulator" in str(e.value)
+
+
+def test_mahimahi_user_is_configurable_and_never_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cganalysis.testbed.mahimahi import USER_ENV, unprivileged_user
+
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    monkeypatch.delenv(USER_ENV, raising=False)
+    assert unprivileged_user() == "nobody"
+    monkeypatch.setenv("SUDO_USER", "root")  # sudo from root: still nobody
+    assert unprivileged_user() == "nobody"
+    monkeypatch.setenv(USER_ENV, "root")
+    with pytest.raises(ConfigError, match="refuses to run as root"):
+        unprivileged_user()
+    monkeypatch.setenv(USER_ENV, "no-such-user-cga")
+    with pytest.raises(ConfigError, match="no user 'no-such-user-cga'"):
+        unprivileged_user()

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from cganalysis.testbed import emuconf
-from cganalysis.testbed.config import parse_bottleneck, parse_mahimahi, parse_propagation
-from cganalysis.testbed.mahimahi import render_mahimahi
+from cganalysis.testbed.config import parse_bottleneck, parse_propagation
+from cganalysis.testbed.mahimahi import link_of, render_for_docs
 from cganalysis.testbed.render import as_text, render_direction, render_netem
 from cganalysis.testbed.validate import Section
 
@@ -149,20 +149,33 @@ def test_netem_golden() -> None:
 
 
 def test_mahimahi_golden() -> None:
-    m = parse_mahimahi(
+    b = parse_bottleneck(
         Section(
             {
-                "downlink_trace": "traces/cellular/down.trace",
-                "uplink_trace": "traces/cellular/up.trace",
-                "queue": "droptail",
-                "queue_args": "packets=250",
-                "delay_ms": 15,
+                "backend": "mahimahi",
+                "trace": "/traces/down.trace",
+                "qdisc": {"kind": "pfifo", "limit": 250},
+                "reverse": {"trace": "/traces/up.trace", "qdisc": {"kind": "codel"}},
             },
             "case",
-        )
+        ),
+        30.0,
     )
-    cmd = render_mahimahi(m, "/tmp/run/downlink.log", ["iperf3", "-s"])
+    p = parse_propagation(Section({"forward_ms": 15, "reverse_ms": 15}, "case"))
+    cmd = render_for_docs(link_of(b, p), Path("/tmp/run"))
     _check("mahimahi", shlex.join(cmd) + "\n")
+    # Without a reverse bottleneck the uplink is a ~1 Gbit/s trace with an infinite queue.
+    one_way = parse_bottleneck(
+        Section(
+            {"backend": "mahimahi", "rate_mbit": 12, "qdisc": {"kind": "bfifo", "limit": 30000}},
+            "case",
+        ),
+        0.0,
+    )
+    link = link_of(one_way, parse_propagation(Section({}, "case")))
+    assert (link.down_rate_mbps, link.up_rate_mbps) == (12, 1000.0)
+    assert (link.down_queue, link.up_queue) == (("droptail", "bytes=30000"), ("infinite", ""))
+    assert "mm-delay" not in render_for_docs(link, Path("/r"))
 
 
 def test_emulator_config_golden() -> None:

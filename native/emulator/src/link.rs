@@ -5,14 +5,22 @@
 //! delivery opportunity), never from when the emulator happened to wake up. A late wake-up
 //! therefore sends everything that became due, and the long-run rate is exact.
 //!
-//! Trace semantics follow mahimahi's LinkQueue: each opportunity (trace.rs) carries 1504
-//! bytes, counted against IP packet bytes; a packet may span opportunities and small
-//! packets share one; unused bytes of an opportunity are lost. `scale` multiplies the bytes
-//! per opportunity, scaling the capacity while keeping the trace's timing pattern.
+//! Trace semantics follow mahimahi's LinkQueue: each line of the trace (trace.rs) is one
+//! delivery opportunity of 1504 bytes at that millisecond, counted against each packet's
+//! IP bytes plus the 4-byte header mahimahi's TUN device prepends (so one opportunity
+//! carries exactly one 1500-byte packet, as in mahimahi: its LinkQueue reads whole TUN
+//! frames); a packet may span opportunities and small packets share one; unused bytes of
+//! an opportunity are lost; the trace repeats with a period equal to its last timestamp.
+//! `scale` multiplies the bytes per opportunity, scaling the capacity while keeping the
+//! trace's timing pattern.
 
 use crate::packet::{Nanos, Packet};
 use crate::qdisc::{Ctx, Qdisc};
 use crate::trace::{Trace, TraceCursor, OPPORTUNITY_BYTES};
+
+/// What mahimahi counts on top of a packet's IP bytes: its TUN device's packet-information
+/// header (IFF_TUN without IFF_NO_PI), read with every packet.
+pub const TUN_HEADER_BYTES: f64 = 4.0;
 
 pub enum Link {
     Line {
@@ -141,7 +149,7 @@ impl Link {
                             break;
                         }
                         let Some(p) = q.dequeue(t, ctx) else { break };
-                        let n = p.l3_len() as f64;
+                        let n = p.l3_len() as f64 + TUN_HEADER_BYTES;
                         *in_transit = Some((p, n));
                     }
                     let (_, left) = in_transit.as_mut().expect("set above");

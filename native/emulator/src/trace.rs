@@ -60,7 +60,7 @@ impl Trace {
         })
     }
 
-    /// Mean capacity in Mbit/s of IP bytes at scale 1.
+    /// Mean capacity in Mbit/s of opportunity bytes (IP + 4 per packet) at scale 1.
     pub fn mean_mbit(&self) -> f64 {
         self.times_ms.len() as f64 * OPPORTUNITY_BYTES * 8.0 / (self.period_ms as f64 / 1e3) / 1e6
     }

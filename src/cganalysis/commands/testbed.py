@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -149,13 +150,16 @@ def run_check(args: argparse.Namespace) -> int:
 def run_render(args: argparse.Namespace) -> int:
     from cganalysis.testbed import emuconf
     from cganalysis.testbed.backend import emulator_only
-    from cganalysis.testbed.mahimahi import render_mahimahi
+    from cganalysis.testbed.mahimahi import link_of, render_for_docs
     from cganalysis.testbed.render import as_text, render_direction, render_netem
 
     cfg = _load(args.config, None)
     b = cfg.bottleneck
-    if b.mahimahi is not None:
-        print(" ".join(render_mahimahi(b.mahimahi, "downlink.log", ["CMD"])))
+    if b.backend == "mahimahi":
+        # On the router, as the unprivileged user (docs/testbed.md, mahimahi).
+        link = link_of(b, cfg.propagation)
+        print("# mahimahi, on the router")
+        print(shlex.join(render_for_docs(link, Path("RUN"))))
         return 0
     emu_only = emulator_only(b)
     if emu_only:

@@ -14,6 +14,10 @@ from cganalysis.testbed.topology import Layout, Testbed, Topology
 
 def make_bottleneck(p: Plan, topo: Topology, workdir: Path) -> AnyBottleneck:
     b = p.cfg.bottleneck
+    if p.resolution.bottleneck == "mahimahi":
+        from cganalysis.testbed.mmlog import MahimahiBottleneck
+
+        return MahimahiBottleneck(topo, b, p.cfg.monitor, workdir)
     if p.resolution.bottleneck == "emulator":
         return EmulatorBottleneck(topo, b, p.cfg.monitor, workdir)
     bn = KernelBottleneck(topo, b, p.cfg.monitor)
@@ -23,11 +27,17 @@ def make_bottleneck(p: Plan, topo: Topology, workdir: Path) -> AnyBottleneck:
 
 
 def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
+    mahimahi = None
+    if p.resolution.bottleneck == "mahimahi":
+        from cganalysis.testbed.mahimahi import link_of
+
+        mahimahi = link_of(cfg.bottleneck, cfg.propagation)
     layout = Layout(
         l2_router=p.resolution.bottleneck == "emulator",
         delay_via=p.resolution.delay_via,
         cca=cfg.competitor.cca,
         ecn=1 if cfg.competitor.ecn else 0,
+        mahimahi=mahimahi,
     )
     if cfg.testbed.kind == "vm" and local_kind(cfg) == "netns":
         from cganalysis.testbed.vmguest import VmNetnsTestbed

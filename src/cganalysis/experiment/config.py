@@ -114,7 +114,7 @@ class RunConfig:
             limit = q.params.get("limit")
             queue = "default" if limit is None else f"{limit}{'p' if q.kind != 'bfifo' else 'B'}"
         return {
-            "qdisc": self.bottleneck.mahimahi.queue if self.bottleneck.mahimahi else q.kind,
+            "qdisc": q.kind,
             "cca": self.competitor.cca,
             "system": self.cg.source,
             "queue": queue,

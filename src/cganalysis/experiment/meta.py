@@ -122,9 +122,10 @@ def trace_keys(scale: float, trace: str, record: RunRecord) -> dict[str, Any]:
         "capacity_trace_scale": scale,
         "capacity_trace_offset_s": round(offset_s, 6),
         "capacity_trace_bytes_per_opportunity": EMU_BYTES_PER_OPPORTUNITY,
-        "capacity_note": "trace-driven link (cga-emu): the capacity is the trace's delivery "
+        "capacity_note": f"trace-driven link ({record.bottleneck_backend}): the capacity is "
+        "the trace's delivery "
         "opportunities x capacity_trace_scale, from the trace's time 0 at "
-        "capacity_trace_offset_s (when the emulator started; uncertain by "
+        "capacity_trace_offset_s (when the link started; uncertain by "
         f"{(uncertainty or 0) / 1e6:.1f} ms); not calibrated",
     }
 

@@ -75,6 +75,11 @@ def plan(
         )
     else:
         resolution = backend.resolve(cfg.bottleneck, cfg.propagation, probe_host)
+    if resolution.bottleneck == "mahimahi" and cfg.testbed.kind != "netns":
+        raise TestbedError(
+            f"{cfg.source}: bottleneck.backend mahimahi runs on the netns testbed only (its "
+            f"shell sits between the router and client namespaces), not {cfg.testbed.kind}"
+        )
     calib = None
     if opts.calibration_file is not None:
         calib = read_json_object(opts.calibration_file, "calibration")

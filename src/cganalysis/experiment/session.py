@@ -18,7 +18,7 @@ from cganalysis.experiment.record import RunRecord
 from cganalysis.experiment.schedule import Schedule
 from cganalysis.experiment.sources import SOURCES, Started
 from cganalysis.testbed import calibration, provenance
-from cganalysis.testbed.bottleneck import AnyBottleneck, EmulatorBottleneck
+from cganalysis.testbed.bottleneck import AnyBottleneck, KernelBottleneck
 from cganalysis.testbed.capture import Tap, start_tap, stop_taps
 from cganalysis.testbed.hosts import Host, Proc, TestbedError, stop_all
 from cganalysis.testbed.topology import Testbed, Topology
@@ -46,11 +46,14 @@ class Session:
         self.say(f"testbed up: {json.dumps(topo.details)}")
         self.record.bottleneck_commands = [" ".join(c) for c in getattr(bn, "commands", [])]
         self.record.delay_commands = [" ".join(c) for c in delay.commands]
-        if bn.forward.trace is not None:
-            # A trace's capacity varies by design: no constant rate to calibrate against.
+        if bn.forward.trace is not None or bn.backend == "mahimahi":
+            # A trace's capacity varies by design: no constant rate to calibrate against
+            # (mahimahi replays a rate as a trace too).
             self.record.calibration = {
                 "skipped": "trace-driven link: the capacity varies with the trace; the "
                 "metrics take it from capacity_trace"
+                if bn.forward.trace is not None
+                else "mahimahi link: its rate is a constant trace, not calibrated"
             }
             if cfg.calibration.enabled or p.calibration is not None:
                 self.say("calibration skipped: the bottleneck follows a trace")
@@ -62,7 +65,7 @@ class Session:
             )
             self.record.calibration = calib
         self.record.bottleneck_backend = bn.backend
-        if isinstance(bn, EmulatorBottleneck) and bn.started_ns is not None:
+        if not isinstance(bn, KernelBottleneck) and bn.started_ns is not None:
             self.record.emulator_started_ns = bn.started_ns
             self.record.emulator_started_uncertainty_ns = bn.started_uncertainty_ns
         self.record.shaper = bn.forward.shaper
@@ -105,7 +108,14 @@ class Session:
         rate = bn.forward.rate_mbit
         self.taps = [
             start_tap(topo.taps, cfg.capture, "ingress", topo.router_in, "in", rate),
-            start_tap(topo.taps, cfg.capture, "egress", topo.router_out, "out", rate),
+            start_tap(
+                topo.egress_host or topo.taps,
+                cfg.capture,
+                "egress",
+                topo.router_out,
+                topo.egress_direction,
+                rate,
+            ),
         ]
         c0 = bn.counters()
         events = self._events(sched, steps)

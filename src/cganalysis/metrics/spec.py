@@ -229,6 +229,20 @@ def labels_from_meta(meta: Mapping[str, Any]) -> dict[str, str | int | float]:
     return labels
 
 
+def trace_file(path: Path, base_dir: Path) -> Path:
+    """The run's trace where it was, else the same name on the trace search path (a run
+    made on another machine; a generated trace is made again, the same bytes), else the
+    path as recorded (its reader then says it is missing)."""
+    if path.is_file():
+        return path
+    from cganalysis.traces.find import find_trace
+
+    try:
+        return find_trace(path.name, base_dir)
+    except ConfigError:
+        return path
+
+
 def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.json") -> RunSpec:
     """A spec from a run's metadata; relative trace paths are relative to ``base_dir``."""
     validate_meta(meta, where)
@@ -238,7 +252,7 @@ def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.j
         capacity = choose_capacity(
             meta.get("capacity_mbps"),
             meta.get("capacity_measured_mbps"),
-            None if trace is None else base_dir / trace,
+            None if trace is None else trace_file(base_dir / trace, base_dir),
             prefer=analysis.get("capacity_source", "measured"),
             trace_scale=meta.get("capacity_trace_scale", 1.0),
             trace_offset_s=meta.get("capacity_trace_offset_s", 0.0),

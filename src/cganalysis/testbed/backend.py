@@ -41,7 +41,7 @@ def kernel_hint(kind: str) -> str:
 @dataclass(frozen=True)
 class Resolution:
     bottleneck: str  # "kernel", "emulator" or "mahimahi"
-    delay_via: str  # "none", "netem" or "emulator"
+    delay_via: str  # "none", "netem", "emulator" or "mahimahi" (mm-delay)
     reason: str
 
     def to_dict(self) -> dict[str, str]:
@@ -79,17 +79,7 @@ def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
     """Raises TestbedError (naming what is missing) when the host cannot run it."""
     has_emu = which(host, EMULATOR) is not None
     if b.backend == "mahimahi":
-        missing = [t for t in ("mm-link", "mm-delay") if which(host, t) is None]
-        if missing:
-            raise TestbedError(
-                f"bottleneck.backend mahimahi: {', '.join(missing)} not found on {host.name}; "
-                "install mahimahi (not packaged for Debian 12: build it from "
-                "github.com/ravinet/mahimahi), or use backend: emulator with a trace rate"
-            )
-        raise TestbedError(
-            "bottleneck.backend mahimahi: mahimahi links are rendered (`cganalysis testbed "
-            "render`) but the runner does not drive them yet; use backend: emulator"
-        )
+        return _resolve_mahimahi(b, p, host)
     emu_only = emulator_only(b)
     if emu_only and b.backend == "kernel":
         raise TestbedError(
@@ -141,6 +131,30 @@ def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
         "emulator" if use_emu else "kernel",
         _delay_via(p, support.get("netem", (False, None)), has_emu),
         reason,
+    )
+
+
+def _resolve_mahimahi(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
+    from cganalysis.testbed.mahimahi import PROGRAMS, link_of, unprivileged_user
+
+    missing = [t for t in PROGRAMS if which(host, t) is None]
+    if missing:
+        raise TestbedError(
+            f"bottleneck.backend mahimahi: {', '.join(missing)} not found on {host.name} "
+            "(mahimahi not installed): `bash scripts/install.sh` installs the distribution's "
+            "package where there is one (Ubuntu's mahimahi; Debian has none), else install "
+            "mahimahi yourself; or use backend: emulator, which replays the same traces"
+        )
+    link = link_of(b, p)  # what mahimahi cannot do is a ConfigError naming the key
+    for trace in (link.down_trace, link.up_trace):
+        if trace is not None and not Path(trace).is_file():
+            raise TestbedError(f"bottleneck.trace: {trace} not found")
+    user = unprivileged_user()
+    return Resolution(
+        "mahimahi",
+        "mahimahi" if link.delay_ms else "none",
+        f"backend mahimahi (mm-link as {user}"
+        + (f", mm-delay {link.delay_ms} ms)" if link.delay_ms else ")"),
     )
 
 

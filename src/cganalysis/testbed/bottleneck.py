@@ -21,6 +21,7 @@ from cganalysis.emulator.process import READY
 from cganalysis.testbed import emuconf, tcparse
 from cganalysis.testbed.config import Bottleneck, Direction, Monitor, Propagation
 from cganalysis.testbed.hosts import Host, Proc, TestbedError, stop, wait_for_text
+from cganalysis.testbed.mmlog import MahimahiBottleneck
 from cganalysis.testbed.qdisc import Htb
 from cganalysis.testbed.render import render_delete, render_direction, render_netem
 from cganalysis.testbed.topology import Topology
@@ -289,7 +290,7 @@ class EmulatorBottleneck:
             stop(self.proc, signal.SIGTERM, timeout_s=5.0)
 
 
-AnyBottleneck = KernelBottleneck | EmulatorBottleneck
+AnyBottleneck = KernelBottleneck | EmulatorBottleneck | MahimahiBottleneck
 
 
 class Delay:

@@ -2,8 +2,8 @@
 
 Parsed from the ``bottleneck``, ``propagation``, ``capture``, ``monitor`` and
 ``calibration`` sections of a run file (``configs/runs/*.yaml``; keys in docs/testbed.md).
-Parsing is pure: nothing on the host is looked at here (``backend.py`` decides what the
-host can run).
+Parsing looks at the host only to find a trace named without a path (the trace search
+path, :mod:`cganalysis.traces.find`); ``backend.py`` decides what the host can run.
 """
 
 from __future__ import annotations
@@ -12,27 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cganalysis.testbed.qdisc import AnyQdisc, Htb, Qdisc, parse_qdisc
+from cganalysis.testbed.qdisc import AnyQdisc, Htb, parse_qdisc
 from cganalysis.testbed.validate import SAFE_PATH, Section
 
 Backend = Literal["auto", "kernel", "emulator", "mahimahi"]
 BACKENDS: tuple[Backend, ...] = ("auto", "kernel", "emulator", "mahimahi")
 Shaper = Literal["htb", "tbf"]
 DelayVia = Literal["auto", "netem", "emulator"]
-
-
-@dataclass(frozen=True)
-class Mahimahi:
-    """A mahimahi link: trace-driven rate, its queue, and mm-delay (hosts that have it)."""
-
-    downlink_trace: str
-    uplink_trace: str
-    queue: str = "droptail"
-    queue_args: str | None = None
-    delay_ms: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -43,7 +29,8 @@ class Direction:
     qdisc: AnyQdisc
     shaper: Shaper = "htb"
     burst_bytes: int | None = None
-    #: A mahimahi trace (absolute path) giving the rate instead of rate_mbit: cga-emu only.
+    #: A mahimahi trace (absolute path) giving the rate instead of rate_mbit: cga-emu or
+    #: mahimahi.
     trace: str | None = None
     #: Multiplies the bytes of each delivery opportunity (cga-emu's ``scale``).
     trace_scale: float = 1.0
@@ -65,14 +52,12 @@ class Bottleneck:
     backend: Backend
     forward: Direction  # server -> client, the direction the captures measure
     reverse: Direction | None = None
-    mahimahi: Mahimahi | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
             "forward": self.forward.to_dict(),
             "reverse": None if self.reverse is None else self.reverse.to_dict(),
-            "mahimahi": None if self.mahimahi is None else self.mahimahi.to_dict(),
         }
 
 
@@ -136,17 +121,15 @@ class Checks:
 
 
 def resolve_trace(sec: Section, base_dir: Path | None) -> str | None:
-    """``trace``: absolute, or relative to the run/campaign file's folder (``base_dir``)."""
+    """``trace``: a path (absolute, or relative to the run/campaign file's folder,
+    ``base_dir``) or a name on the trace search path (:mod:`cganalysis.traces.find`)."""
     text = sec.opt_string("trace", pattern=SAFE_PATH)
     if text is None:
         return None
-    path = Path(text)
-    if not path.is_absolute():
-        if base_dir is None:
-            raise sec.error("trace", f"{text}: give an absolute path here")
-        path = base_dir / path
+    from cganalysis.traces.find import find_trace
+
     # Resolved (.. and links), so meta.json names the trace the same from any run folder.
-    return str(path.resolve())
+    return str(find_trace(text, base_dir, where=f"{sec.where}: key {sec.key('trace')}"))
 
 
 def parse_direction(sec: Section, rtt_ms: float, base_dir: Path | None = None) -> Direction:
@@ -177,32 +160,9 @@ def parse_direction(sec: Section, rtt_ms: float, base_dir: Path | None = None) -
     return Direction(rate, qdisc, shaper, burst, trace, scale)
 
 
-def parse_mahimahi(sec: Section) -> Mahimahi:
-    m = Mahimahi(
-        downlink_trace=sec.string("downlink_trace", pattern=SAFE_PATH),
-        uplink_trace=sec.string("uplink_trace", pattern=SAFE_PATH),
-        queue=sec.choice("queue", ("droptail", "drophead", "codel", "pie", "infinite"), "droptail"),
-        queue_args=sec.opt_string("queue_args", pattern=SAFE_PATH),
-        delay_ms=sec.integer("delay_ms", 0, minimum=0),
-    )
-    sec.finish()
-    return m
-
-
 def parse_bottleneck(sec: Section, rtt_ms: float, base_dir: Path | None = None) -> Bottleneck:
     """``base_dir``: where relative trace paths start (the run or campaign file's folder)."""
     backend = sec.choice("backend", BACKENDS, "auto")
-    mm_sec = sec.opt_sub("mahimahi")
-    if backend == "mahimahi" or mm_sec is not None:
-        if backend != "mahimahi" or mm_sec is None:
-            raise sec.error(
-                "mahimahi",
-                "a mahimahi link needs backend: mahimahi and a mahimahi "
-                "section (downlink_trace, uplink_trace, queue, ...)",
-            )
-        sec.finish()
-        # mahimahi's own queue (mahimahi.queue) is the bottleneck; no tc discipline.
-        return Bottleneck(backend, Direction(None, Qdisc("pfifo")), None, parse_mahimahi(mm_sec))
     forward = Section(
         {k: v for k, v in sec.data.items() if k not in ("backend", "reverse")},
         sec.where,

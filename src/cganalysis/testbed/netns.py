@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ class NetnsTestbed:
         self.notes: list[str] = []
         self.hosts: dict[str, NetnsHost] = {}
         self.topology: Topology | None = None
+        #: The mahimahi link's folder (traces, logs; mmlink.py), removed at teardown.
+        self.mm_folder: Path | None = None
 
     def ns(self, role: str) -> str:
         return state.ns_name(self.tag, role)
@@ -80,7 +83,19 @@ class NetnsTestbed:
             self._run(["sysctl", "-qw", f"net.ipv4.tcp_ecn={self.layout.ecn}"], role)
             self._run(["sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"], role)
 
+    def attach(self, role: str, pid: int) -> NetnsHost:
+        """Names the network namespace of process ``pid`` as this testbed's ``role`` (one
+        that a program made, mahimahi's shell), recorded for teardown like the others."""
+        name = self.ns(role)
+        self._run(["ip", "netns", "attach", name, str(pid)])
+        self.created.append(name)
+        self.state.update(namespaces=self.created)
+        self.hosts[role] = NetnsHost(role, name, self.workdir)
+        return self.hosts[role]
+
     def up(self) -> Topology:
+        if self.layout.mahimahi is not None:
+            return self._up_mahimahi()
         roles = ["srv", "rtr", "cli"] + (["dly"] if self.layout.delay_via == "emulator" else [])
         for role in roles:
             self._namespace(role)
@@ -130,6 +145,44 @@ class NetnsTestbed:
             delay_host=self.hosts.get("dly"),
             delay_devs=("dly0", "dly1") if "dly" in roles else None,
             details={"namespaces": {r: self.ns(r) for r in roles}, "tag": self.tag},
+        )
+        return self.topology
+
+    def _up_mahimahi(self) -> Topology:
+        """Server and router as for the kernel, the client behind mahimahi's shell."""
+        from cganalysis.testbed.mmlink import wire
+
+        assert self.layout.mahimahi is not None
+        for role in ("srv", "rtr", "cli"):
+            self._namespace(role)
+        self._veth(("srv", "srv0"), ("rtr", "rtr0"))
+        for role, dev in (("srv", "srv0"), ("rtr", "rtr0")):
+            self._offloads_off(role, dev)
+        self._addr("srv", "srv0", f"{NET}.1.1/24")
+        self._addr("rtr", "rtr0", f"{NET}.1.2/24")
+        self._run(["sysctl", "-qw", "net.ipv4.ip_forward=1"], "rtr")
+        self._run(["ip", "route", "add", "default", "via", f"{NET}.1.2"], "srv")
+        mm = wire(self, self.layout.mahimahi, NET)
+        self._endpoints()
+        self.topology = Topology(
+            server=self.hosts["srv"],
+            router=self.hosts["rtr"],
+            client=self.hosts["cli"],
+            server_ip=f"{NET}.1.1",
+            client_ip=f"{NET}.2.1",
+            router_in="rtr0",
+            router_out="ingress",
+            server_dev="srv0",
+            client_dev="cli0",
+            delay_via=self.layout.delay_via,
+            egress_host=mm["shell"],
+            egress_direction="in",
+            details={
+                "namespaces": {r: self.ns(r) for r in self.hosts},
+                "tag": self.tag,
+                "mahimahi": {k: mm[k] for k in ("user", "router_tun", "command", "folder")},
+                "mahimahi_trace_start_ns": mm["trace_start_ns"],
+            },
         )
         return self.topology
 
@@ -188,6 +241,8 @@ class NetnsTestbed:
         for name in reversed(self.created):
             state.delete_namespace(name)
         self.created.clear()
+        if self.mm_folder is not None:
+            shutil.rmtree(self.mm_folder, ignore_errors=True)
         self.state.remove()
 
     def describe(self) -> dict[str, Any]:

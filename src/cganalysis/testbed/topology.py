@@ -9,9 +9,12 @@ both captures run: ``-Q in`` on ``router_in`` (the server side) and ``-Q out`` o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cganalysis.testbed.hosts import Host
+
+if TYPE_CHECKING:
+    from cganalysis.testbed.mahimahi import MahimahiLink
 
 
 @dataclass
@@ -35,6 +38,10 @@ class Topology:
     #: a kernel of its own, its taps are on this machine's ends of its interfaces (the
     #: same names), so that both keep this machine's clock.
     tap_host: Host | None = None
+    #: Where the egress capture runs when not where the ingress one does (mahimahi: in its
+    #: shell, ``-Q in`` on the device mm-link writes to; one kernel, one clock).
+    egress_host: Host | None = None
+    egress_direction: str = "out"
 
     @property
     def taps(self) -> Host:
@@ -60,6 +67,8 @@ class Layout:
     delay_via: str
     cca: str
     ecn: int  # net.ipv4.tcp_ecn on the endpoints
+    #: The bottleneck is a mahimahi link between router and client (netns only; mmlink.py).
+    mahimahi: MahimahiLink | None = None
 
 
 class Testbed(Protocol):

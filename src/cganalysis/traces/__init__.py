@@ -1,0 +1,1 @@
+"""The project's cellular link traces: capacity model, mahimahi format, search path."""

@@ -1,0 +1,87 @@
+"""Where a trace named in a run or campaign file is: a path, or a name on the search path.
+
+A value with a ``/`` is a path (absolute, or relative to the naming file's folder). A bare
+name is looked up, first match wins, in:
+
+1. the naming file's own folder;
+2. each folder of ``$CGA_TRACES`` (``:``-separated; the user's own collection);
+3. the repository's ``data/traces/`` (untracked: the nearest folder above the naming file,
+   or the working directory, that has one);
+4. mahimahi's installed traces, ``DIR/mahimahi/traces`` for each ``DIR`` of
+   ``$XDG_DATA_DIRS`` (default ``/usr/local/share:/usr/share``, where ``make install``
+   and the Debian/Ubuntu packages put them).
+
+A name of the project's generator (``cga-lte-s1-300s.down``, :mod:`.generate`) that is
+found nowhere is generated into the first folder of ``$CGA_TRACES``, else the repository's
+``data/traces/``: the same name always gives the same trace, so making it on first use is
+the same as finding it. Anything else found nowhere is one error naming every folder
+looked in.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cganalysis.errors import ConfigError
+from cganalysis.traces.generate import TraceSpec, generate_to
+
+ENV = "CGA_TRACES"
+XDG_DEFAULT = "/usr/local/share:/usr/share"
+
+
+def repo_traces(start: Path | None) -> Path | None:
+    """The ``data/traces/`` of the repository holding ``start`` (or the working directory)."""
+    for base in ([start] if start else []) + [Path.cwd()]:
+        for d in [base, *base.resolve().parents]:
+            if (d / "data" / "traces").is_dir() or (d / ".git").exists():
+                return d / "data" / "traces"
+    return None
+
+
+def search_path(base_dir: Path | None) -> list[Path]:
+    """The folders a bare trace name is looked up in, in order (docstring above)."""
+    out: list[Path] = [base_dir.resolve()] if base_dir is not None else []
+    out += [Path(p) for p in os.environ.get(ENV, "").split(":") if p]
+    repo = repo_traces(base_dir)
+    if repo is not None:
+        out.append(repo)
+    xdg = os.environ.get("XDG_DATA_DIRS") or XDG_DEFAULT
+    out += [Path(p) / "mahimahi" / "traces" for p in xdg.split(":") if p]
+    return list(dict.fromkeys(out))
+
+
+def generated_home(base_dir: Path | None) -> Path | None:
+    first = [Path(p) for p in os.environ.get(ENV, "").split(":") if p]
+    return first[0] if first else repo_traces(base_dir)
+
+
+def find_trace(text: str, base_dir: Path | None, where: str = "trace") -> Path:
+    """The trace file ``text`` names (resolved), generating a generator's name on first use;
+    ConfigError (``where``: the key, for the message) when there is none."""
+    if "/" in text:
+        path = Path(text)
+        if not path.is_absolute():
+            if base_dir is None:
+                raise ConfigError(f"{where}: {text}: give an absolute path here")
+            path = base_dir / path
+        return path.resolve()
+    folders = search_path(base_dir)
+    for d in folders:
+        if (d / text).is_file():
+            return (d / text).resolve()
+    spec = TraceSpec.from_name(text)
+    home = generated_home(base_dir)
+    if spec is not None and home is not None:
+        return generate_to(spec, home / text).resolve()
+    looked = ", ".join(str(d) for d in folders) or "nowhere (no folder to look in)"
+    if spec is not None:
+        raise ConfigError(
+            f"{where}: trace {text} is a generated trace, but there is no folder to make it "
+            f"in (looked in {looked}): set ${ENV} to one, or run from the repository"
+        )
+    raise ConfigError(
+        f"{where}: trace {text} not found; looked in {looked}. Put the file in one of them "
+        f"(or add its folder to ${ENV}), give a path, or name a generated trace such as "
+        "cga-lte-s1-300s.down (`cganalysis trace generate --help`)"
+    )
