@@ -2,7 +2,7 @@
 
 Every table that crosses a module or file boundary is described here and checked with
 :func:`check_schema` where it is produced. Units are in the column names (``_ns``,
-``_ms``, ``_bytes``, ``_mbps``). The README documents the same tables for users.
+``_ms``, ``_bytes``, ``_mbps``). docs/matching.md documents the same tables for users.
 """
 
 from __future__ import annotations

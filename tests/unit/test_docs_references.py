@@ -17,7 +17,7 @@ import pytest
 from cganalysis.cli import COMMANDS, build_parser
 from tests.conftest import REPO
 
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [REPO / "README.md", REPO / "configs" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SOURCES = sorted((REPO / "src" / "cganalysis").rglob("*.py"))
 
 MODULE = re.compile(r"\bcganalysis(?:\.[A-Za-z_]\w*)+")
@@ -161,3 +161,14 @@ def test_cganalysis_options_in_the_docs_exist(page: Path) -> None:
             if flag.split("=")[0] not in opts
         ]
     assert not unknown, f"{page.name}: options no parser has: {', '.join(sorted(set(unknown)))}"
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_relative_links_lead_to_files(page: Path) -> None:
+    """``[text](target)`` links between pages resolve from the page's folder."""
+    targets = [t for t in LINK.findall(page.read_text(encoding="utf-8")) if "://" not in t]
+    broken = sorted({t for t in targets if not (page.parent / t).exists()})
+    assert not broken, f"{page.relative_to(REPO)}: links lead nowhere: {', '.join(broken)}"

@@ -1,5 +1,6 @@
-"""The README's layout table names every folder of the repository's top level, every package
-of ``src/cganalysis`` and every module at its top, and nothing that is not there."""
+"""The layout table (docs/layout.md, linked from the README) names every folder of the
+repository's top level, every package of ``src/cganalysis`` and every module at its top, and
+nothing that is not there."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from pathlib import PurePosixPath
 
 from tests.conftest import REPO
 
+LAYOUT = REPO / "docs" / "layout.md"
+
 
 def _layout_names() -> set[str]:
-    """Paths in the first column of the Layout table; a name after the first of a cell is
+    """Paths in the first column of the layout table; a name after the first of a cell is
     relative to the first one's folder (`src/cganalysis/capture/`, `matching/`)."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    table = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
     names: set[str] = set()
-    for row in table.splitlines():
+    for row in LAYOUT.read_text(encoding="utf-8").splitlines():
         if not row.startswith("| `"):
             continue
         cell = row.split(" | ", 1)[0]
@@ -56,9 +57,9 @@ def test_every_top_level_folder_package_and_module_is_in_the_layout() -> None:
         return path in names or any(n.startswith(path + "/") for n in names)
 
     missing = sorted(p for p in folders | packages | modules if not listed(p))
-    assert not missing, f"README.md's layout table lacks: {', '.join(missing)}"
+    assert not missing, f"docs/layout.md's table lacks: {', '.join(missing)}"
 
 
 def test_the_layout_names_only_what_exists() -> None:
     gone = sorted(n for n in _layout_names() if not (REPO / n).exists())
-    assert not gone, f"README.md's layout table names what is not there: {', '.join(gone)}"
+    assert not gone, f"docs/layout.md's table names what is not there: {', '.join(gone)}"
