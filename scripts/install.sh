@@ -130,10 +130,12 @@ if ((dev)) && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>
 fi
 
 # --- native programs --------------------------------------------------------------------
-say "building the native programs (cga-cg, cga-emu; release mode)"
-cargo build --quiet --locked --release -p cga-cg -p cga-emu
-$sudo_cmd install -d "$prefix/bin"
+say "building the native programs (cga-cg, cga-emu, libcga_simrng; release mode)"
+cargo build --quiet --locked --release -p cga-cg -p cga-emu -p cga-simrng
+$sudo_cmd install -d "$prefix/bin" "$prefix/lib/cganalysis"
 $sudo_cmd install -m 0755 target/release/cga-cg target/release/cga-emu "$prefix/bin/"
+# The sim testbed's seeded getrandom for its UML kernel (native/simrng; docs/testbed.md).
+$sudo_cmd install -m 0755 target/release/libcga_simrng.so "$prefix/lib/cganalysis/"
 
 # --- Python environment -----------------------------------------------------------------
 if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then

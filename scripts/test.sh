@@ -23,6 +23,6 @@ snakemake --lint
 step "rust: fmt, clippy, tests"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-cargo test -p cga-core -p cga-emu -p cga-cg --quiet
+cargo test -p cga-core -p cga-emu -p cga-cg -p cga-simrng --quiet
 step "pytest"
 python3 -m pytest "$@"

@@ -39,6 +39,10 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
         ecn=1 if cfg.competitor.ecn else 0,
         mahimahi=mahimahi,
     )
+    if cfg.testbed.kind == "sim" and local_kind(cfg) == "netns":
+        from cganalysis.testbed.simguest import SimNetnsTestbed
+
+        return SimNetnsTestbed(layout, workdir)
     if cfg.testbed.kind == "vm" and local_kind(cfg) == "netns":
         from cganalysis.testbed.vmguest import VmNetnsTestbed
 

@@ -61,7 +61,7 @@ class CompetitorConfig:
 
 @dataclass(frozen=True)
 class TestbedRef:
-    kind: str  # "netns", "uml", "ssh" or "vm"
+    kind: str  # "netns", "uml", "ssh", "vm" or "sim"
     path: Path | None = None  # the testbed file (ssh; vm or uml with options; a named netns)
     #: A netns testbed file's `name`: a second testbed on this machine (functional checks).
     name: str | None = None
@@ -198,7 +198,7 @@ def parse_competitor(sec: Section) -> CompetitorConfig:
 
 def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     value = sec.raw("testbed", "netns")
-    if value in ("netns", "vm", "uml"):
+    if value in ("netns", "vm", "uml", "sim"):
         return TestbedRef(str(value))
     text = sec.string("testbed", pattern=SAFE_PATH)
     path = Path(text)
@@ -207,7 +207,7 @@ def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     if not path.exists():
         raise sec.error(
             "testbed",
-            f"{text}: no such testbed file (give netns, uml, vm or a path to "
+            f"{text}: no such testbed file (give netns, uml, vm, sim or a path to "
             "configs/testbeds/NAME.yaml)",
         )
     bed = load_testbed_file(path)  # the whole file, whatever its backend, checked now

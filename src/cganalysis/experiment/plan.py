@@ -118,15 +118,24 @@ def probing(cfg: RunConfig) -> Iterator[Host]:
 
 
 def local_kind(cfg: RunConfig) -> str:
-    """The testbed this process builds: a vm run is a netns run inside its guest."""
-    from cganalysis.testbed.vmconf import in_guest
+    """The testbed this process builds: a vm or sim run is a netns run inside its guest."""
+    from cganalysis.testbed import simguest, vmconf
 
-    return "netns" if cfg.testbed.kind == "vm" and in_guest() else cfg.testbed.kind
+    if cfg.testbed.kind == "vm" and vmconf.in_guest():
+        return "netns"
+    if cfg.testbed.kind == "sim" and simguest.in_guest():
+        return "netns"
+    return cfg.testbed.kind
 
 
 def vm_host_side(cfg: RunConfig) -> bool:
     """True on the host of a vm run: the guest runs it (experiment/inguest.py)."""
     return cfg.testbed.kind == "vm" and local_kind(cfg) == "vm"
+
+
+def sim_host_side(cfg: RunConfig) -> bool:
+    """True on the host of a sim run: a kernel on simulated time runs it (experiment/insim.py)."""
+    return cfg.testbed.kind == "sim" and local_kind(cfg) == "sim"
 
 
 def check(cfg: RunConfig, opts: RunOptions) -> Plan:

@@ -20,7 +20,7 @@ from cganalysis.experiment import rundir
 from cganalysis.experiment.build import make_testbed, network_up
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.meta import build_meta
-from cganalysis.experiment.plan import Plan, RunOptions, check, vm_host_side
+from cganalysis.experiment.plan import Plan, RunOptions, check, sim_host_side, vm_host_side
 from cganalysis.experiment.session import Session
 from cganalysis.interrupts import signals_ignored, signals_raise
 from cganalysis.io import write_json
@@ -69,6 +69,10 @@ def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any
         from cganalysis.experiment.inguest import run_in_guest
 
         return run_in_guest("experiment", cfg, out, opts)
+    if sim_host_side(cfg):
+        from cganalysis.experiment.insim import run_in_sim
+
+        return run_in_sim("experiment", cfg, out, opts)
     rundir.check_new(out)
     p = check(cfg, opts)
     opts.progress(
@@ -99,6 +103,10 @@ def run_calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, An
         from cganalysis.experiment.inguest import run_in_guest
 
         return run_in_guest("calibration", cfg, out, opts)
+    if sim_host_side(cfg):
+        from cganalysis.experiment.insim import run_in_sim
+
+        return run_in_sim("calibration", cfg, out, opts)
     rundir.check_new(out)
     p = check(cfg, opts)
     with _run_dir(cfg, out, f"calibration of {opts.run_id}", opts) as tmp:

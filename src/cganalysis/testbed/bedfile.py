@@ -23,7 +23,7 @@ from typing import Any
 from cganalysis.io import read_yaml
 from cganalysis.testbed.validate import TOKEN, Section
 
-BACKENDS = ("netns", "uml", "ssh", "vm")
+BACKENDS = ("netns", "uml", "ssh", "vm", "sim")
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,11 @@ def parse_testbed_file(data: Any, where: str) -> TestbedFile:
         from cganalysis.testbed import umlconf
 
         umlconf.parse_options(data, where)
+        return TestbedFile(Path(where), backend)
+    if backend == "sim":
+        from cganalysis.testbed import simconf
+
+        simconf.parse_options(data, where)
         return TestbedFile(Path(where), backend)
     name = sec.opt_string("name", pattern=TOKEN)
     sec.finish()

@@ -68,8 +68,10 @@ class NetnsTestbed:
         self._run(["ip", "netns", "add", name])
         self.created.append(name)
         self.state.update(namespaces=self.created)
-        self._run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], role)
-        self._run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], role)
+        # A kernel built without IPv6 (the sim testbed's UML kernel) has nothing to turn off.
+        if Path("/proc/sys/net/ipv6").is_dir():
+            self._run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], role)
+            self._run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], role)
         self._run(["ip", "link", "set", "lo", "up"], role)
         self.hosts[role] = NetnsHost(role, name, self.workdir)
 

@@ -1,0 +1,162 @@
+"""What simulated time costs, and what it buys: the ``sim`` testbed's wall time per
+simulated second by bottleneck rate, and the same run quiet and loaded.
+
+    sudo .venv/bin/python -m benchmarks.bench_sim [--rates 10,50,100] [--seconds 20]
+        [--loaded] [--campaign data/raw/tma2024-sim] [--out DIR]
+
+- **Rates**: a bulk iperf3 Cubic flow and a 1 Mbit/s RTP stream through an HTB + pfifo
+  bottleneck at each rate (15 ms each way), ``--seconds`` of traffic. Printed per rate: the
+  run's simulated span (set-up, traffic, teardown), its wall time, wall seconds per
+  simulated second, the packets both taps saw, and wall microseconds per packet.
+- **Loaded** (``--loaded``): the 50 Mbit/s run again while every host core runs a busy
+  loop: its wall time beside the quiet one's, and whether its packet table is identical.
+- **Campaign** (``--campaign DIR``): wall time per simulated minute of the TMA schedule,
+  read from a finished campaign's meta.json files (``profiles/sim`` writes
+  data/raw/tma2024-sim).
+
+The host's load average is printed with each run: wall times depend on it, the results
+do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _run_file(rate_mbit: float, seconds: int) -> dict[str, Any]:
+    return {
+        "name": f"sim-bench-{rate_mbit:g}",
+        "description": "bulk Cubic and a 1 Mbit/s RTP stream through HTB + pfifo",
+        "testbed": "sim",
+        "schedule": {
+            "preset": "custom",
+            "duration_s": seconds + 2,
+            "competitor": [
+                {"t_s": 1, "rate_mbit": "bulk"},
+                {"t_s": seconds + 1, "rate_mbit": "off"},
+            ],
+            "window_s": [2, seconds + 1],
+        },
+        "bottleneck": {
+            "backend": "kernel",
+            "rate_mbit": rate_mbit,
+            "shaper": "htb",
+            "qdisc": {"kind": "pfifo", "limit": 250},
+        },
+        "propagation": {"forward_ms": 15, "reverse_ms": 15},
+        "cg": {"source": "rtp-cbr", "rate_mbit": 1.0, "port": 30002, "ecn": "ect1"},
+        "competitor": {"tool": "iperf3", "cca": "cubic"},
+        "calibration": {"enabled": False},
+    }
+
+
+def _burn(stop: Any) -> None:
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+def _one(rate: float, a: argparse.Namespace, name: str) -> dict[str, Any]:
+    from cganalysis.experiment.config import parse_run
+    from cganalysis.experiment.plan import RunOptions
+    from cganalysis.experiment.runner import run_experiment
+    from cganalysis.matching import match_files
+
+    run_dir = a.out / name
+    if not (run_dir / "meta.json").is_file():
+        cfg = parse_run(_run_file(rate, a.seconds), f"{name} (bench_sim)", a.out)
+        run_experiment(cfg, run_dir, RunOptions(run_id=name, progress=lambda _m: None))
+    meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+    sim = meta["testbed"]["sim"]
+    table = match_files(run_dir / "ingress.pcap", run_dir / "egress.pcap").packets
+    packets = table.height + int((~table["lost"]).sum())  # seen at ingress + at egress
+    return {
+        "rate": rate,
+        "sim_s": float(sim["sim_s"]),
+        "wall_s": float(sim["wall_s"]),
+        "packets": packets,
+        "load": os.getloadavg()[0],
+        "table": table,
+    }
+
+
+def _row(r: dict[str, Any], label: str) -> str:
+    per_s = r["wall_s"] / r["sim_s"]
+    us_per_packet = 1e6 * r["wall_s"] / max(1, r["packets"])
+    return (
+        f"{label:<22}{r['sim_s']:>10.1f}{r['wall_s']:>10.1f}{per_s:>12.2f}"
+        f"{r['packets']:>12,}{us_per_packet:>12.1f}{r['load']:>8.2f}"
+    )
+
+
+HEADER = (
+    f"{'run':<22}{'sim s':>10}{'wall s':>10}{'wall/sim':>12}{'packets':>12}"
+    f"{'wall us/pkt':>12}{'load':>8}"
+)
+
+
+def campaign_report(folder: Path) -> list[str]:
+    lines = ["", f"TMA schedule ({folder}): wall time per simulated minute"]
+    for meta_file in sorted(folder.glob("*/meta.json")):
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        sim = (meta.get("testbed") or {}).get("sim") or {}
+        if sim.get("sim_s"):
+            per_min = 60.0 * float(sim["wall_s"]) / float(sim["sim_s"])
+            lines.append(
+                f"  {meta['run_id']:<36} {float(sim['sim_s']):>7.1f} sim s "
+                f"{float(sim['wall_s']):>8.1f} wall s  {per_min:>6.1f} wall s per sim minute"
+            )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rates", default="10,50,100")
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--loaded", action="store_true")
+    ap.add_argument("--campaign", type=Path)
+    ap.add_argument("--out", type=Path, default=Path("results/bench/sim"))
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    lines = [f"sim testbed, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores", HEADER]
+    results = {}
+    for rate in (float(x) for x in a.rates.split(",")):
+        r = _one(rate, a, f"rate-{rate:g}")
+        results[rate] = r
+        lines.append(_row(r, f"{rate:g} Mbit/s"))
+        print(lines[-1], flush=True)
+    if a.loaded:
+        stop = multiprocessing.Event()
+        burners = [
+            multiprocessing.Process(target=_burn, args=(stop,)) for _ in range(os.cpu_count() or 1)
+        ]
+        for b in burners:
+            b.start()
+        try:
+            loaded = _one(50.0, a, "rate-50-loaded")
+        finally:
+            stop.set()
+            for b in burners:
+                b.join(10)
+        quiet = results.get(50.0) or _one(50.0, a, "rate-50")
+        same = quiet["table"].equals(loaded["table"])
+        lines += [
+            _row(loaded, "50 Mbit/s, cores busy"),
+            f"packet table identical to the quiet run's: {same}",
+        ]
+    if a.campaign is not None:
+        lines += campaign_report(a.campaign)
+    text = "\n".join(lines)
+    print(text)
+    (a.out / "report.txt").write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

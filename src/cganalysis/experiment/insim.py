@@ -1,0 +1,152 @@
+"""A whole run on the ``sim`` testbed: inside one user-mode Linux kernel on simulated time.
+
+``runner.run_experiment`` / ``run_calibration`` come here for ``testbed: sim`` (outside
+the kernel): :func:`run_in_sim` writes a job folder beside the run directory, boots the
+kernel on it (:func:`cganalysis.testbed.simkernel.run_guest`), and the guest calls
+:func:`run_job`, which runs the very same runner on the guest's ``netns`` testbed (its
+namespaces, the kernel's own qdiscs, ``cga-cg``, iperf3 and both captures all inside the
+kernel) into the job folder. The run directory is then renamed into place: an ordinary
+one, whose meta.json says ``testbed.backend: sim`` with the clock, the seed and the wall
+time it took.
+
+The guest sees a canonical job: run id ``run``, no campaign, the run file named
+``run.yaml``, the run directory at one fixed path. Names reach the guest's random pool
+(:mod:`cganalysis.testbed.simkernel`), so two runs of one run file under different
+names would otherwise draw different port numbers and sequence numbers; the host writes
+the real names into meta.json afterwards. The seed is the testbed file's ``sim.seed``
+plus the repetition number: repetitions of a campaign are different draws, a run file
+run twice is the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import sys
+import tempfile
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from cganalysis.errors import CganalysisError, ConfigError
+from cganalysis.experiment import rundir
+from cganalysis.experiment.config import RunConfig
+from cganalysis.io import write_json
+from cganalysis.testbed.hosts import TestbedError
+from cganalysis.testbed.simconf import load_options
+from cganalysis.testbed.simkernel import GUEST_JOB, console_tail, run_guest
+from cganalysis.testbed.umlagent import KERNEL_TOOLS
+
+#: What the guest calls for the job.
+ENTRY = f"{__name__}:run_job"
+#: The run directory's name inside the job folder.
+RUN = "run"
+
+
+def _guest_env() -> dict[str, str]:
+    """PATH for the guest: the kernel tools (a tc that knows DualPI2), this interpreter's
+    folder (cganalysis), then the system's."""
+    path = [KERNEL_TOOLS, str(Path(sys.executable).parent)]
+    path += ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+    return {
+        "PATH": ":".join(path),
+        "CGANALYSIS_PROGRESS": "0",
+        "LANG": "C.UTF-8",
+        "HOME": "/root",
+    }
+
+
+def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any]:
+    """``mode``: experiment or calibration; ``opts``: the runner's RunOptions. Returns
+    meta.json (or calibration.json)."""
+    out = out.absolute()
+    rundir.check_new(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sim = load_options(cfg.testbed.path)
+    seed = sim.seed + (opts.repetition or 0)
+    ctl = Path(tempfile.mkdtemp(prefix=f".{out.name}.sim-", dir=out.parent))
+    try:
+        plain = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "progress"}
+        plain.update(run_id=RUN, campaign=None, repetition=None)
+        if opts.calibration_file is not None:
+            shutil.copyfile(opts.calibration_file, ctl / "calibration.json")
+            plain["calibration_file"] = Path(GUEST_JOB) / "calibration.json"
+        canonical = replace(cfg, source="run.yaml")
+        with (ctl / "job.pkl").open("wb") as fh:
+            pickle.dump((canonical, mode, plain), fh)
+        facts = {"seed": seed, "start_utc": sim.start_utc, "clock": "time-travel=inf-cpu"}
+        job = {"entry": ENTRY, "pickle": "job.pkl", "env": _guest_env(), "sim": facts}
+        (ctl / "job.json").write_text(json.dumps(job), encoding="utf-8")
+        schedule = cfg.schedule.scaled(opts.time_scale).fit(opts.max_duration_s)
+        # The guest's own span: the schedule, calibration and set-up (a generous bound).
+        sim_s = schedule.duration_s + 60.0
+        opts.progress(f"sim: booting a kernel on simulated time (seed {seed})")
+        facts = run_guest(ctl, sim, seed, sim_s, opts.progress)
+        result_file = ctl / "result.json"
+        if not result_file.is_file():
+            tail = console_tail(ctl / "console.log")
+            raise TestbedError(f"sim testbed: the guest ended without a result ({tail})")
+        result = json.loads(result_file.read_text(encoding="utf-8"))
+        if not result.get("ok"):
+            err = f"in the sim guest: {result.get('error')}"
+            raise ConfigError(err) if result.get("kind") == "config" else TestbedError(err)
+        if result.get("sim_s"):
+            facts["sim_s"] = result["sim_s"]
+            facts["wall_s_per_sim_s"] = round(facts["wall_s"] / result["sim_s"], 3)
+        name = "meta.json" if mode == "experiment" else "calibration.json"
+        data: dict[str, Any] = json.loads((ctl / RUN / name).read_text(encoding="utf-8"))
+        data = _named(data, cfg, opts, facts) if mode == "experiment" else _facts(data, facts)
+        write_json(data, ctl / RUN / name)
+        (ctl / RUN).rename(out)
+        opts.progress(
+            f"sim: {facts.get('sim_s', '?')} simulated s in {facts['wall_s']:g} s of wall time"
+        )
+        return data
+    finally:
+        shutil.rmtree(ctl, ignore_errors=True)
+
+
+def _facts(data: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    bed = data.setdefault("testbed", {})
+    bed["sim"] = {**bed.get("sim", {}), **facts}
+    return data
+
+
+def _named(
+    meta: dict[str, Any], cfg: RunConfig, opts: Any, facts: dict[str, Any]
+) -> dict[str, Any]:
+    """meta.json with the run's real names (the guest ran the canonical job)."""
+    meta["run_id"] = opts.run_id
+    for key, value in (("campaign", opts.campaign), ("repetition", opts.repetition)):
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    meta["config"]["source"] = cfg.source
+    meta["controller"]["argv"] = sys.argv
+    return _facts(meta, facts)
+
+
+def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
+    """In the guest: the run the host pickled into ``ctl``, as ``{"ok": ...}``."""
+    from cganalysis.experiment import runner
+    from cganalysis.experiment.plan import RunOptions
+    from cganalysis.testbed.simguest import say
+
+    # Written by the host's own runner for this guest (run_in_sim): trusted input.
+    with (ctl / job["pickle"]).open("rb") as fh:
+        cfg, mode, plain = pickle.load(fh)
+    opts = RunOptions(**plain, progress=say)
+    try:
+        if mode == "experiment":
+            runner.run_experiment(cfg, ctl / RUN, opts)
+        else:
+            runner.run_calibration(cfg, ctl / RUN, opts)
+    except ConfigError as e:
+        return {"ok": False, "kind": "config", "error": str(e)}
+    except CganalysisError as e:
+        return {"ok": False, "kind": "testbed", "error": str(e)}
+    except KeyboardInterrupt as e:
+        return {"ok": False, "kind": "interrupted", "error": f"interrupted ({e})"}
+    return {"ok": True}
