@@ -183,11 +183,17 @@ def test_programs_come_from_the_environment_or_say_what_to_do(
     assert described["server_sha256"] == hashlib.sha256(proxy.server.read_bytes()).hexdigest()
     assert "proxy_commit" not in described  # not built in a checkout of the proxy
     monkeypatch.setenv(ecgp.SERVER_ENV, str(tmp_path / "missing"))
-    with pytest.raises(ecgp.ProxyNotFoundError, match=r"CGA_ECGP_SERVER_BIN.*docs/cg\.md"):
+    with pytest.raises(ecgp.ProxyNotFoundError, match=r"CGA_ECGP_SERVER_BIN names .*docs/cg\.md"):
         ecgp.find_proxy()
     monkeypatch.delenv(ecgp.SERVER_ENV)
     monkeypatch.setenv("PATH", os.devnull)
-    with pytest.raises(ecgp.ProxyNotFoundError, match="scream_server is not on the PATH"):
+    with pytest.raises(
+        ecgp.ProxyNotFoundError,
+        match=r"scream_server is not on the PATH and \$CGA_ECGP_SERVER_BIN is not set: .*cg\.md",
+    ):
+        ecgp.find_proxy()
+    monkeypatch.setenv(ecgp.SERVER_ENV, str(tmp_path / ecgp.SERVER_NAME))
+    with pytest.raises(ecgp.ProxyNotFoundError, match=r"scream_client .*CGA_ECGP_CLIENT_BIN"):
         ecgp.find_proxy()
 
 

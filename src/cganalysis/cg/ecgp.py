@@ -14,7 +14,9 @@ Everything of the proxy is fixed at compile time: its ports (below), SCReAM's se
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,6 @@ from typing import Any
 
 import polars as pl
 
-from cganalysis.binaries import find_program
 from cganalysis.errors import CganalysisError
 from cganalysis.io import sha256_file
 
@@ -82,17 +83,30 @@ class Proxy:
         }
 
 
+def _find(name: str, env_var: str) -> Path:
+    """``$env_var`` if set (an executable file), else the ``PATH``: the user's build, so the
+    error says where the project looks and where to read how to get it (not install.sh)."""
+    where = "docs/cg.md, 'eCGP's SCReAM proxy as a CG source'"
+    override = os.environ.get(env_var)
+    if override:
+        path = Path(override)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise ProxyNotFoundError(
+            f"cg.source ecgp-proxy: ${env_var} names {path}, which is not an executable "
+            f"file: point it at your build of eCGP's {name} ({where})"
+        )
+    found = shutil.which(name)
+    if found is None:
+        raise ProxyNotFoundError(
+            f"cg.source ecgp-proxy: {name} is not on the PATH and ${env_var} is not set: "
+            f"build eCGP's proxy ({where}) and name its {name} in ${env_var}"
+        )
+    return Path(found)
+
+
 def find_proxy() -> Proxy:
-    hint = (
-        "build eCGP's proxy (docs/cg.md, 'eCGP's SCReAM proxy as a CG source') and put "
-        f"{SERVER_NAME} / {CLIENT_NAME} on the PATH or name them in ${SERVER_ENV} / ${CLIENT_ENV}"
-    )
-    try:
-        server = find_program(SERVER_NAME, SERVER_ENV, ProxyNotFoundError)
-        client = find_program(CLIENT_NAME, CLIENT_ENV, ProxyNotFoundError)
-    except ProxyNotFoundError as err:
-        raise ProxyNotFoundError(f"cg.source ecgp-proxy: {err}; {hint}") from None
-    return Proxy(server, client)
+    return Proxy(_find(SERVER_NAME, SERVER_ENV), _find(CLIENT_NAME, CLIENT_ENV))
 
 
 def _git(folder: Path, *args: str) -> str | None:
