@@ -273,3 +273,8 @@ def test_the_clients_race_is_flagged(tmp_path: Path) -> None:
     calm = [ln for ln in log.read_text().splitlines() if "Queue delay = 0.0" in ln]
     log.write_text("\n".join(calm) + "\n")
     assert cg_flags(cfg, {}, tmp_path) == []
+    # A race that SCReAM's 20 s reset cleared soon peaked at 0.614 s (a DualPI2 run); a
+    # 150 ms drop-tail queue (pfifo 250 at 20 Mbit/s) stays below the threshold.
+    for qdelay, flagged in (("0.614", 1), ("0.150", 0)):
+        log.write_text(calm[0].replace("0.020s", f"{qdelay}s") + "\n")
+        assert len(cg_flags(cfg, {}, tmp_path)) == flagged, qdelay

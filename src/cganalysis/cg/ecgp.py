@@ -45,9 +45,11 @@ COMMANDS_NAME = "cg-ecgp-commands.csv"
 FRAMES_NAME = "cg-ecgp-frames.csv"
 SERVER_LOG_NAME = "cg-ecgp-server.log"
 CLIENT_LOG_NAME = "cg-ecgp-client.log"
-#: An average queue delay beyond this is not a queue of our testbeds but the client's
-#: feedback-clock race (docs/cg.md): its feedback claims arrivals ~8 s early.
-RACE_QDELAY_MS = 1000.0
+#: A summary queue delay beyond this is, on the shipped bottlenecks (the largest fixed-rate
+#: queue holds 150 ms), the client's feedback-clock race (docs/cg.md): its feedback claims
+#: arrivals ~8 s early. The race's summaries peaked at 0.61-8.1 s, the other runs' at
+#: 0.14 s; a slow trace-driven link with a long queue may reach it too (the flag says so).
+RACE_QDELAY_MS = 500.0
 
 _SUMMARY = re.compile(
     r"summary\s+(?P<t>[\d.]+)\s+Transmit rate =\s*(?P<rate>[\d.]+)kbps, "
@@ -254,7 +256,7 @@ def race_flag(summaries: pl.DataFrame) -> str | None:
     if worst["qdelay_avg_ms"] <= RACE_QDELAY_MS:
         return None
     return (
-        f"ecgp-proxy's SCReAM averaged {worst['qdelay_avg_ms'] / 1e3:.1f} s of queue delay "
-        "(its client's feedback-clock race, docs/cg.md): its rate then is not the "
-        "bottleneck's answer"
+        f"ecgp-proxy's SCReAM averaged {worst['qdelay_avg_ms'] / 1e3:.1f} s of queue delay: "
+        "its client's feedback-clock race (docs/cg.md), unless the bottleneck queues that "
+        "long; its rate then is not the bottleneck's answer"
     )
