@@ -18,6 +18,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from cganalysis.cg import ecgp, ecgp_game
 from cganalysis.errors import ConfigError
@@ -278,3 +279,21 @@ def test_the_clients_race_is_flagged(tmp_path: Path) -> None:
     for qdelay, flagged in (("0.614", 1), ("0.150", 0)):
         log.write_text(calm[0].replace("0.020s", f"{qdelay}s") + "\n")
         assert len(cg_flags(cfg, {}, tmp_path)) == flagged, qdelay
+
+
+def test_a_campaign_factor_selects_it_on_a_base_that_agrees(tmp_path: Path) -> None:
+    from cganalysis.experiment.campaign import load_campaign
+
+    repo = Path(__file__).resolve().parents[2]
+    base = repo / "configs" / "runs" / "quick-pfifo.yaml"  # cg.rate_mbit 1.5
+    factors = {
+        "cg": {"ours": {"cg": {"source": "cga-cg"}}, "ecgp": {"cg": {"source": "ecgp-proxy"}}}
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"campaign": "e", "base": str(base), "factors": factors}))
+    with pytest.raises(ConfigError, match=r"cg\.rate_mbit: 1\.5: source ecgp-proxy has 10\.0"):
+        load_campaign(path)
+    factors["cg"]["ecgp"]["cg"]["rate_mbit"] = 10  # type: ignore[index]
+    path.write_text(yaml.safe_dump({"campaign": "e", "base": str(base), "factors": factors}))
+    runs = {r.levels["cg"]: r.config for r in load_campaign(path).runs}
+    assert runs["ecgp"].cg.source == "ecgp-proxy" and runs["ecgp"].all_labels()["cg"] == "ecgp"
