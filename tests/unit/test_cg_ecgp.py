@@ -265,6 +265,7 @@ def test_the_proxies_tcp_connection_is_not_the_competitor(tmp_path: Path) -> Non
 
 def test_the_clients_race_is_flagged(tmp_path: Path) -> None:
     cfg = parse_run(_run(), "r.yaml", tmp_path)
+    (tmp_path / ecgp.GAME_SUMMARY_NAME).write_text('{"frames": 2700}\n')
     log = tmp_path / ecgp.SERVER_LOG_NAME
     log.write_text((FIXTURES / ecgp.SERVER_LOG_NAME).read_text())
     info: dict[str, object] = {}
@@ -297,3 +298,17 @@ def test_a_campaign_factor_selects_it_on_a_base_that_agrees(tmp_path: Path) -> N
     path.write_text(yaml.safe_dump({"campaign": "e", "base": str(base), "factors": factors}))
     runs = {r.levels["cg"]: r.config for r in load_campaign(path).runs}
     assert runs["ecgp"].cg.source == "ecgp-proxy" and runs["ecgp"].all_labels()["cg"] == "ecgp"
+
+
+def test_a_game_server_that_did_not_finish_is_flagged_with_its_last_line(
+    tmp_path: Path,
+) -> None:
+    cfg = parse_run(_run(), "r.yaml", tmp_path)
+    (tmp_path / ecgp.GAME_LOG_NAME).write_text(
+        f"{ecgp_game.READY}\n{ecgp_game.CONNECTED}\n"
+        "game server: the proxy client did not connect to the server\n"
+    )
+    (flag,) = cg_flags(cfg, {}, tmp_path)
+    assert flag.startswith("ecgp-proxy's game server did not finish (game server: the proxy")
+    (tmp_path / ecgp.GAME_SUMMARY_NAME).write_text('{"frames": 2700}\n')
+    assert cg_flags(cfg, {}, tmp_path) == []

@@ -45,6 +45,8 @@ COMMANDS_NAME = "cg-ecgp-commands.csv"
 FRAMES_NAME = "cg-ecgp-frames.csv"
 SERVER_LOG_NAME = "cg-ecgp-server.log"
 CLIENT_LOG_NAME = "cg-ecgp-client.log"
+GAME_SUMMARY_NAME = "cg-ecgp-game.json"
+GAME_LOG_NAME = "cg-ecgp-game.log"
 #: A summary queue delay beyond this is, on the shipped bottlenecks (the largest fixed-rate
 #: queue holds 150 ms), the client's feedback-clock race (docs/cg.md): its feedback claims
 #: arrivals ~8 s early. The race's summaries peaked at 0.61-8.1 s, the other runs' at
@@ -246,6 +248,17 @@ def read_log(workdir: Path) -> pl.DataFrame:
     commands = read_commands(workdir / COMMANDS_NAME)
     summaries = read_summaries(workdir / SERVER_LOG_NAME)
     return pl.concat([commands, summaries], how="diagonal").sort("t_ns")
+
+
+def game_failure(workdir: Path) -> str | None:
+    """The flag for a run whose game server did not finish (no summary on its stdout): the
+    proxy did not start or connect, or exited; its last line says which."""
+    if (workdir / GAME_SUMMARY_NAME).is_file() and (workdir / GAME_SUMMARY_NAME).stat().st_size:
+        return None
+    log = workdir / GAME_LOG_NAME
+    lines = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
+    last = lines[-1] if lines else "no output"
+    return f"ecgp-proxy's game server did not finish ({last}): the CG flow is not the run's"
 
 
 def race_flag(summaries: pl.DataFrame) -> str | None:

@@ -7,8 +7,8 @@
 - Ericsson's SCReAM (``scream-reference``): whether the build is the overflow-capped one
   (detectable by its extended log), and a flag when a run outlives an unpatched build's
   ~100 s (its window then collapses to the minimum; docs/cg.md).
-- eCGP's proxy (``ecgp-proxy``): a run in which its SCReAM read an impossible queue delay
-  (its client's feedback-clock race; docs/cg.md).
+- eCGP's proxy (``ecgp-proxy``): a run whose game server did not finish, and one in which
+  its SCReAM read an impossible queue delay (its client's feedback-clock race; docs/cg.md).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def cg_flags(cfg: RunConfig, info: dict[str, Any], workdir: Path) -> list[str]:
     if cfg.cg.source == "scream-reference":
         flags += _reference(info, workdir)
     if cfg.cg.source == "ecgp-proxy":
+        failed = ecgp.game_failure(workdir)
+        flags += [failed] if failed else []
         flags += _ecgp(info, workdir / ecgp.SERVER_LOG_NAME)
     if cfg.cg.source == "cga-cg":
         flags += _pacing(info, workdir / "cg-sender" / "sender_summary.json")

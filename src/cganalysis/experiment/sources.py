@@ -302,8 +302,8 @@ class EcgpProxy:
         files = {n: s.path(n) for n in (ecgp.COMMANDS_NAME, ecgp.FRAMES_NAME)}
         plog, out, err = (
             s.path(ecgp.SERVER_LOG_NAME),
-            s.path("cg-ecgp-game.json"),
-            s.path("cg-ecgp-game.log"),
+            s.path(ecgp.GAME_SUMMARY_NAME),
+            s.path(ecgp.GAME_LOG_NAME),
         )
         s.stage(rtp_sender_path())  # the game server imports its packet builder
         proxy_argv = ecgp.server_argv(server, client_ip=topo.client_ip, server_ip=topo.server_ip)
