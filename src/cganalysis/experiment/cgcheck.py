@@ -7,6 +7,8 @@
 - Ericsson's SCReAM (``scream-reference``): whether the build is the overflow-capped one
   (detectable by its extended log), and a flag when a run outlives an unpatched build's
   ~100 s (its window then collapses to the minimum; docs/cg.md).
+- eCGP's proxy (``ecgp-proxy``): a run whose game server did not finish, and one in which
+  its SCReAM read an impossible queue delay (its client's feedback-clock race; docs/cg.md).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cganalysis.cg import reference
+from cganalysis.cg import ecgp, reference
 from cganalysis.experiment.config import RunConfig
 
 
@@ -24,6 +26,10 @@ def cg_flags(cfg: RunConfig, info: dict[str, Any], workdir: Path) -> list[str]:
     flags: list[str] = []
     if cfg.cg.source == "scream-reference":
         flags += _reference(info, workdir)
+    if cfg.cg.source == "ecgp-proxy":
+        failed = ecgp.game_failure(workdir)
+        flags += [failed] if failed else []
+        flags += _ecgp(info, workdir / ecgp.SERVER_LOG_NAME)
     if cfg.cg.source == "cga-cg":
         flags += _pacing(info, workdir / "cg-sender" / "sender_summary.json")
     return flags
@@ -77,3 +83,14 @@ def _reference(info: dict[str, Any], workdir: Path) -> list[str]:
             "(docs/cg.md)"
         ]
     return []
+
+
+def _ecgp(info: dict[str, Any], server_log: Path) -> list[str]:
+    if not server_log.exists():
+        return []
+    summaries = ecgp.read_summaries(server_log)
+    info["rtp_queue_discarded_packets"] = ecgp.count_discarded(server_log)
+    if not summaries.is_empty():
+        info["qdelay_avg_max_ms"] = summaries["qdelay_avg_ms"].max()
+    flag = ecgp.race_flag(summaries)
+    return [] if flag is None else [flag]

@@ -172,8 +172,32 @@ def parse_cg(sec: Section) -> CgConfig:
         )
     if cg.source == "scream-reference" and cg.cc != "scream":
         raise sec.error("cc", f"{cg.cc!r}: source scream-reference runs SCReAM only; drop cg.cc")
+    if cg.source == "ecgp-proxy":
+        _check_ecgp(sec, cg)
     sec.finish()
     return cg
+
+
+def _check_ecgp(sec: Section, cg: CgConfig) -> None:
+    """eCGP's proxy has its SCReAM settings and ports compiled in: a run file may not ask
+    for others (cganalysis.cg.ecgp)."""
+    from cganalysis.cg import ecgp
+
+    fixed: list[tuple[str, object, object]] = [
+        ("cc", cg.cc, "scream"),
+        ("ecn", cg.ecn, ecgp.ECN),
+        ("port", cg.port, ecgp.VIDEO_PORT),
+        ("rate_mbit", cg.rate_mbit, ecgp.START_MBPS),
+        ("min_mbit", cg.min_mbit if cg.min_mbit is not None else ecgp.MIN_MBPS, ecgp.MIN_MBPS),
+        ("max_mbit", cg.max_mbit if cg.max_mbit is not None else ecgp.MAX_MBPS, ecgp.MAX_MBPS),
+    ]
+    for key, value, wanted in fixed:
+        if value != wanted:
+            raise sec.error(
+                key,
+                f"{value!r}: source ecgp-proxy has {wanted!r} compiled in; drop cg.{key} "
+                "(docs/cg.md)",
+            )
 
 
 def _sender_args(sec: Section) -> list[str]:

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cganalysis.cg import ecgp
 from cganalysis.experiment import rundir
 from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import RunConfig
@@ -28,6 +29,15 @@ if TYPE_CHECKING:
     from cganalysis.experiment.session import Session
 
 META_VERSION = 1
+
+
+def roles(cfg: RunConfig) -> dict[str, str]:
+    """The role rules (first match wins): eCGP's proxies keep a TCP connection of their
+    own across the bottleneck, which is not the competitor."""
+    rules = {"cg": f"udp:{cfg.cg.port}"}
+    if cfg.cg.source == "ecgp-proxy":
+        rules["other"] = f"tcp:{ecgp.CONTROL_TCP_PORT}"
+    return {**rules, "competitor": "tcp"}
 
 
 def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
@@ -170,7 +180,7 @@ def build_meta(
                 "at layer 2 (egress capture); the metrics use it for utilisation and fairness"
             }
         ),
-        "roles": {"cg": f"udp:{cfg.cg.port}", "competitor": "tcp"},
+        "roles": roles(cfg),
         "schedule": sched.meta(),
         "analysis": {
             "window_s": list(sched.window_s),

@@ -8,6 +8,9 @@
   gTFRC's guaranteed rate g is the encoder minimum ``cg.min_mbit`` (cga-cg's default).
 - ``scream-reference``: Ericsson's SCReAM test programs (``cganalysis.cg.reference``),
   built by the user; SCReAM only, with the run's ECN, rates and duration.
+- ``ecgp-proxy``: eCGP's SCReAM proxy (``cganalysis.cg.ecgp``), built by the user, fed by
+  our game server (``cganalysis/cg/ecgp_game.py``: cga-cg's encoder model over RTP, the
+  proxy's bitrate commands) and delivering to a UDP sink; its settings are compiled in.
 
 A source starts its receiver before the traffic and its sender at the schedule's CG
 start, for the CG duration; its files land in the run directory (``cg-*``).
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from cganalysis.cg import reference, rtp_cbr
+from cganalysis.cg import ecgp, ecgp_game, reference, rtp_cbr
 from cganalysis.experiment.config import ECN_CODEPOINTS, CgConfig
 from cganalysis.testbed.hosts import Host, Proc, TestbedError, wait_for_text
 from cganalysis.testbed.probe import which
@@ -255,8 +258,95 @@ class ScreamReference:
         )
 
 
+class EcgpProxy:
+    """eCGP's proxy client and a UDP sink on the client, our game server (which runs the
+    proxy server as its child) on the server (docs/cg.md). The proxy client starts with the
+    sender, once the proxy server is up: started earlier, its TCP connection to the server
+    fails and it spins logging errors. ``cg.port`` is the proxies' port, ``cg.sport``
+    unused."""
+
+    name = "ecgp-proxy"
+
+    def _programs(self, host: Host) -> tuple[str, str, dict[str, Any]]:
+        if host.remote:
+            return ecgp.SERVER_NAME, ecgp.CLIENT_NAME, {"remote": host.name}
+        proxy = ecgp.find_proxy()
+        return str(proxy.server), str(proxy.client), proxy.describe()
+
+    def check(self, host: Host) -> None:
+        for tool in ("python3", "timeout"):
+            if which(host, tool) is None:
+                raise TestbedError(f"cg.source ecgp-proxy: {tool} not found on {host.name}")
+        if host.remote:
+            for name in (ecgp.SERVER_NAME, ecgp.CLIENT_NAME):
+                if which(host, name) is None:
+                    raise TestbedError(
+                        f"cg.source ecgp-proxy: {name} not found on {host.name}'s PATH "
+                        "(build eCGP's proxy there, docs/cg.md)"
+                    )
+            return
+        ecgp.find_proxy()
+
+    def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started:
+        c = topo.client
+        out, log = c.path("cg-ecgp-sink.json"), c.path("cg-ecgp-sink.log")
+        argv = ["python3", "-c", UDP_SINK, ecgp_game.GAME_IP, str(ecgp_game.VIDEO_RTP_PORT)]
+        proc = c.spawn("CG game client (ecgp-proxy)", argv, stdout=out, stderr=log)
+        wait_for_text(c, log, "sink: ready", proc, timeout_s=10.0)
+        return Started([proc], [(c, out), (c, log)])
+
+    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started:
+        s, c = topo.server, topo.client
+        server, _, info = self._programs(s)
+        _, client, _ = self._programs(c)
+        files = {n: s.path(n) for n in (ecgp.COMMANDS_NAME, ecgp.FRAMES_NAME)}
+        plog, out, err = (
+            s.path(ecgp.SERVER_LOG_NAME),
+            s.path(ecgp.GAME_SUMMARY_NAME),
+            s.path(ecgp.GAME_LOG_NAME),
+        )
+        s.stage(rtp_sender_path())  # the game server imports its packet builder
+        proxy_argv = ecgp.server_argv(server, client_ip=topo.client_ip, server_ip=topo.server_ip)
+        argv = ecgp.game_argv(
+            s.stage(Path(ecgp_game.__file__)),
+            duration_s=duration_s,
+            fps=cfg.fps,
+            ssrc=cfg.ssrc,
+            commands=files[ecgp.COMMANDS_NAME],
+            frames=files[ecgp.FRAMES_NAME],
+            proxy_log=plog,
+            proxy=proxy_argv,
+        )
+        game = s.spawn("CG game server (ecgp-proxy)", argv, stdout=out, stderr=err)
+        wait_for_text(s, err, ecgp_game.CONNECTED, game, timeout_s=15.0)
+        # The client ends by itself shortly after the server (which stops its proxy
+        # ecgp_game.TAIL_S after the last frame): a client without its server spins.
+        clog = c.path(ecgp.CLIENT_LOG_NAME)
+        lifetime_s = duration_s + ecgp_game.TAIL_S + 2.0
+        client_argv = ecgp.client_argv(client, server_ip=topo.server_ip, client_ip=topo.client_ip)
+        proxy_client = c.spawn(
+            "CG proxy client (ecgp-proxy)",
+            ["timeout", "-s", "TERM", "-k", "2", f"{lifetime_s:.3f}", *client_argv],
+            stdout=clog,
+            stderr=clog,
+        )
+        return Started(
+            [game, proxy_client],
+            [*((s, p) for p in files.values()), (s, plog), (s, out), (s, err), (c, clog)],
+            {
+                "name": self.name,
+                **info,
+                "server_argv": proxy_argv,
+                "client_argv": client_argv,
+                "game_argv": argv,
+                "duration_s": duration_s,
+            },
+        )
+
+
 SOURCES: dict[str, CgSource] = {
     "rtp-cbr": RtpCbr(),
     "cga-cg": CgaCg(),
     "scream-reference": ScreamReference(),
+    "ecgp-proxy": EcgpProxy(),
 }
