@@ -80,6 +80,7 @@ def _one(rate: float, a: argparse.Namespace, name: str) -> dict[str, Any]:
         "rate": rate,
         "sim_s": float(sim["sim_s"]),
         "wall_s": float(sim["wall_s"]),
+        "cpu_s": float(sim.get("host_cpu_s", "nan")),
         "packets": packets,
         "load": os.getloadavg()[0],
         "table": table,
@@ -88,16 +89,20 @@ def _one(rate: float, a: argparse.Namespace, name: str) -> dict[str, Any]:
 
 def _row(r: dict[str, Any], label: str) -> str:
     per_s = r["wall_s"] / r["sim_s"]
-    us_per_packet = 1e6 * r["wall_s"] / max(1, r["packets"])
+    cpu_per_s = r["cpu_s"] / r["sim_s"]
+    us_per_packet = 1e6 * r["cpu_s"] / max(1, r["packets"])
     return (
-        f"{label:<22}{r['sim_s']:>10.1f}{r['wall_s']:>10.1f}{per_s:>12.2f}"
-        f"{r['packets']:>12,}{us_per_packet:>12.1f}{r['load']:>8.2f}"
+        f"{label:<22}{r['sim_s']:>8.1f}{r['wall_s']:>9.1f}{per_s:>10.2f}{r['cpu_s']:>9.1f}"
+        f"{cpu_per_s:>10.2f}{r['packets']:>12,}{us_per_packet:>12.1f}{r['load']:>7.2f}"
     )
 
 
+#: wall/sim: wall seconds per simulated second (depends on the host's load); cpu/sim: the
+#: kernel's host CPU seconds per simulated second (its cost, whatever the load); cpu
+#: us/pkt: host CPU per packet seen by the two taps.
 HEADER = (
-    f"{'run':<22}{'sim s':>10}{'wall s':>10}{'wall/sim':>12}{'packets':>12}"
-    f"{'wall us/pkt':>12}{'load':>8}"
+    f"{'run':<22}{'sim s':>8}{'wall s':>9}{'wall/sim':>10}{'cpu s':>9}{'cpu/sim':>10}"
+    f"{'packets':>12}{'cpu us/pkt':>12}{'load':>7}"
 )
 
 
@@ -108,9 +113,11 @@ def campaign_report(folder: Path) -> list[str]:
         sim = (meta.get("testbed") or {}).get("sim") or {}
         if sim.get("sim_s"):
             per_min = 60.0 * float(sim["wall_s"]) / float(sim["sim_s"])
+            cpu = float(sim.get("host_cpu_s", "nan"))
             lines.append(
                 f"  {meta['run_id']:<36} {float(sim['sim_s']):>7.1f} sim s "
-                f"{float(sim['wall_s']):>8.1f} wall s  {per_min:>6.1f} wall s per sim minute"
+                f"{float(sim['wall_s']):>8.1f} wall s ({per_min:>5.1f} per sim minute) "
+                f"{cpu:>8.1f} host CPU s ({60 * cpu / float(sim['sim_s']):>5.1f} per sim minute)"
             )
     return lines
 

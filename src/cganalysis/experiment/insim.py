@@ -94,6 +94,7 @@ def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any
         if result.get("sim_s"):
             facts["sim_s"] = result["sim_s"]
             facts["wall_s_per_sim_s"] = round(facts["wall_s"] / result["sim_s"], 3)
+            facts["host_cpu_s_per_sim_s"] = round(facts["host_cpu_s"] / result["sim_s"], 3)
         name = "meta.json" if mode == "experiment" else "calibration.json"
         data: dict[str, Any] = json.loads((ctl / RUN / name).read_text(encoding="utf-8"))
         data = _named(data, cfg, opts, facts) if mode == "experiment" else _facts(data, facts)
