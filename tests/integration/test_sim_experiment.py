@@ -140,6 +140,12 @@ def test_exact_values_where_real_time_needs_loose_bounds(
     # The L queue stays short under DualPI2 (its 1 ms step threshold): CG median < 2 ms.
     cg = w.filter(pl.col("proto") == 17)
     assert float(cg["delay_ms"].median()) < 2.0  # type: ignore[arg-type]
+    # SCReAM alone on the link reaches its 10 Mbit/s maximum (RTP and headers on top)
+    # within 2 s, and is back at it 2 s after Cubic stops (measured: 10.22 and 10.41).
+    for lo_s, hi_s in ((2, 6), (16, 18)):
+        assert 9.9 < _cg_mbps(p, t0, lo_s, hi_s) < 10.8, (lo_s, hi_s)
+    # Under Cubic it yields in the L queue but keeps a share (measured: 2.27 Mbit/s).
+    assert 1.5 < _cg_mbps(p, t0, 10, 14) < 3.5
 
 
 def test_another_repetition_is_another_draw(tmp_path: Path, twin_runs: dict[str, Run]) -> None:
@@ -181,6 +187,14 @@ def test_missing_seed_library_is_one_clear_line(tmp_path: Path) -> None:
     assert res.returncode != 0
     line = res.stderr.strip().splitlines()[-1]
     assert "CGA_SIMRNG_LIB" in line and "install.sh" in line, res.stderr
+
+
+def _cg_mbps(packets: pl.DataFrame, t0: int, lo_s: float, hi_s: float) -> float:
+    """The CG flow's delivered rate between two schedule times, Mbit/s (egress bytes)."""
+    t = pl.col("t_egress_ns")
+    cg = packets.filter((pl.col("proto") == 17) & ~pl.col("lost"))
+    cg = cg.filter((t >= t0 + int(lo_s * 1e9)) & (t < t0 + int(hi_s * 1e9)))
+    return int(cg["size_bytes"].sum()) * 8 / (hi_s - lo_s) / 1e6
 
 
 def _tcp_ports(packets: pl.DataFrame) -> set[int]:

@@ -109,3 +109,15 @@ def test_a_kernel_without_time_travel_is_refused(tmp_path: Path) -> None:
     fake.chmod(0o755)
     with pytest.raises(hosts.TestbedError, match=r"no time-travel mode.*build-uml\.sh"):
         simconf.find_sim_kernel(simconf.SimOptions(kernel=str(fake)))
+
+
+def test_a_sender_that_spins_on_the_clock_is_refused(tmp_path: Path) -> None:
+    from cganalysis.experiment.insim import run_in_sim
+    from cganalysis.experiment.plan import RunOptions
+
+    doc = yaml.safe_load((REPO / "configs" / "runs" / "quick-sim-dualpi2.yaml").read_text())
+    doc["cg"]["sender_args"] = ["--spin-us", "50"]
+    cfg = parse_run(doc, "spin.yaml", REPO / "configs" / "runs")
+    with pytest.raises(ConfigError, match=r"cg\.sender_args.*--spin-us 50.*simulated time"):
+        run_in_sim("experiment", cfg, tmp_path / "run", RunOptions(run_id="run"))
+    assert not (tmp_path / "run").exists()

@@ -61,6 +61,7 @@ def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any
     """``mode``: experiment or calibration; ``opts``: the runner's RunOptions. Returns
     meta.json (or calibration.json)."""
     out = out.absolute()
+    _refuse_clock_spinning(cfg)
     rundir.check_new(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     sim = load_options(cfg.testbed.path)
@@ -106,6 +107,22 @@ def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any
         return data
     finally:
         shutil.rmtree(ctl, ignore_errors=True)
+
+
+def _refuse_clock_spinning(cfg: RunConfig) -> None:
+    """``cga-cg --spin-us`` busy-waits on the clock before each packet: on simulated time
+    each clock read advances it 256 ns, so the run would crawl (about 100 wall seconds per
+    simulated second) for nothing (the simulated clock wakes a sleeper on time)."""
+    args = list(cfg.cg.sender_args)
+    if "--spin-us" in args:
+        i = args.index("--spin-us")
+        value = args[i + 1] if i + 1 < len(args) else "0"
+        if value not in ("0", "0.0"):
+            raise ConfigError(
+                f"{cfg.source}: key cg.sender_args: --spin-us {value} busy-waits on the clock, "
+                "which on the sim testbed's simulated time crawls; drop it (a sleeper wakes "
+                "on time there)"
+            )
 
 
 def _facts(data: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
