@@ -15,11 +15,12 @@ from typing import Any
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
-from cganalysis.testbed import config as tbc
-from cganalysis.testbed.bedfile import load_testbed_file
-from cganalysis.testbed.lock import lock_name
-from cganalysis.testbed.qdisc import Htb
-from cganalysis.testbed.validate import SAFE_PATH, TOKEN, Section
+from cganalysis.testbed.backends.lock import lock_name
+from cganalysis.testbed.spec import config as tbc
+from cganalysis.testbed.spec.bedfile import load_testbed_file
+from cganalysis.testbed.spec.qdisc import Htb
+from cganalysis.testbed.spec.validate import SAFE_PATH, TOKEN, Section
+from cganalysis.testbed.types import TESTBED_TYPES, testbed_type
 
 ECN_CODEPOINTS = {"none": 0, "ect1": 1, "ect0": 2}
 
@@ -78,9 +79,7 @@ class TestbedRef:
     def lock_name(self) -> str:
         """One lock per testbed: every unnamed netns testbed is this one machine, and so is
         a uml testbed (its router is a process of this machine: same cores, same timers)."""
-        if self.kind == "uml":
-            return "netns"
-        if self.kind == "netns":
+        if testbed_type(self.kind).local:
             return "netns" if self.name is None else f"netns-{self.name}"
         return lock_name(self.kind, self.path)
 
@@ -198,7 +197,7 @@ def parse_competitor(sec: Section) -> CompetitorConfig:
 
 def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     value = sec.raw("testbed", "netns")
-    if value in ("netns", "vm", "uml"):
+    if value in TESTBED_TYPES and TESTBED_TYPES[value].bare:
         return TestbedRef(str(value))
     text = sec.string("testbed", pattern=SAFE_PATH)
     path = Path(text)
@@ -207,12 +206,15 @@ def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     if not path.exists():
         raise sec.error(
             "testbed",
-            f"{text}: no such testbed file (give netns, uml, vm or a path to "
+            f"{text}: no such testbed file (give "
+            f"{', '.join(k for k, t in TESTBED_TYPES.items() if t.bare)} or a path to "
             "configs/testbeds/NAME.yaml)",
         )
     bed = load_testbed_file(path)  # the whole file, whatever its backend, checked now
-    if bed.backend == "netns":
-        return TestbedRef("netns", path, bed.name) if bed.name else TestbedRef("netns")
+    if bed.name is not None:
+        return TestbedRef(bed.backend, path, bed.name)
+    if testbed_type(bed.backend).names_only:
+        return TestbedRef(bed.backend)  # the file said no more than `testbed: KIND`
     return TestbedRef(bed.backend, path)
 
 

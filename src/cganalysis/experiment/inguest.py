@@ -2,7 +2,7 @@
 side runs it.
 
 ``runner.run_experiment`` / ``run_calibration`` come here for ``testbed: vm`` (outside the
-guest): :func:`run_in_guest` boots the guest (:class:`cganalysis.testbed.vm.Guest`) and
+guest): :func:`run_in_guest` boots the guest (:class:`cganalysis.testbed.backends.vm.Guest`) and
 names :func:`run_job` as the job's entry, which runs the very same runner functions on
 the guest's ``netns`` testbed and copies the run directory into the host's folder (shared
 writable), so a vm run directory is an ordinary one; its meta.json says
@@ -25,10 +25,10 @@ from cganalysis.errors import CganalysisError, ConfigError
 from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
 from cganalysis.interrupts import signals_ignored, signals_raise
-from cganalysis.testbed.hosts import TestbedError
-from cganalysis.testbed.vm import Guest, load_options
+from cganalysis.testbed.backends.hosts import TestbedError
+from cganalysis.testbed.backends.vm import Guest, load_options
 
-#: What the guest calls for the job (cganalysis.testbed.vmguest.run_job).
+#: What the guest calls for the job (cganalysis.testbed.backends.vmguest.run_job).
 ENTRY = f"{__name__}:run_job"
 
 
@@ -42,7 +42,7 @@ def run_in_guest(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, A
     plain = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "progress"}
     job = {"mode": mode, "pickle": "job.pkl", "entry": ENTRY}
     what = opts.run_id if mode == "experiment" else f"calibration of {opts.run_id}"
-    from cganalysis.testbed.lock import testbed_lock
+    from cganalysis.testbed.backends.lock import testbed_lock
 
     with signals_raise(), testbed_lock(cfg.testbed.lock_name(), what, opts.progress):
         guest = Guest(job, vm_opts, [out.parent], opts.progress)

@@ -21,7 +21,7 @@ from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.record import RunRecord
 from cganalysis.metrics.docschema import validate_meta
-from cganalysis.testbed import provenance
+from cganalysis.testbed.measure import provenance
 
 if TYPE_CHECKING:
     from cganalysis.experiment.plan import Plan, RunOptions
@@ -48,7 +48,8 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
     tol = session.cfg.checks
     allowed = max(tol.drop_tolerance_packets, tol.drop_tolerance_ratio * max(qdisc_drops, 1))
     diff = s.packets_lost - qdisc_drops
-    # A uml router counts what its input dropped before its kernel read it (testbed/uml.py).
+    # A uml router counts what its input dropped before its kernel read it
+    # (testbed/backends/uml.py).
     counters_uml = (session.record.testbed or {}).get("uml_counters") or {}
     router_in = (session.record.topology or {}).get("router_in")
     input_drops = (counters_uml.get("socket_drops") or {}).get(router_in)

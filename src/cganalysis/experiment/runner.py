@@ -24,9 +24,9 @@ from cganalysis.experiment.plan import Plan, RunOptions, check, vm_host_side
 from cganalysis.experiment.session import Session
 from cganalysis.interrupts import signals_ignored, signals_raise
 from cganalysis.io import write_json
-from cganalysis.testbed import calibration, provenance
-from cganalysis.testbed.lock import testbed_lock
-from cganalysis.testbed.topology import Testbed
+from cganalysis.testbed.backends.lock import testbed_lock
+from cganalysis.testbed.backends.topology import Testbed
+from cganalysis.testbed.measure import calibration, provenance
 
 
 @contextmanager

@@ -24,9 +24,9 @@ from typing import Any, Protocol
 
 from cganalysis.cg import reference, rtp_cbr
 from cganalysis.experiment.config import ECN_CODEPOINTS, CgConfig
-from cganalysis.testbed.hosts import Host, Proc, TestbedError, wait_for_text
-from cganalysis.testbed.probe import which
-from cganalysis.testbed.topology import Topology
+from cganalysis.testbed.backends.hosts import Host, Proc, TestbedError, wait_for_text
+from cganalysis.testbed.backends.topology import Topology
+from cganalysis.testbed.measure.probe import which
 
 #: The UDP sink: counts what arrives; prints a JSON summary when stopped.
 UDP_SINK = """\

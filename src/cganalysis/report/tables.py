@@ -29,6 +29,7 @@ from cganalysis.metrics.rows import WINDOW_PHASE, role_rows, run_rows
 from cganalysis.report.conditions import split_conditions
 from cganalysis.report.style import Kind, Style
 from cganalysis.report.tablefmt import Row, Table
+from cganalysis.testbed.spec.qdisc_kinds import TABLE_ORDER
 
 Formatter = Callable[[float], str]
 
@@ -85,15 +86,14 @@ TMA2_ROWS: tuple[tuple[str, str, Formatter, float], ...] = (
 STD_LABEL = "Std. dev. (ms)"
 
 
-#: Table II's column order: the paper's three, then the extensions' (others follow, sorted).
-QDISC_ORDER: tuple[str, ...] = ("pfifo", "htb", "dualpi2", "sqf", "drr")
 _COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
 def present_qdiscs(*frames: pl.DataFrame) -> list[str]:
-    """The queue disciplines of the runs, in :data:`QDISC_ORDER` then alphabetically."""
+    """The queue disciplines of the runs, in the qdisc registry's Table II order
+    (:data:`~cganalysis.testbed.spec.qdisc_kinds.TABLE_ORDER`) then alphabetically."""
     names = {str(q) for f in frames for q in f.get_column("qdisc").drop_nulls().to_list()}
-    return [q for q in QDISC_ORDER if q in names] + sorted(names - set(QDISC_ORDER))
+    return [q for q in TABLE_ORDER if q in names] + sorted(names - set(TABLE_ORDER))
 
 
 def tma2_caption(n_qdiscs: int) -> str:

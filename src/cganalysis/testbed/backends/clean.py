@@ -6,7 +6,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from cganalysis.testbed import state
+from cganalysis.testbed.backends import state
 
 
 def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
@@ -19,11 +19,11 @@ def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
                 if not dry_run:
                     state.delete_namespace(ns)
         if st.get("backend") == "ssh":
-            from cganalysis.testbed.sshbed import clean_remote
+            from cganalysis.testbed.backends.sshbed import clean_remote
 
             yield from clean_remote(st, dry_run)
         if st.get("backend") == "vm":
-            from cganalysis.testbed.vm import clean_vm
+            from cganalysis.testbed.backends.vm import clean_vm
 
             yield from clean_vm(st, dry_run)
         if st.get("backend") == "uml" and st.get("uml_console"):

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cganalysis.testbed.hosts import NetnsHost, Proc, TestbedError, wait_for_text
-from cganalysis.testbed.mahimahi import MahimahiLink, unprivileged_user
+from cganalysis.testbed.backends.hosts import NetnsHost, Proc, TestbedError, wait_for_text
+from cganalysis.testbed.rendering.mahimahi import MahimahiLink, unprivileged_user
 
 if TYPE_CHECKING:
-    from cganalysis.testbed.netns import NetnsTestbed
+    from cganalysis.testbed.backends.netns import NetnsTestbed
 
 READY = "cga-mm-shell"
 LINK_READY = "cga-mm-link"

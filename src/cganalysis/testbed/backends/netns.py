@@ -27,9 +27,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed import state
-from cganalysis.testbed.hosts import NetnsHost, TestbedError
-from cganalysis.testbed.topology import Layout, Topology
+from cganalysis.testbed.backends import state
+from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
+from cganalysis.testbed.backends.topology import Layout, Topology
 
 OFFLOADS = ("tso", "gso", "gro", "tx", "rx")
 NET = "10.201"
@@ -150,7 +150,7 @@ class NetnsTestbed:
 
     def _up_mahimahi(self) -> Topology:
         """Server and router as for the kernel, the client behind mahimahi's shell."""
-        from cganalysis.testbed.mmlink import wire
+        from cganalysis.testbed.backends.mmlink import wire
 
         assert self.layout.mahimahi is not None
         for role in ("srv", "rtr", "cli"):
@@ -235,7 +235,7 @@ class NetnsTestbed:
 
     def down(self) -> None:
         """Processes first (each host's, politely), then whatever is left, then namespaces."""
-        from cganalysis.testbed.hosts import stop_all
+        from cganalysis.testbed.backends.hosts import stop_all
 
         stop_all([p for host in self.hosts.values() for p in host.procs], timeout_s=2.0)
         for name in reversed(self.created):

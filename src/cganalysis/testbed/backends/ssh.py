@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cganalysis.io import sha256_file
-from cganalysis.testbed.hosts import LocalProc, Result, TestbedError
+from cganalysis.testbed.backends.hosts import LocalProc, Result, TestbedError
 
 
 @dataclass(frozen=True)

@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.io import read_yaml
-from cganalysis.testbed import state
-from cganalysis.testbed.hosts import TestbedError, stop_all
-from cganalysis.testbed.netns import OFFLOADS
-from cganalysis.testbed.ssh import SshHost, SshTarget, control_dir
-from cganalysis.testbed.topology import Layout, Topology
-from cganalysis.testbed.validate import HOSTNAME, IFNAME, IPV4, SAFE_PATH, USERNAME, Section
-from cganalysis.testbed.vmrouter import VmRouter, VmRouterSpec, is_vm_router, parse_router
+from cganalysis.testbed.backends import state
+from cganalysis.testbed.backends.hosts import TestbedError, stop_all
+from cganalysis.testbed.backends.netns import OFFLOADS
+from cganalysis.testbed.backends.ssh import SshHost, SshTarget, control_dir
+from cganalysis.testbed.backends.topology import Layout, Topology
+from cganalysis.testbed.backends.vmrouter import VmRouter, VmRouterSpec, is_vm_router, parse_router
+from cganalysis.testbed.spec.validate import HOSTNAME, IFNAME, IPV4, SAFE_PATH, USERNAME, Section
 
 ROLES = ("server", "router", "client")
 SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1"}
@@ -132,7 +132,7 @@ def _check_host(cfg: SshTestbedConfig, spec: HostSpec, host: SshHost) -> None:
             f"{cfg.path}: hosts.{spec.role}: {spec.target.user}@{spec.target.address} is not "
             "root there; log in as root or set become: sudo (with passwordless sudo)"
         )
-    from cganalysis.testbed.probe import missing_tools
+    from cganalysis.testbed.measure.probe import missing_tools
 
     missing = missing_tools(host, TOOLS[spec.role])
     if missing:
@@ -165,7 +165,7 @@ def boot_router(cfg: SshTestbedConfig, progress: Any = None) -> VmRouter | None:
     spec = cfg.hosts["router"]
     if spec.vm is None:
         return None
-    from cganalysis.testbed import vmrouter
+    from cganalysis.testbed.backends import vmrouter
 
     router = vmrouter.take(str(cfg.path.resolve()))
     if router is None:
@@ -203,7 +203,7 @@ def probing_ssh(path: Path) -> Iterator[SshHost]:
             h.close()
         shutil.rmtree(ctl, ignore_errors=True)
         if router is not None:
-            from cganalysis.testbed import vmrouter
+            from cganalysis.testbed.backends import vmrouter
 
             vmrouter.park(str(cfg.path.resolve()), router)
 
@@ -285,7 +285,7 @@ class SshTestbed:
 
     def _save(self, host: SshHost, devs: list[str], endpoint: bool) -> dict[str, Any]:
         """Offload and sysctl settings before we change them, to put them back."""
-        from cganalysis.testbed.provenance import offloads
+        from cganalysis.testbed.measure.provenance import offloads
 
         saved: dict[str, Any] = {"offloads": {d: offloads(host, d) for d in devs}}
         if endpoint:

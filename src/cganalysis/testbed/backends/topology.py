@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cganalysis.testbed.hosts import Host
+from cganalysis.testbed.backends.hosts import Host
 
 if TYPE_CHECKING:
-    from cganalysis.testbed.mahimahi import MahimahiLink
+    from cganalysis.testbed.rendering.mahimahi import MahimahiLink
 
 
 @dataclass

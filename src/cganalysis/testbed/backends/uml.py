@@ -35,12 +35,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed import state
-from cganalysis.testbed.hosts import TestbedError, stop_all
-from cganalysis.testbed.netns import NET, OFFLOADS, NetnsTestbed
-from cganalysis.testbed.topology import Layout, Topology
-from cganalysis.testbed.umlconf import UmlOptions
-from cganalysis.testbed.umlhost import UmlHost, UmlKernel
+from cganalysis.testbed.backends import state
+from cganalysis.testbed.backends.hosts import TestbedError, stop_all
+from cganalysis.testbed.backends.netns import NET, OFFLOADS, NetnsTestbed
+from cganalysis.testbed.backends.topology import Layout, Topology
+from cganalysis.testbed.backends.umlconf import UmlOptions
+from cganalysis.testbed.backends.umlhost import UmlHost, UmlKernel
 
 DELAY_NS = "dly"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.hosts import TestbedError
+from cganalysis.testbed.backends.hosts import TestbedError
 
 #: Where scripts/build-uml.sh installs its kernel (``linux`` links to the newest).
 BUILT = Path("/usr/local/lib/cganalysis/uml")
@@ -89,7 +89,7 @@ def find_kernel(opts: UmlOptions) -> Kernel:
 
 
 def parse_options(data: Any, where: str) -> UmlOptions:
-    from cganalysis.testbed.validate import SAFE_PATH, Section
+    from cganalysis.testbed.spec.validate import SAFE_PATH, Section
 
     sec = Section(data, where)
     sec.choice("backend", ("uml",))

@@ -5,7 +5,7 @@ system as its root (hostfs, read-write: its processes write the run's files wher
 host reads them), inside a network namespace of the host whose veths it attaches with
 raw sockets (``vecN:transport=raw``), and talks to the agent it runs as init
 (``umlagent.py``) over a serial line wired to a socket pair. :class:`UmlHost` is the
-:class:`~cganalysis.testbed.hosts.Host` the experiment code drives: ``tc``, ``ip`` and the
+:class:`~cganalysis.testbed.backends.hosts.Host` the experiment code drives: ``tc``, ``ip`` and the
 qdisc poller run in the UML kernel; files are the host's.
 
 The kernel never outlives its owner: it is started with ``setpriv --pdeathsig KILL`` (killed
@@ -30,8 +30,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.hosts import NetnsHost, Proc, Result, TestbedError
-from cganalysis.testbed.umlconf import Kernel, UmlOptions, find_kernel, load_options
+from cganalysis.testbed.backends.hosts import NetnsHost, Proc, Result, TestbedError
+from cganalysis.testbed.backends.umlconf import Kernel, UmlOptions, find_kernel, load_options
 
 AGENT = Path(__file__).with_name("umlagent.py")
 #: The agent's Python: the host's system interpreter (the agent is stdlib only).

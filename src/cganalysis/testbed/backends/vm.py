@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed import state
-from cganalysis.testbed.hosts import Result, TestbedError
-from cganalysis.testbed.vmconf import (
+from cganalysis.testbed.backends import state
+from cganalysis.testbed.backends.hosts import Result, TestbedError
+from cganalysis.testbed.backends.vmconf import (
     GUEST_ENV,
     HEARTBEAT_TIMEOUT_S,
     MARKER,
@@ -174,7 +174,7 @@ class Guest:
             (self.ctl / name).unlink(missing_ok=True)
         ctl = str(self.ctl)
         script = (
-            f"{_q(sys.executable)} -m cganalysis.testbed.vmguest {_q(ctl)} "
+            f"{_q(sys.executable)} -m cganalysis.testbed.backends.vmguest {_q(ctl)} "
             f"> {_q(ctl + '/guest.out')} 2> {_q(ctl + '/guest.err')}; "
             f"echo $? > {_q(ctl + '/rc')}"
         )

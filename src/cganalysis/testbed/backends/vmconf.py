@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cganalysis.testbed.hosts import TestbedError
+from cganalysis.testbed.backends.hosts import TestbedError
 
 if TYPE_CHECKING:
-    from cganalysis.testbed.validate import Section
+    from cganalysis.testbed.spec.validate import Section
 
 MODULES = Path("/usr/lib/modules")
 MARKER = ".cganalysis-vm"
@@ -47,7 +47,7 @@ class VmOptions:
 
 
 def parse_options(data: Any, where: str) -> VmOptions:
-    from cganalysis.testbed.validate import Section
+    from cganalysis.testbed.spec.validate import Section
 
     sec = Section(data, where)
     sec.choice("backend", ("vm",))
@@ -58,7 +58,7 @@ def parse_options(data: Any, where: str) -> VmOptions:
 
 def parse_vm_section(vm: Section) -> VmOptions:
     """A ``vm`` mapping (the vm testbed's, or an ssh testbed's VM router's)."""
-    from cganalysis.testbed.validate import SAFE_PATH
+    from cganalysis.testbed.spec.validate import SAFE_PATH
 
     opts = VmOptions(
         memory_mb=vm.integer("memory_mb", 2048, minimum=512, maximum=65536),

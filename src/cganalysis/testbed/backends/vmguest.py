@@ -1,4 +1,4 @@
-"""The guest's side of the ``vm`` testbed (``python -m cganalysis.testbed.vmguest CTL``).
+"""The guest's side of the ``vm`` testbed (``python -m cganalysis.testbed.backends.vmguest CTL``).
 
 Runs inside the VM that ``vm.Guest`` booted, as root on the guest's kernel, with the
 control folder ``CTL`` shared writable with the host. It reads ``CTL/job.json``, says
@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.hosts import TIMEOUT_SCALE_ENV
-from cganalysis.testbed.netns import NetnsTestbed
+from cganalysis.testbed.backends.hosts import TIMEOUT_SCALE_ENV
+from cganalysis.testbed.backends.netns import NetnsTestbed
 
 
 class VmNetnsTestbed(NetnsTestbed):

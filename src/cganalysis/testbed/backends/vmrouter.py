@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.hosts import TIMEOUT_SCALE_ENV, TestbedError
-from cganalysis.testbed.ssh import SshHost, SshTarget
-from cganalysis.testbed.validate import IFNAME, Section
-from cganalysis.testbed.vm import Guest
-from cganalysis.testbed.vmconf import VmOptions, parse_vm_section
+from cganalysis.testbed.backends.hosts import TIMEOUT_SCALE_ENV, TestbedError
+from cganalysis.testbed.backends.ssh import SshHost, SshTarget
+from cganalysis.testbed.backends.vm import Guest
+from cganalysis.testbed.backends.vmconf import VmOptions, parse_vm_section
+from cganalysis.testbed.spec.validate import IFNAME, Section
 
 SIDES = ("in", "out")
 #: The management NIC's guest address: QEMU's user-mode network's default for the guest.

@@ -1,6 +1,6 @@
 """Host side of the ``vm`` testbed without a run: a guest serving commands
 (:func:`serving`), a :class:`GuestHost` to probe its kernel, and ``python -m
-cganalysis.testbed.vmrun --probe``. A whole run in the guest is
+cganalysis.testbed.backends.vmrun --probe``. A whole run in the guest is
 :mod:`cganalysis.experiment.inguest`.
 """
 
@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.hosts import Proc, Result, TestbedError
-from cganalysis.testbed.vm import Guest, load_options
+from cganalysis.testbed.backends.hosts import Proc, Result, TestbedError
+from cganalysis.testbed.backends.vm import Guest, load_options
 
 
 class GuestHost:
@@ -74,13 +74,14 @@ def probing_vm(path: Path | None) -> Iterator[GuestHost]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m cganalysis.testbed.vmrun --probe``: boot once, print what the guest has."""
-    ap = argparse.ArgumentParser(prog="cganalysis.testbed.vmrun")
+    """``python -m cganalysis.testbed.backends.vmrun --probe``: boot once, print what the
+    guest has."""
+    ap = argparse.ArgumentParser(prog="cganalysis.testbed.backends.vmrun")
     ap.add_argument("--probe", action="store_true", help="boot the guest and probe its qdiscs")
     ap.add_argument("--testbed", type=Path, default=None, help="a vm testbed file")
     args = ap.parse_args(argv)
     from cganalysis.errors import CganalysisError
-    from cganalysis.testbed.probe import probe_qdiscs
+    from cganalysis.testbed.measure.probe import probe_qdiscs
 
     try:
         with serving(args.testbed, lambda m: print(m, file=sys.stderr)) as guest:

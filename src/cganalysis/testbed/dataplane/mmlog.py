@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.config import Bottleneck, Direction, Monitor
-from cganalysis.testbed.hosts import TestbedError
-from cganalysis.testbed.topology import Topology
+from cganalysis.testbed.backends.hosts import TestbedError
+from cganalysis.testbed.backends.topology import Topology
+from cganalysis.testbed.spec.config import Bottleneck, Direction, Monitor
 
 TUN_HEADER_BYTES = 4
 

@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cganalysis.testbed.bottleneck import AnyBottleneck, KernelBottleneck
-from cganalysis.testbed.capture import Tap, start_tap, stop_taps
-from cganalysis.testbed.config import Calibration, Capture
-from cganalysis.testbed.hosts import TIMEOUT_SCALE_ENV, Host, TestbedError, stop
-from cganalysis.testbed.qdisc import Htb
-from cganalysis.testbed.topology import Topology
+from cganalysis.testbed.backends.hosts import TIMEOUT_SCALE_ENV, Host, TestbedError, stop
+from cganalysis.testbed.backends.topology import Topology
+from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, KernelBottleneck
+from cganalysis.testbed.measure.capture import Tap, start_tap, stop_taps
+from cganalysis.testbed.spec.config import Calibration, Capture
+from cganalysis.testbed.spec.qdisc import Htb
 
 CALIBRATION_PORT = 5299
 #: Seconds iperf3's own duration exceeds the longest the window can need (a safety bound:

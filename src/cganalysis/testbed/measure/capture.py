@@ -16,8 +16,8 @@ import signal
 import time
 from dataclasses import dataclass
 
-from cganalysis.testbed.config import Capture
-from cganalysis.testbed.hosts import Host, Proc, stop_all, wait_for_text
+from cganalysis.testbed.backends.hosts import Host, Proc, stop_all, wait_for_text
+from cganalysis.testbed.spec.config import Capture
 
 #: Bytes the kernel ring holds per captured packet at snaplen 128 (headers + alignment).
 RING_BYTES_PER_PACKET = 256

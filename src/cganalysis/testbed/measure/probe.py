@@ -12,27 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cganalysis.testbed import state
-from cganalysis.testbed.hosts import Host, TestbedError
+from cganalysis.testbed.backends import state
+from cganalysis.testbed.backends.hosts import Host, TestbedError
+from cganalysis.testbed.spec.qdisc_kinds import PROBE_ARGS
 
-#: Options that make ``tc qdisc add ... root KIND`` valid for kinds that require some.
-PROBE_ARGS: dict[str, list[str]] = {
-    "pfifo": [],
-    "bfifo": [],
-    "htb": [],
-    "tbf": ["rate", "1mbit", "burst", "32k", "limit", "32k"],
-    "prio": [],
-    "drr": [],
-    "sfq": [],
-    "codel": [],
-    "fq_codel": [],
-    "pie": [],
-    "fq": [],
-    "cake": [],
-    "red": ["limit", "400000", "min", "30000", "max", "90000", "avpkt", "1000", "burst", "55"],
-    "netem": [],
-    "dualpi2": [],
-}
 TOOLS = (
     "tc",
     "ip",
@@ -113,7 +96,7 @@ def probe_qdiscs(host: Host, kinds: list[str] | None = None) -> dict[str, tuple[
                         "handle",
                         "1:",
                         kind,
-                        *PROBE_ARGS.get(kind, []),
+                        *PROBE_ARGS.get(kind, ()),
                     ],
                     check=False,
                 )

@@ -15,7 +15,7 @@ from typing import Any
 
 from cganalysis import __version__
 from cganalysis.dependencies import software
-from cganalysis.testbed.hosts import Host
+from cganalysis.testbed.backends.hosts import Host
 
 SYSCTLS = (
     "net.ipv4.tcp_congestion_control",
@@ -49,7 +49,7 @@ VERSIONS = {
 }
 #: git is asked about the checkout holding the package's own source (an editable install);
 #: a wheel install is in no work tree, and then the commit is unknown (null).
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 # Devices come as "$@"; everything else is constant text.
 _SCRIPT = "\n".join(

@@ -3,16 +3,17 @@
 Two uses: the bottleneck itself (rate + discipline, no delay: the router's captures must
 measure only the queue) between the router's two interfaces, and a delay-only hop (the
 propagation delay) between the server and the router. The file's one schema is the
-emulator's own: :func:`cganalysis.testbed.bottleneck.start_emulator` has ``cga-emu --check``
-read what is written here before an emulator starts.
+emulator's own: :func:`cganalysis.testbed.dataplane.bottleneck.start_emulator` has
+``cga-emu --check`` read what is written here before an emulator starts.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cganalysis.testbed.config import Direction, Propagation
-from cganalysis.testbed.qdisc import DECLARED, AnyQdisc, Htb, Qdisc
+from cganalysis.testbed.spec.config import Direction, Propagation
+from cganalysis.testbed.spec.qdisc import AnyQdisc, Htb, Qdisc
+from cganalysis.testbed.spec.qdisc_kinds import DECLARED
 
 #: Options only the kernel has (declared ``"emulator": false``: split_gso means nothing to
 #: a userspace emulator, which never sees GSO super-packets).

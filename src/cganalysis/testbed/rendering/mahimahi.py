@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cganalysis.errors import ConfigError
-from cganalysis.testbed.config import Bottleneck, Direction, Propagation
-from cganalysis.testbed.qdisc import Htb
+from cganalysis.testbed.spec.config import Bottleneck, Direction, Propagation
+from cganalysis.testbed.spec.qdisc import Htb
 
 PROGRAMS = ("mm-link", "mm-delay")
 #: The unprivileged user mahimahi's setuid tools are started as (they refuse root).

@@ -19,8 +19,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from cganalysis.testbed.config import Direction, Propagation
-from cganalysis.testbed.qdisc import Htb, HtbClass, Match, Qdisc, fmt_num, tc_words
+from cganalysis.testbed.spec.config import Direction, Propagation
+from cganalysis.testbed.spec.qdisc import Htb, HtbClass, Match, Qdisc, fmt_num, tc_words
 
 Argv = list[str]
 

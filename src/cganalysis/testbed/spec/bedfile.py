@@ -4,14 +4,15 @@
 
     backend: netns          # netns, uml, ssh or vm (required)
     name: second            # netns only: another testbed on this machine (its own lock)
-    # ssh: the keys of cganalysis.testbed.sshbed; vm: a `vm` section (testbed/vmconf.py);
-    # uml: a `uml` section (testbed/umlconf.py)
+    # ssh: the keys of cganalysis.testbed.backends.sshbed; vm: a `vm` section
+    # (testbed/backends/vmconf.py); uml: a `uml` section (testbed/backends/umlconf.py)
 
 :func:`load_testbed_file` checks the whole file when a run or a pool names it, before
 anything on a host is touched; each backend's keys are declared once, in that backend's
-module (:func:`cganalysis.testbed.sshbed.parse_testbed`,
-:func:`cganalysis.testbed.vmconf.parse_options`), which the backends read again to run.
-Errors name the file and the key.
+module (:func:`cganalysis.testbed.backends.sshbed.parse_testbed`,
+:func:`cganalysis.testbed.backends.vmconf.parse_options`), which the registry of testbed
+types (:mod:`cganalysis.testbed.types`) names and the backends read again to run. Errors
+name the file and the key.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.io import read_yaml
-from cganalysis.testbed.validate import TOKEN, Section
+from cganalysis.testbed.spec.validate import Section
+from cganalysis.testbed.types import TESTBED_TYPES
 
-BACKENDS = ("netns", "uml", "ssh", "vm")
+BACKENDS = tuple(TESTBED_TYPES)
 
 
 @dataclass(frozen=True)
@@ -37,23 +39,7 @@ class TestbedFile:
 def parse_testbed_file(data: Any, where: str) -> TestbedFile:
     sec = Section(data, where)
     backend = sec.choice("backend", BACKENDS)
-    if backend == "ssh":
-        from cganalysis.testbed.sshbed import parse_testbed
-
-        parse_testbed(data, where)
-        return TestbedFile(Path(where), backend)
-    if backend == "vm":
-        from cganalysis.testbed.vmconf import parse_options
-
-        parse_options(data, where)
-        return TestbedFile(Path(where), backend)
-    if backend == "uml":
-        from cganalysis.testbed import umlconf
-
-        umlconf.parse_options(data, where)
-        return TestbedFile(Path(where), backend)
-    name = sec.opt_string("name", pattern=TOKEN)
-    sec.finish()
+    name = TESTBED_TYPES[backend].parse_file(data, where)
     return TestbedFile(Path(where), backend, name)
 
 

@@ -3,7 +3,8 @@
 Parsed from the ``bottleneck``, ``propagation``, ``capture``, ``monitor`` and
 ``calibration`` sections of a run file (``configs/runs/*.yaml``; keys in docs/testbed.md).
 Parsing looks at the host only to find a trace named without a path (the trace search
-path, :mod:`cganalysis.traces.find`); ``backend.py`` decides what the host can run.
+path, :mod:`cganalysis.traces.find`); :mod:`cganalysis.testbed.dataplane.resolve` decides
+what the host can run.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cganalysis.testbed.qdisc import AnyQdisc, Htb, parse_qdisc
-from cganalysis.testbed.validate import SAFE_PATH, Section
+from cganalysis.testbed.spec.qdisc import AnyQdisc, Htb, parse_qdisc
+from cganalysis.testbed.spec.validate import SAFE_PATH, Section
 
 Backend = Literal["auto", "kernel", "emulator", "mahimahi"]
 BACKENDS: tuple[Backend, ...] = ("auto", "kernel", "emulator", "mahimahi")
