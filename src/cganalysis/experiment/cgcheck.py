@@ -1,4 +1,5 @@
-"""Flags about the CG source of a run, read from its files after the run (meta.json).
+"""Flags about the CG source of a run, read from its files after the run (meta.json);
+each source's ``post_run_flags`` (experiment/sources.py) calls the reader for its files.
 
 - ``cga-cg``: a sender that fell behind its pacing schedule (timer stalls on a loaded
   host) is flagged: such a run under-reports what the controller would do (an L4S run lost
@@ -16,18 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.cg import reference
-from cganalysis.experiment.config import RunConfig
-
-
-def cg_flags(cfg: RunConfig, info: dict[str, Any], workdir: Path) -> list[str]:
-    """Flags for meta.json; fills ``info`` (meta.json's ``cg_source``) with what it read."""
-    flags: list[str] = []
-    if cfg.cg.source == "scream-reference":
-        flags += _reference(info, workdir)
-    if cfg.cg.source == "cga-cg":
-        flags += _pacing(info, workdir / "cg-sender" / "sender_summary.json")
-    return flags
-
 
 #: A run is flagged when its sender slipped this often per second of sending on average
 #: and at least SLIPS_MIN times (a slip: a wake-up later than one microburst window).
@@ -46,7 +35,8 @@ def pacing_flag(slips: int, duration_s: float, max_us: float | None) -> str | No
     )
 
 
-def _pacing(info: dict[str, Any], summary: Path) -> list[str]:
+def pacing_flags(info: dict[str, Any], summary: Path) -> list[str]:
+    """cga-cg: a flag when the sender's summary counts too many pacing slips."""
     if not summary.exists():
         return []
     try:
@@ -63,7 +53,8 @@ def _pacing(info: dict[str, Any], summary: Path) -> list[str]:
     return [] if flag is None else [flag]
 
 
-def _reference(info: dict[str, Any], workdir: Path) -> list[str]:
+def reference_flags(info: dict[str, Any], workdir: Path) -> list[str]:
+    """scream-reference: which build ran, and a flag when an unpatched one ran too long."""
     log = workdir / reference.LOG_NAME
     extended = reference.log_is_extended(log) if log.exists() else None
     # The instrumented build (nine extra log columns) is the one with the cap; another

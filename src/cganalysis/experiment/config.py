@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.errors import ConfigError
+from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
 from cganalysis.testbed.backends.lock import lock_name
@@ -21,32 +22,6 @@ from cganalysis.testbed.spec.bedfile import load_testbed_file
 from cganalysis.testbed.spec.qdisc import Htb
 from cganalysis.testbed.spec.validate import SAFE_PATH, TOKEN, Section
 from cganalysis.testbed.types import TESTBED_TYPES, testbed_type
-
-ECN_CODEPOINTS = {"none": 0, "ect1": 1, "ect0": 2}
-
-
-@dataclass(frozen=True)
-class CgConfig:
-    """The CG stream: a source (by name, see sources.py) and its settings."""
-
-    source: str = "rtp-cbr"
-    port: int = 30002  # destination UDP port on the client (the role rule's port)
-    sport: int = 30001
-    rate_mbit: float = 10.0  # constant rate (rtp-cbr; cga-cg --cc none); start rate otherwise
-    fps: float = 60.0
-    ecn: str = "ect1"
-    cc: str = "scream"  # cga-cg's rate controller
-    min_mbit: float | None = None
-    max_mbit: float | None = None
-    ssrc: int = 0x1234ABCD
-    #: Further sender options (cga-cg: `cga-cg send`'s, e.g. ["--l4s-alpha-gain", "0.0625"];
-    #: scream-reference: scream_bw_test_tx's, e.g. ["-key", "2", "4"]).
-    sender_args: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["sender_args"] = list(self.sender_args)
-        return out
 
 
 @dataclass(frozen=True)
@@ -165,12 +140,7 @@ def parse_cg(sec: Section) -> CgConfig:
 
     if cg.source not in SOURCES:
         raise sec.error("source", f"unknown CG source {cg.source!r} (known: {', '.join(SOURCES)})")
-    if cg.sender_args and cg.source not in ("cga-cg", "scream-reference"):
-        raise sec.error(
-            "sender_args", "options of the CG sender: only with source: cga-cg or scream-reference"
-        )
-    if cg.source == "scream-reference" and cg.cc != "scream":
-        raise sec.error("cc", f"{cg.cc!r}: source scream-reference runs SCReAM only; drop cg.cc")
+    SOURCES[cg.source].check_config(cg, sec)
     sec.finish()
     return cg
 

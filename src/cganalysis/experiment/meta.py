@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cganalysis.experiment import rundir
-from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.record import RunRecord
+from cganalysis.experiment.sources import SOURCES
 from cganalysis.metrics.docschema import validate_meta
 from cganalysis.testbed.measure import provenance
 
@@ -148,7 +148,8 @@ def build_meta(
     stats = workdir / "qdisc-stats.jsonl"
     busy = busy_rate_mbps(stats) if stats.exists() else None
     cg_source = dict(record.cg_source or {"name": cfg.cg.source})
-    flags = list(calib.get("flags", [])) + record.flags + cg_flags(cfg, cg_source, workdir)
+    flags = list(calib.get("flags", [])) + record.flags
+    flags += SOURCES[cfg.cg.source].post_run_flags(cg_source, workdir)
     labels = cfg.all_labels()
     meta: dict[str, Any] = {
         "meta_version": META_VERSION,

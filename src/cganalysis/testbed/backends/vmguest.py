@@ -7,7 +7,7 @@ control folder ``CTL`` shared writable with the host. It reads ``CTL/job.json``,
 - ``serve``: runs the commands the host drops into ``CTL/req/`` and answers in
   ``CTL/resp/`` (tests, ``testbed check``), until ``CTL/stop`` appears;
 - ``experiment`` / ``calibration``: the function the job names as its ``entry``
-  (``cganalysis.experiment.inguest.run_job``: the ordinary runner on the ``netns``
+  (``cganalysis.experiment.guestjob.run_job``: the ordinary runner on the ``netns``
   testbed with the pickled run configuration); progress lines on stdout, the outcome in
   ``CTL/result.json``. The testbed only calls it: it does not know what a run is.
 
@@ -94,7 +94,7 @@ def serve(ctl: Path, done: threading.Event) -> None:
 
 def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
     """The job the host handed over, run by the function it named (``module:function``):
-    the testbed does not know what a run is (cganalysis.experiment.inguest does)."""
+    the testbed does not know what a run is (cganalysis.experiment.guestjob does)."""
     module, _, function = str(job["entry"]).partition(":")
     entry = getattr(importlib.import_module(module), function)
     result: dict[str, Any] = entry(ctl, job)
