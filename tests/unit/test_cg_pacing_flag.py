@@ -12,10 +12,10 @@ import polars as pl
 from cganalysis.experiment.cgcheck import SLIPS_MIN, pacing_flag
 from cganalysis.experiment.config import parse_run
 from cganalysis.experiment.sources import SOURCES
+from cganalysis.metrics.registry import METRICS_ROLES, METRICS_RUNS
 from cganalysis.metrics.rows import WINDOW_PHASE, run_rows
 from cganalysis.report.style import load_style
 from cganalysis.report.tables import tma_table2, xu_table
-from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS
 
 REPO = Path(__file__).resolve().parents[2]
 
