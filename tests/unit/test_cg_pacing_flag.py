@@ -15,7 +15,8 @@ from cganalysis.experiment.sources import SOURCES
 from cganalysis.metrics.registry import METRICS_ROLES, METRICS_RUNS
 from cganalysis.metrics.rows import WINDOW_PHASE, run_rows
 from cganalysis.report.style import load_style
-from cganalysis.report.tables import tma_table2, xu_table
+from cganalysis.report.tables import tma_table2
+from cganalysis.report.xutables import xu_table
 
 REPO = Path(__file__).resolve().parents[2]
 

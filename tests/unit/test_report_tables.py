@@ -30,7 +30,8 @@ from cganalysis.report.tablefmt import (
     to_markdown,
     write_table,
 )
-from cganalysis.report.tables import num2, tma_table1, tma_table2, xu_table
+from cganalysis.report.tables import num2, tma_table1, tma_table2
+from cganalysis.report.xutables import xu_table
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 REPO = Path(__file__).resolve().parents[2]

@@ -34,13 +34,8 @@ from cganalysis.report.figures import (
 )
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Table, write_tables
-from cganalysis.report.tables import (
-    XuMetric,
-    tma_table1,
-    tma_table2_tables,
-    xu_cell_keys,
-    xu_table,
-)
+from cganalysis.report.tables import tma_table1, tma_table2_tables
+from cganalysis.report.xutables import XuMetric, xu_cell_keys, xu_table
 
 Docs = Sequence[Mapping[str, Any]]
 Paper = Literal["TMA 2024", "Xu & Claypool 2022"]
