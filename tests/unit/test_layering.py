@@ -6,6 +6,9 @@ others. Checked on the source, so an import inside a function counts too.
 - ``metrics`` (numbers from packet tables) knows nothing of ``report`` (tables, figures),
   which builds on it;
 - ``matching`` (packet tables from captures) knows nothing of ``metrics``;
+- inside ``testbed``, ``spec`` (configuration) knows nothing of ``rendering`` (commands),
+  and neither knows the subpackages that act on hosts (``backends``, ``dataplane``,
+  ``measure``);
 - the import graph of ``cganalysis`` has no cycle. Two kinds of import are not edges: one
   under ``if TYPE_CHECKING:`` (never run), and a package's ``__init__.py`` re-exporting
   its modules on first use (``__getattr__``), which every module of the package would
@@ -103,15 +106,25 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+#: Inside the testbed: configuration, then commands, then what acts on hosts.
+_TESTBED_ACTING = ("testbed.backends", "testbed.dataplane", "testbed.measure")
+
+
 @pytest.mark.parametrize(
     ("lower", "upper"),
-    [("testbed", "experiment"), ("metrics", "report"), ("matching", "metrics")],
+    [
+        ("testbed", "experiment"),
+        ("metrics", "report"),
+        ("matching", "metrics"),
+        *(("testbed.spec", u) for u in ("testbed.rendering", *_TESTBED_ACTING)),
+        *(("testbed.rendering", u) for u in _TESTBED_ACTING),
+    ],
 )
 def test_a_lower_layer_never_imports_an_upper_one(lower: str, upper: str) -> None:
     banned = f"cganalysis.{upper}"
     offenders = {
         f"{path.relative_to(PACKAGE)}: {name}"
-        for path in sorted((PACKAGE / lower).rglob("*.py"))
+        for path in sorted(PACKAGE.joinpath(*lower.split(".")).rglob("*.py"))
         for name in _imports(path)
         if name == banned or name.startswith(banned + ".")
     }
