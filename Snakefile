@@ -36,7 +36,7 @@ localrules:
     report_tma_table,
     report_xu_table,
     report_xu_figure,
-    report_timeseries,
+    report_run_figure,
 
 
 include: "workflow/rules/common.smk"

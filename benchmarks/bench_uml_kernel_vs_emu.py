@@ -52,8 +52,8 @@ METRICS: tuple[tuple[str, str, str, str, float, float], ...] = (
 def _config(case: str, plane: str) -> Any:
     from cganalysis.experiment.campaign import load_campaign
     from cganalysis.experiment.config import TestbedRef
-    from cganalysis.testbed.config import parse_direction
-    from cganalysis.testbed.validate import Section
+    from cganalysis.testbed.spec.config import parse_direction
+    from cganalysis.testbed.spec.validate import Section
 
     qdisc, cca = case.split("-")
     base = "pfifo" if qdisc == "fq_codel" else qdisc

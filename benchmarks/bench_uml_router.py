@@ -31,14 +31,14 @@ SIZES = (100, 1400)
 
 
 def _bed(kind: str, workdir: Path) -> Any:
-    from cganalysis.testbed.topology import Layout
+    from cganalysis.testbed.backends.topology import Layout
 
     layout = Layout(l2_router=False, delay_via="none", cca="cubic", ecn=0)
     if kind == "uml":
-        from cganalysis.testbed.uml import UmlTestbed
+        from cganalysis.testbed.backends.uml import UmlTestbed
 
         return UmlTestbed(layout, workdir)
-    from cganalysis.testbed.netns import NetnsTestbed
+    from cganalysis.testbed.backends.netns import NetnsTestbed
 
     return NetnsTestbed(layout, workdir)
 
@@ -47,8 +47,8 @@ def _idle(topo: Any, seconds: float, workdir: Path) -> dict[str, Any]:
     import numpy as np
 
     from cganalysis.matching import match_files
-    from cganalysis.testbed.capture import start_tap, stop_taps
-    from cganalysis.testbed.config import Capture
+    from cganalysis.testbed.measure.capture import start_tap, stop_taps
+    from cganalysis.testbed.spec.config import Capture
 
     cap = Capture()
     taps = [

@@ -102,10 +102,10 @@ def collect(
     only: str | None = None,
 ) -> None:
     """Runs every case with ``backends``; captures and iperf3 JSON into ``out``."""
-    from cganalysis.testbed import emuconf
-    from cganalysis.testbed.config import Propagation, parse_direction
-    from cganalysis.testbed.render import render_direction, render_netem
-    from cganalysis.testbed.validate import Section
+    from cganalysis.testbed.rendering import emuconf
+    from cganalysis.testbed.rendering.render import render_direction, render_netem
+    from cganalysis.testbed.spec.config import Propagation, parse_direction
+    from cganalysis.testbed.spec.validate import Section
     from tests.support.netbed import bed, wait_ok
 
     cg_rate = rate * CG_SHARE
@@ -214,7 +214,7 @@ def main() -> int:
             args.collect, args.rate, args.seconds, args.dualpi2, ("kernel", "emulator"), args.cases
         )
         return 0
-    from cganalysis.testbed.vmrun import serving
+    from cganalysis.testbed.backends.vmrun import serving
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="cga-bench-vm-"))
     base.mkdir(parents=True, exist_ok=True)

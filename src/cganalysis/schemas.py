@@ -182,60 +182,8 @@ RUN_KEYS: Schema = {
     "capacity_mbps": pl.Float64,  # configured (the condition's name), else the one used
 }
 
-#: One row per run: the top-level metrics of a metrics JSON (``metrics.rows.run_rows``).
-METRICS_RUNS: Schema = {
-    **RUN_KEYS,
-    "capacity_used_mbps": pl.Float64,  # what utilisation and fairness divided by
-    "capacity_source": pl.String,  # configured, measured or trace
-    "utilisation_total": pl.Float64,  # [0, 1]
-    "fairness_ratio": pl.Float64,  # [-1, 1]
-    "jain_index": pl.Float64,  # [0.5, 1] for two flows
-    "response_time_s": pl.Float64,
-    "response_status": pl.String,  # reached, never, not_applicable
-    "recovery_time_s": pl.Float64,
-    "recovery_status": pl.String,
-    "flags": pl.String,  # the metrics' flags (meta.json's + late flows) by "; ", "" if none
-}
-
-#: One row per run, phase and role (``metrics.rows.role_rows``).
-METRICS_ROLES: Schema = {
-    **RUN_KEYS,
-    "phase": pl.String,  # window, before_competitor, with_competitor
-    "role": pl.String,  # cg, competitor, other
-    "packets": pl.Int64,
-    "bytes": pl.Int64,
-    "delay_count": pl.Int64,
-    "delay_mean_ms": pl.Float64,
-    "delay_std_ms": pl.Float64,
-    "delay_var_ms2": pl.Float64,
-    "delay_min_ms": pl.Float64,
-    "delay_p25_ms": pl.Float64,
-    "delay_p50_ms": pl.Float64,
-    "delay_p75_ms": pl.Float64,
-    "delay_p95_ms": pl.Float64,
-    "delay_p99_ms": pl.Float64,
-    "delay_max_ms": pl.Float64,
-    "pct_delay_over_10ms": pl.Float64,  # [0, 100]
-    "pct_delay_over_20ms": pl.Float64,
-    "pct_delay_over_50ms": pl.Float64,
-    "pct_delay_over_100ms": pl.Float64,
-    "bitrate_mean_mbps": pl.Float64,
-    "bitrate_std_mbps": pl.Float64,
-    "bitrate_q1_mbps": pl.Float64,
-    "bitrate_median_mbps": pl.Float64,
-    "bitrate_q3_mbps": pl.Float64,
-    "offered_mean_mbps": pl.Float64,
-    "loss_rate": pl.Float64,  # [0, 1]
-    "packets_lost": pl.Int64,
-    "packets_loss_known": pl.Int64,
-    "ce_rate": pl.Float64,  # [0, 1] of delivered packets
-    "jitter_mean_ms": pl.Float64,
-    "jitter_last_ms": pl.Float64,
-    "frames_delivered": pl.Int64,  # RTP frames whose every packet crossed the bottleneck
-    "frames_incomplete": pl.Int64,  # RTP frames with a packet lost at the bottleneck
-    "frame_rate_fps": pl.Float64,  # frames delivered per second of the window
-    "utilisation": pl.Float64,  # [0, 1]
-}
+# METRICS_RUNS and METRICS_ROLES, the metrics documents as table rows, derive from the
+# metric registry: cganalysis.metrics.registry.
 
 
 # --- CG traffic generator logs (cganalysis.cg; written by cga-cg, docs/cg.md) -------------

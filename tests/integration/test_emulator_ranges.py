@@ -1,5 +1,5 @@
 """One declaration of the queue disciplines' parameter ranges
-(src/cganalysis/emulator/qdisc_params.json): run files (testbed/qdisc.py) and cga-emu
+(src/cganalysis/emulator/qdisc_params.json): run files (testbed/spec/qdisc.py) and cga-emu
 (native/emulator/src/ranges.rs) accept and refuse exactly the same values, checked for
 every parameter at its bounds and just outside them."""
 
@@ -15,8 +15,9 @@ import pytest
 
 from cganalysis.emulator.binary import find_emulator
 from cganalysis.errors import ConfigError
-from cganalysis.testbed.qdisc import DECLARED, LEAF_PARAMS, parse_qdisc
-from cganalysis.testbed.validate import Section
+from cganalysis.testbed.spec.qdisc import parse_qdisc
+from cganalysis.testbed.spec.qdisc_kinds import DECLARED, LEAF_PARAMS
+from cganalysis.testbed.spec.validate import Section
 
 pytestmark = pytest.mark.tools
 

@@ -35,8 +35,8 @@ pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 def _need_uml(kernel: str = "auto") -> None:
     need_root()
     need_tool(*TOOLS, "setpriv")
-    from cganalysis.testbed.hosts import TestbedError
-    from cganalysis.testbed.umlconf import UmlOptions, find_kernel
+    from cganalysis.testbed.backends.hosts import TestbedError
+    from cganalysis.testbed.backends.umlconf import UmlOptions, find_kernel
 
     try:
         find_kernel(UmlOptions(kernel=kernel))

@@ -9,12 +9,14 @@ from typing import Any
 
 import polars as pl
 
-from cganalysis.experiment.cgcheck import SLIPS_MIN, cg_flags, pacing_flag
+from cganalysis.experiment.cgcheck import SLIPS_MIN, pacing_flag
 from cganalysis.experiment.config import parse_run
+from cganalysis.experiment.sources import SOURCES
+from cganalysis.metrics.registry import METRICS_ROLES, METRICS_RUNS
 from cganalysis.metrics.rows import WINDOW_PHASE, run_rows
 from cganalysis.report.style import load_style
-from cganalysis.report.tables import tma_table2, xu_table
-from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS
+from cganalysis.report.tables import tma_table2
+from cganalysis.report.xutables import xu_table
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,11 +43,11 @@ def test_cg_flags_read_the_senders_summary(tmp_path: Path) -> None:
         tmp_path,
     )
     info: dict[str, Any] = {}
-    assert cg_flags(cfg, info, tmp_path) == []  # no summary: nothing to say
+    assert SOURCES[cfg.cg.source].post_run_flags(info, tmp_path) == []  # no summary: nothing to say
     (tmp_path / "cg-sender").mkdir()
     summary = {"duration_s": 60.0, "pacing_slips": 2400, "pacing_slip_max_us": 12_000.0}
     (tmp_path / "cg-sender" / "sender_summary.json").write_text(json.dumps(summary))
-    (flag,) = cg_flags(cfg, info, tmp_path)
+    (flag,) = SOURCES[cfg.cg.source].post_run_flags(info, tmp_path)
     assert "fell behind its pacing schedule 2400 times" in flag
     assert info["pacing_slips"] == 2400
 

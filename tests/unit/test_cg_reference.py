@@ -14,8 +14,8 @@ import yaml
 
 from cganalysis.cg import reference
 from cganalysis.errors import ConfigError
-from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import parse_run
+from cganalysis.experiment.sources import SOURCES
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "scream_reference" / "tx-fixed.log"
 
@@ -128,14 +128,15 @@ def test_long_runs_of_a_build_not_known_to_be_fixed_are_flagged(tmp_path: Path) 
     log = tmp_path / reference.LOG_NAME
     log.write_text("".join(",".join(ln.split(",")[:20]) + "\n" for ln in FIXTURE.open()))
     info: dict[str, object] = {"duration_s": 120.0}
-    (flag,) = cg_flags(cfg, info, tmp_path)
+    (flag,) = SOURCES[cfg.cg.source].post_run_flags(info, tmp_path)
     assert "maxPolicedCwnd" in flag and info["overflow_fix"] == "unknown"
     log.write_text(FIXTURE.read_text())
     info = {"duration_s": 120.0}
-    assert cg_flags(cfg, info, tmp_path) == []
+    assert SOURCES[cfg.cg.source].post_run_flags(info, tmp_path) == []
     assert str(info["overflow_fix"]).startswith("yes")
     log.write_text("".join(",".join(ln.split(",")[:20]) + "\n" for ln in FIXTURE.open()))
-    assert cg_flags(cfg, {"duration_s": 60.0}, tmp_path) == []  # shorter than the overflow
+    source = SOURCES[cfg.cg.source]
+    assert source.post_run_flags({"duration_s": 60.0}, tmp_path) == []  # shorter: no overflow
 
 
 def test_a_campaign_factor_selects_it(tmp_path: Path) -> None:

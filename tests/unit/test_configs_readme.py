@@ -24,9 +24,9 @@ import yaml
 from cganalysis.experiment.campaign import load_campaign
 from cganalysis.experiment.config import parse_run
 from cganalysis.report.style import SCHEMA as PLOTTING_SCHEMA
-from cganalysis.testbed import qdisc
-from cganalysis.testbed.bedfile import load_testbed_file
-from cganalysis.testbed.validate import Section
+from cganalysis.testbed.spec import qdisc, qdisc_kinds
+from cganalysis.testbed.spec.bedfile import load_testbed_file
+from cganalysis.testbed.spec.validate import Section
 from tests.conftest import REPO
 
 CONFIGS = REPO / "configs"
@@ -179,7 +179,7 @@ def test_every_queue_discipline_parameter(sections: list[Section]) -> None:
     """Each kind's parameters, as its parser asks for them (``limit_bdp`` is asked of every
     kind and documented apart)."""
     read: dict[str, set[str]] = {}
-    for kind in qdisc.ALL_KINDS:
+    for kind in qdisc_kinds.ALL_KINDS:
         if kind == "htb":
             continue  # its keys are in the key table (default, classes)
         sections.clear()

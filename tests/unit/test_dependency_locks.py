@@ -153,7 +153,7 @@ def test_a_runs_controller_record_carries_the_software() -> None:
     """meta.json's ``controller`` (and calibration.json's) is this record."""
     import numpy
 
-    from cganalysis.testbed.provenance import controller
+    from cganalysis.testbed.measure.provenance import controller
 
     software = controller()["software"]
     assert software["packages"]["numpy"] == numpy.__version__

@@ -21,9 +21,10 @@ def test_names_are_unique_and_every_artefact_has_a_command_line_kind() -> None:
     clis = [a.cli for a in artefacts.ARTEFACTS]
     assert len(set(names)) == len(names) and len(set(clis)) == len(clis)
     assert set(tables_command.KINDS) == {a.cli for a in artefacts.of_kind("table")}
-    assert set(figures_command.KINDS) == {"timeseries"} | {
+    assert set(figures_command.KINDS) == {f.cli for f in artefacts.RUN_FIGURES} | {
         a.cli for a in artefacts.of_kind("figure")
     }
+    assert [f.name for f in artefacts.RUN_FIGURES] == ["timeseries"]
     for a in artefacts.ARTEFACTS:
         assert artefacts.by_name(a.name) is a is artefacts.by_name(a.cli)
     with pytest.raises(KeyError):
@@ -62,3 +63,31 @@ def test_the_command_line_and_the_workflow_make_the_same_files(
     assert [p.name for p in written] == ["t2.csv", "t2.md", "t2.tex", "t2.html"]
     for path in written:
         assert path.read_text() == (cli_stem.parent / path.name).read_text(), path.name
+
+
+def test_a_run_figure_from_the_command_line_and_the_workflow(
+    tmp_path: Path, dualpoint_dir: Path
+) -> None:
+    """The per-run time series is in the registry: `figures timeseries` and the workflow's
+    run_figure rule make it through the same entry, to the paths the workflow expects."""
+    import cganalysis
+    from cganalysis.cli import main
+
+    run = cganalysis.open_run(dualpoint_dir, style=STYLE)
+    metrics, series = tmp_path / "run.json", tmp_path / "run.timeseries.parquet"
+    metrics.write_text(json.dumps(run.metrics))
+    run.timeseries.write_parquet(series)
+    figure = artefacts.run_figure("timeseries")
+    assert artefacts.run_output_files(figure, "c", "r1") == [
+        "results/figures/c/r1.timeseries.pdf",
+        "results/figures/c/r1.timeseries.png",
+    ]
+    cli_stem = tmp_path / "cli" / "r1.timeseries"
+    args = ["figures", "timeseries", str(series), "--metrics", str(metrics), "-o", str(cli_stem)]
+    assert main([*args, "--style", str(STYLE)]) == 0
+    written = artefacts.write_run_from_files(
+        "timeseries", series, metrics, STYLE, tmp_path / "wf" / "r1.timeseries"
+    )
+    assert [p.name for p in written] == ["r1.timeseries.pdf", "r1.timeseries.png"]
+    for path in written:
+        assert path.stat().st_size > 0 and (cli_stem.parent / path.name).stat().st_size > 0

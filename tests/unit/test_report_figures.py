@@ -12,6 +12,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 from cganalysis.metrics.delay import delay_cdf
+from cganalysis.metrics.registry import METRICS_RUNS
 from cganalysis.metrics.spec import Step
 from cganalysis.report.figures import (
     adaptation_heatmaps,
@@ -23,7 +24,7 @@ from cganalysis.report.figures import (
     timeseries_figure,
 )
 from cganalysis.report.style import Style, load_style
-from cganalysis.schemas import METRICS_RUNS, RUN_TIMESERIES
+from cganalysis.schemas import RUN_TIMESERIES
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from cganalysis.metrics.registry import METRICS_ROLES, METRICS_RUNS
 from cganalysis.metrics.rows import WINDOW_PHASE
 from cganalysis.report.style import Style, load_style
 from cganalysis.report.tablefmt import (
@@ -29,8 +30,8 @@ from cganalysis.report.tablefmt import (
     to_markdown,
     write_table,
 )
-from cganalysis.report.tables import num2, tma_table1, tma_table2, xu_table
-from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS
+from cganalysis.report.tables import num2, tma_table1, tma_table2
+from cganalysis.report.xutables import xu_table
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 REPO = Path(__file__).resolve().parents[2]

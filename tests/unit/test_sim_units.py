@@ -14,9 +14,9 @@ import yaml
 
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import parse_run
-from cganalysis.testbed import hosts, simconf
-from cganalysis.testbed.bedfile import load_testbed_file
-from cganalysis.testbed.simkernel import seeded_bytes
+from cganalysis.testbed.backends import hosts, simconf
+from cganalysis.testbed.spec.bedfile import load_testbed_file
+from cganalysis.testbed.backends.simkernel import seeded_bytes
 from tests.conftest import REPO
 
 SIM_YAML = REPO / "configs" / "testbeds" / "sim.yaml"

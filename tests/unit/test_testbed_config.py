@@ -13,7 +13,7 @@ import yaml
 
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import load_run, parse_run
-from cganalysis.testbed.qdisc import Htb
+from cganalysis.testbed.spec.qdisc import Htb
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = REPO / "configs" / "runs"
@@ -167,7 +167,7 @@ def test_bad_yaml_names_the_file(tmp_path: Path) -> None:
 
 
 def test_testbed_files() -> None:
-    from cganalysis.testbed.sshbed import load_testbed, parse_testbed
+    from cganalysis.testbed.backends.sshbed import load_testbed, parse_testbed
 
     lab = load_testbed(REPO / "configs" / "testbeds" / "lab-example.yaml")
     assert lab.hosts["router"].devs == {"in_dev": "eth1", "out_dev": "eth2"}
@@ -277,7 +277,7 @@ def test_trace_errors_name_the_key(extra: dict[str, Any], key: str, words: str) 
 
 
 def test_htb_over_a_trace_keeps_its_classes_and_the_emulator_gets_them() -> None:
-    from cganalysis.testbed.emuconf import bottleneck_pipeline
+    from cganalysis.testbed.rendering.emuconf import bottleneck_pipeline
 
     doc = _trace_doc(trace="/t.down", trace_scale=3)
     doc["bottleneck"]["qdisc"] = {
@@ -321,8 +321,8 @@ def test_htb_without_rate_or_trace_is_refused() -> None:
     ],
 )
 def test_emulator_only_links_refuse_backend_kernel(bottleneck: dict[str, Any], words: str) -> None:
-    from cganalysis.testbed.backend import emulator_only, resolve
-    from cganalysis.testbed.hosts import NetnsHost, TestbedError
+    from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
+    from cganalysis.testbed.dataplane.resolve import emulator_only, resolve
 
     b = parse(_trace_doc(backend="kernel", **bottleneck)).bottleneck
     assert emulator_only(b)
@@ -392,7 +392,7 @@ def test_cg_sender_args_errors_name_the_key(cg: dict[str, Any], key: str, words:
 def test_what_mahimahi_cannot_do_is_refused_naming_the_key(
     bottleneck: dict[str, Any], propagation: dict[str, Any], words: str
 ) -> None:
-    from cganalysis.testbed.mahimahi import link_of
+    from cganalysis.testbed.rendering.mahimahi import link_of
 
     doc = _trace_doc(backend="mahimahi", **bottleneck)
     doc["propagation"] = {"forward_ms": 0, "reverse_ms": 0, **propagation}
@@ -404,8 +404,8 @@ def test_what_mahimahi_cannot_do_is_refused_naming_the_key(
 def test_mahimahi_missing_is_refused_naming_the_programs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cganalysis.testbed.backend import resolve
-    from cganalysis.testbed.hosts import NetnsHost, TestbedError
+    from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
+    from cganalysis.testbed.dataplane.resolve import resolve
 
     for tool in ("sh", "cat"):  # a PATH with a shell but no mahimahi
         (tmp_path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
@@ -418,7 +418,7 @@ def test_mahimahi_missing_is_refused_naming_the_programs(
 
 
 def test_mahimahi_user_is_configurable_and_never_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cganalysis.testbed.mahimahi import USER_ENV, unprivileged_user
+    from cganalysis.testbed.rendering.mahimahi import USER_ENV, unprivileged_user
 
     monkeypatch.delenv("SUDO_USER", raising=False)
     monkeypatch.delenv(USER_ENV, raising=False)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cganalysis.testbed.mahimahi import MahimahiLink
-from cganalysis.testbed.mmlink import INNER, LINK_READY, READY, link_inner, trace_start_ns
-from cganalysis.testbed.mmlog import LinkCounters, read_more
+from cganalysis.testbed.backends.mmlink import INNER, LINK_READY, READY, link_inner, trace_start_ns
+from cganalysis.testbed.dataplane.mmlog import LinkCounters, read_more
+from cganalysis.testbed.rendering.mahimahi import MahimahiLink
 
 HEADER = """# mahimahi mm-link (Downlink) [/x/mm-down.trace] > /x/mm-downlink.log
 # command line: 'mm-link' ...

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cganalysis.testbed import emuconf
-from cganalysis.testbed.config import parse_bottleneck, parse_propagation
-from cganalysis.testbed.mahimahi import link_of, render_for_docs
-from cganalysis.testbed.render import as_text, render_direction, render_netem
-from cganalysis.testbed.validate import Section
+from cganalysis.testbed.rendering import emuconf
+from cganalysis.testbed.rendering.mahimahi import link_of, render_for_docs
+from cganalysis.testbed.rendering.render import as_text, render_direction, render_netem
+from cganalysis.testbed.spec.config import parse_bottleneck, parse_propagation
+from cganalysis.testbed.spec.validate import Section
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "tc"
 UPDATE = os.environ.get("CGA_UPDATE_GOLDEN") == "1"
@@ -130,7 +130,7 @@ def test_tc_commands_match_golden(name: str) -> None:
 
 
 def test_every_kind_has_a_golden_case() -> None:
-    from cganalysis.testbed.qdisc import KINDS
+    from cganalysis.testbed.spec.qdisc_kinds import KINDS
 
     covered = set()
     for text in CASES.values():
@@ -226,7 +226,8 @@ def test_emulator_only_configs_golden() -> None:
 
 
 def test_every_emulator_only_kind_has_a_golden_case_and_no_tc_words() -> None:
-    from cganalysis.testbed.qdisc import ALL_KINDS, EMULATOR_ONLY, KINDS, tc_words
+    from cganalysis.testbed.spec.qdisc import tc_words
+    from cganalysis.testbed.spec.qdisc_kinds import ALL_KINDS, EMULATOR_ONLY, KINDS
 
     covered = {_bottleneck(t).forward.qdisc.kind for t in EMU_CASES.values()}
     assert covered >= EMULATOR_ONLY

@@ -11,7 +11,7 @@ from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaign import deep_merge, load_campaign
 from cganalysis.experiment.schedule import Step, parse_schedule, tma2024, xu2022
 from cganalysis.metrics.spec import spec_from_meta
-from cganalysis.testbed.validate import Section
+from cganalysis.testbed.spec.validate import Section
 
 REPO = Path(__file__).resolve().parents[2]
 

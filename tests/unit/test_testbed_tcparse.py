@@ -7,8 +7,8 @@ from pathlib import Path
 
 from cganalysis.experiment.meta import busy_rate_mbps
 from cganalysis.experiment.rundir import inventory
-from cganalysis.testbed import tcparse
-from cganalysis.testbed.bottleneck import tc_rate_mbit
+from cganalysis.testbed.dataplane.bottleneck import tc_rate_mbit
+from cganalysis.testbed.rendering import tcparse
 
 # `tc -s class show` of iproute2 6.1 on kernel 6.18 (HTB classes print no JSON there).
 CLASS_TEXT = """\

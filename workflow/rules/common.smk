@@ -105,6 +105,7 @@ def names_regex(names):
 # The papers' tables and figures: the registry's names, for the rules' wildcards.
 TABLE_NAMES = names_regex(a.name for a in artefacts.of_kind("table"))
 FIGURE_NAMES = names_regex(a.name for a in artefacts.of_kind("figure"))
+RUN_FIGURE_NAMES = names_regex(f.name for f in artefacts.RUN_FIGURES)
 # The report's categories (rules/report.smk): one rule, caption and category per paper and
 # kind of artefact.
 TMA_TABLES_REPORT = names_regex(
@@ -135,12 +136,14 @@ if unknown:
 
 
 def result_outputs():
-    """Per run: metrics and the time-series figure; per campaign: its artefacts, and
-    their copies for the report (rules/report.smk)."""
+    """Per run: metrics and the registry's per-run figures; per campaign: its artefacts,
+    and their copies for the report (rules/report.smk)."""
     runs = raw_runs()
     out = [f"results/metrics/{c}/{r}.json" for c, r in runs]
-    out += [f"results/figures/{c}/{r}.timeseries.pdf" for c, r in runs]
-    out += [f"results/report/{c}/{r}.timeseries.png" for c, r in runs]
+    for figure in artefacts.RUN_FIGURES:
+        for c, r in runs:
+            out += artefacts.run_output_files(figure, c, r)
+            out.append(artefacts.run_report_file(figure, c, r))
     wanted = config.get("artefacts", {})
     suffix = config.get("experiments", {}).get("campaign_suffix", "")
     for campaign in {c for c, _ in runs}:

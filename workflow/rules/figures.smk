@@ -4,21 +4,24 @@
 # for every run of the campaign.
 
 
-rule timeseries_figure:
+# Each run's figures (the registry's RUN_FIGURES: the TMA time series), from its series and
+# metrics: results/figures/<campaign>/<run_id>.<run_figure>.{pdf,png}.
+rule run_figure:
     input:
         timeseries="results/metrics/{campaign}/{run_id}.timeseries.parquet",
         metrics="results/metrics/{campaign}/{run_id}.json",
         style="configs/plotting.yaml",
     output:
-        multiext("results/figures/{campaign}/{run_id}.timeseries", ".pdf", ".png"),
+        multiext("results/figures/{campaign}/{run_id}.{run_figure}", ".pdf", ".png"),
     log:
-        "logs/timeseries_figure/{campaign}/{run_id}.log",
+        "logs/run_figure/{campaign}/{run_id}.{run_figure}.log",
     wildcard_constraints:
         run_id=r"[^/.]+",
+        run_figure=RUN_FIGURE_NAMES,
     conda:
         "../envs/cganalysis.yaml"
     script:
-        "../scripts/timeseries_figure.py"
+        "../scripts/run_figure.py"
 
 
 # One rule per kind of artefact; which tables and figures exist, and how each is made, is

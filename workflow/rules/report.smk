@@ -71,21 +71,23 @@ rule report_xu_figure:
         "cp {input} {output} 2> {log}"
 
 
-rule report_timeseries:
+# The caption is the time series' (the one per-run figure of the registry so far).
+rule report_run_figure:
     input:
-        "results/figures/{campaign}/{run_id}.timeseries.png",
+        "results/figures/{campaign}/{run_id}.{run_figure}.png",
     output:
         report(
-            "results/report/{campaign}/{run_id}.timeseries.png",
+            "results/report/{campaign}/{run_id}.{run_figure}.png",
             caption="../report/timeseries.rst",
             category="Runs",
             subcategory="{campaign}",
             labels={"run": "{run_id}"},
         ),
     log:
-        "logs/report/{campaign}/{run_id}.timeseries.log",
+        "logs/report/{campaign}/{run_id}.{run_figure}.log",
     wildcard_constraints:
         run_id=r"[^/.]+",
+        run_figure=RUN_FIGURE_NAMES,
     conda:
         "../envs/cganalysis.yaml"
     shell:

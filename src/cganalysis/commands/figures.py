@@ -7,17 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from matplotlib.figure import Figure
-
 from cganalysis.commands.tables import options
 from cganalysis.errors import ConfigError
 from cganalysis.report import artefacts
-from cganalysis.report.figures import save_figure, timeseries_figure
-from cganalysis.report.inputs import load_metrics, read_timeseries, schedule_of, window_of
+from cganalysis.report.inputs import load_metrics, read_timeseries
 from cganalysis.report.style import load_style
 
-#: One run's time series, and the figures of the registry (cganalysis.report.artefacts).
-KINDS = ("timeseries", *(a.cli for a in artefacts.of_kind("figure")))
+#: The figures of the registry (cganalysis.report.artefacts): each run's, then a campaign's.
+RUN_KINDS = tuple(f.cli for f in artefacts.RUN_FIGURES)
+KINDS = (*RUN_KINDS, *(a.cli for a in artefacts.of_kind("figure")))
 DELAY_COLUMNS = {"mean": "delay_mean_ms", "p95": "delay_p95_ms", "max": "delay_max_ms"}
 
 
@@ -51,23 +49,21 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def timeseries(args: argparse.Namespace) -> Figure:
+def run_figure(args: argparse.Namespace, style: Any) -> list[Path]:
     if args.metrics is None or len(args.inputs) != 1:
-        raise ConfigError("figures timeseries: give one TIMESERIES.parquet and --metrics")
+        raise ConfigError(f"figures {args.kind}: give one TIMESERIES.parquet and --metrics")
     docs, _, _ = load_metrics([args.metrics])
-    return timeseries_figure(
-        read_timeseries(args.inputs[0]),
-        style=load_style(args.style),
-        schedule=schedule_of(docs[0]),
-        window=window_of(docs[0]),
-        delay_column=DELAY_COLUMNS[args.delay],
+    figure = artefacts.run_figure(args.kind)
+    series = read_timeseries(args.inputs[0])
+    return artefacts.write_run(
+        figure, series, docs[0], style, args.output, DELAY_COLUMNS[args.delay]
     )
 
 
 def run(args: argparse.Namespace) -> int:
     style = load_style(args.style)
-    if args.kind == "timeseries":
-        written = save_figure(timeseries(args), args.output, dpi=style.figure.dpi)
+    if args.kind in RUN_KINDS:
+        written = run_figure(args, style)
     else:
         docs, _, _ = load_metrics(args.inputs)
         artefact = artefacts.by_name(args.kind)

@@ -31,8 +31,8 @@ def add_parser(sub: Any) -> None:
     pr.add_argument(
         "--testbed",
         type=Path,
-        help="uml, or a testbed file (ssh or uml): probe its router (an ssh host, or a UML "
-        "kernel booted for it)",
+        help="uml, vm, or a testbed file: probe its router (an ssh host, a UML kernel or a "
+        "vm guest booted for it)",
     )
     pr.set_defaults(run=run_probe)
 
@@ -100,23 +100,19 @@ def _load(path: Path, run_id: str | None) -> Any:
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    from cganalysis.testbed.hosts import NetnsHost
-    from cganalysis.testbed.probe import format_report, probe
+    from cganalysis.testbed.backends.hosts import NetnsHost
+    from cganalysis.testbed.measure.probe import format_report, probe
 
     if args.testbed:
-        from cganalysis.testbed.bedfile import load_testbed_file
+        from cganalysis.testbed.spec.bedfile import load_testbed_file
+        from cganalysis.testbed.types import TESTBED_TYPES
 
-        uml = str(args.testbed) == "uml" or load_testbed_file(args.testbed).backend == "uml"
-        if uml:
-            from cganalysis.testbed.umlhost import probing_uml
-
-            with probing_uml(None if str(args.testbed) == "uml" else args.testbed) as host:
-                report = probe(host)
-        else:
-            from cganalysis.testbed.sshbed import probing_ssh
-
-            with probing_ssh(args.testbed) as host:
-                report = probe(host)
+        # A bare type name (`uml`) or a testbed file; its router is what is probed.
+        bare = str(args.testbed) in TESTBED_TYPES and TESTBED_TYPES[str(args.testbed)].bare
+        kind = str(args.testbed) if bare else load_testbed_file(args.testbed).backend
+        t = TESTBED_TYPES[kind]
+        with (t.router_probing or t.probing)(None if bare else args.testbed) as host:
+            report = probe(host)
     else:
         if not _is_root():
             print("note: not root: qdiscs cannot be tried", file=sys.stderr)
@@ -148,10 +144,10 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from cganalysis.testbed import emuconf
-    from cganalysis.testbed.backend import emulator_only
-    from cganalysis.testbed.mahimahi import link_of, render_for_docs
-    from cganalysis.testbed.render import as_text, render_direction, render_netem
+    from cganalysis.testbed.dataplane.resolve import emulator_only
+    from cganalysis.testbed.rendering import emuconf
+    from cganalysis.testbed.rendering.mahimahi import link_of, render_for_docs
+    from cganalysis.testbed.rendering.render import as_text, render_direction, render_netem
 
     cfg = _load(args.config, None)
     b = cfg.bottleneck
@@ -210,7 +206,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_clean(args: argparse.Namespace) -> int:
-    from cganalysis.testbed.clean import clean
+    from cganalysis.testbed.backends.clean import clean
 
     for line in clean(include_live=args.all, dry_run=args.dry_run):
         print(line)

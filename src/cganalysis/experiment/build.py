@@ -7,15 +7,21 @@ from dataclasses import replace
 from pathlib import Path
 
 from cganalysis.experiment.config import RunConfig
-from cganalysis.experiment.plan import Plan, local_kind
-from cganalysis.testbed.bottleneck import AnyBottleneck, Delay, EmulatorBottleneck, KernelBottleneck
-from cganalysis.testbed.topology import Layout, Testbed, Topology
+from cganalysis.experiment.plan import Plan
+from cganalysis.testbed.backends.topology import Layout, Testbed, Topology
+from cganalysis.testbed.dataplane.bottleneck import (
+    AnyBottleneck,
+    Delay,
+    EmulatorBottleneck,
+    KernelBottleneck,
+)
+from cganalysis.testbed.types import testbed_type
 
 
 def make_bottleneck(p: Plan, topo: Topology, workdir: Path) -> AnyBottleneck:
     b = p.cfg.bottleneck
     if p.resolution.bottleneck == "mahimahi":
-        from cganalysis.testbed.mmlog import MahimahiBottleneck
+        from cganalysis.testbed.dataplane.mmlog import MahimahiBottleneck
 
         return MahimahiBottleneck(topo, b, p.cfg.monitor, workdir)
     if p.resolution.bottleneck == "emulator":
@@ -29,7 +35,7 @@ def make_bottleneck(p: Plan, topo: Topology, workdir: Path) -> AnyBottleneck:
 def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
     mahimahi = None
     if p.resolution.bottleneck == "mahimahi":
-        from cganalysis.testbed.mahimahi import link_of
+        from cganalysis.testbed.rendering.mahimahi import link_of
 
         mahimahi = link_of(cfg.bottleneck, cfg.propagation)
     layout = Layout(
@@ -39,27 +45,9 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
         ecn=1 if cfg.competitor.ecn else 0,
         mahimahi=mahimahi,
     )
-    if cfg.testbed.kind == "sim" and local_kind(cfg) == "netns":
-        from cganalysis.testbed.simguest import SimNetnsTestbed
-
-        return SimNetnsTestbed(layout, workdir)
-    if cfg.testbed.kind == "vm" and local_kind(cfg) == "netns":
-        from cganalysis.testbed.vmguest import VmNetnsTestbed
-
-        return VmNetnsTestbed(layout, workdir)
-    if cfg.testbed.kind == "netns":
-        from cganalysis.testbed.netns import NetnsTestbed
-
-        return NetnsTestbed(layout, workdir)
-    if cfg.testbed.kind == "uml":
-        from cganalysis.testbed.uml import UmlTestbed
-        from cganalysis.testbed.umlconf import load_options
-
-        return UmlTestbed(layout, workdir, load_options(cfg.testbed.path))
-    from cganalysis.testbed.sshbed import SshTestbed
-
-    assert cfg.testbed.path is not None
-    return SshTestbed.from_file(cfg.testbed.path, layout, workdir)
+    # A vm run is built inside its guest only (the host side hands the run to the guest):
+    # the vm type's build is the guest's netns testbed.
+    return testbed_type(cfg.testbed.kind).build(layout, workdir, cfg.testbed.path)
 
 
 def network_up(bed: Testbed, p: Plan, workdir: Path) -> tuple[Topology, Delay, AnyBottleneck]:

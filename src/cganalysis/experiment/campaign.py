@@ -39,7 +39,7 @@ from typing import Any
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import RunConfig, parse_run
 from cganalysis.io import read_yaml
-from cganalysis.testbed.validate import TOKEN, Section, check_name
+from cganalysis.testbed.spec.validate import TOKEN, Section, check_name
 
 
 @dataclass(frozen=True)

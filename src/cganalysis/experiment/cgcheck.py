@@ -1,4 +1,5 @@
-"""Flags about the CG source of a run, read from its files after the run (meta.json).
+"""Flags about the CG source of a run, read from its files after the run (meta.json);
+each source's ``post_run_flags`` (experiment/sources.py) calls the reader for its files.
 
 - ``cga-cg``: a sender that fell behind its pacing schedule (timer stalls on a loaded
   host) is flagged: such a run under-reports what the controller would do (an L4S run lost
@@ -8,7 +9,7 @@
   (detectable by its extended log), and a flag when a run outlives an unpatched build's
   ~100 s (its window then collapses to the minimum; docs/cg.md).
 - eCGP's proxy (``ecgp-proxy``): a run whose game server did not finish, and one in which
-  its SCReAM read an impossible queue delay (its client's feedback-clock race; docs/cg.md).
+  SCReAM read more than 0.5 s of queue delay (the proxy client's feedback-clock race).
 """
 
 from __future__ import annotations
@@ -18,22 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.cg import ecgp, reference
-from cganalysis.experiment.config import RunConfig
-
-
-def cg_flags(cfg: RunConfig, info: dict[str, Any], workdir: Path) -> list[str]:
-    """Flags for meta.json; fills ``info`` (meta.json's ``cg_source``) with what it read."""
-    flags: list[str] = []
-    if cfg.cg.source == "scream-reference":
-        flags += _reference(info, workdir)
-    if cfg.cg.source == "ecgp-proxy":
-        failed = ecgp.game_failure(workdir)
-        flags += [failed] if failed else []
-        flags += _ecgp(info, workdir / ecgp.SERVER_LOG_NAME)
-    if cfg.cg.source == "cga-cg":
-        flags += _pacing(info, workdir / "cg-sender" / "sender_summary.json")
-    return flags
-
 
 #: A run is flagged when its sender slipped this often per second of sending on average
 #: and at least SLIPS_MIN times (a slip: a wake-up later than one microburst window).
@@ -52,7 +37,8 @@ def pacing_flag(slips: int, duration_s: float, max_us: float | None) -> str | No
     )
 
 
-def _pacing(info: dict[str, Any], summary: Path) -> list[str]:
+def pacing_flags(info: dict[str, Any], summary: Path) -> list[str]:
+    """cga-cg: a flag when the sender's summary counts too many pacing slips."""
     if not summary.exists():
         return []
     try:
@@ -69,7 +55,8 @@ def _pacing(info: dict[str, Any], summary: Path) -> list[str]:
     return [] if flag is None else [flag]
 
 
-def _reference(info: dict[str, Any], workdir: Path) -> list[str]:
+def reference_flags(info: dict[str, Any], workdir: Path) -> list[str]:
+    """scream-reference: which build ran, and a flag when an unpatched one ran too long."""
     log = workdir / reference.LOG_NAME
     extended = reference.log_is_extended(log) if log.exists() else None
     # The instrumented build (nine extra log columns) is the one with the cap; another
@@ -85,12 +72,16 @@ def _reference(info: dict[str, Any], workdir: Path) -> list[str]:
     return []
 
 
-def _ecgp(info: dict[str, Any], server_log: Path) -> list[str]:
+def ecgp_flags(info: dict[str, Any], workdir: Path) -> list[str]:
+    """ecgp-proxy: a game server that did not finish, the proxy client's race."""
+    failed = ecgp.game_failure(workdir)
+    flags = [failed] if failed else []
+    server_log = workdir / ecgp.SERVER_LOG_NAME
     if not server_log.exists():
-        return []
+        return flags
     summaries = ecgp.read_summaries(server_log)
     info["rtp_queue_discarded_packets"] = ecgp.count_discarded(server_log)
     if not summaries.is_empty():
         info["qdelay_avg_max_ms"] = summaries["qdelay_avg_ms"].max()
     flag = ecgp.race_flag(summaries)
-    return [] if flag is None else [flag]
+    return flags + ([] if flag is None else [flag])

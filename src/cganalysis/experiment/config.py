@@ -13,39 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.errors import ConfigError
+from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
-from cganalysis.testbed import config as tbc
-from cganalysis.testbed.bedfile import load_testbed_file
-from cganalysis.testbed.lock import lock_name
-from cganalysis.testbed.qdisc import Htb
-from cganalysis.testbed.validate import SAFE_PATH, TOKEN, Section
-
-ECN_CODEPOINTS = {"none": 0, "ect1": 1, "ect0": 2}
-
-
-@dataclass(frozen=True)
-class CgConfig:
-    """The CG stream: a source (by name, see sources.py) and its settings."""
-
-    source: str = "rtp-cbr"
-    port: int = 30002  # destination UDP port on the client (the role rule's port)
-    sport: int = 30001
-    rate_mbit: float = 10.0  # constant rate (rtp-cbr; cga-cg --cc none); start rate otherwise
-    fps: float = 60.0
-    ecn: str = "ect1"
-    cc: str = "scream"  # cga-cg's rate controller
-    min_mbit: float | None = None
-    max_mbit: float | None = None
-    ssrc: int = 0x1234ABCD
-    #: Further sender options (cga-cg: `cga-cg send`'s, e.g. ["--l4s-alpha-gain", "0.0625"];
-    #: scream-reference: scream_bw_test_tx's, e.g. ["-key", "2", "4"]).
-    sender_args: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["sender_args"] = list(self.sender_args)
-        return out
+from cganalysis.testbed.backends.lock import lock_name
+from cganalysis.testbed.spec import config as tbc
+from cganalysis.testbed.spec.bedfile import load_testbed_file
+from cganalysis.testbed.spec.qdisc import Htb
+from cganalysis.testbed.spec.validate import SAFE_PATH, TOKEN, Section
+from cganalysis.testbed.types import TESTBED_TYPES, testbed_type
 
 
 @dataclass(frozen=True)
@@ -61,7 +37,7 @@ class CompetitorConfig:
 
 @dataclass(frozen=True)
 class TestbedRef:
-    kind: str  # "netns", "uml", "ssh", "vm" or "sim"
+    kind: str  # "netns", "uml", "ssh" or "vm"
     path: Path | None = None  # the testbed file (ssh; vm or uml with options; a named netns)
     #: A netns testbed file's `name`: a second testbed on this machine (functional checks).
     name: str | None = None
@@ -78,9 +54,7 @@ class TestbedRef:
     def lock_name(self) -> str:
         """One lock per testbed: every unnamed netns testbed is this one machine, and so is
         a uml testbed (its router is a process of this machine: same cores, same timers)."""
-        if self.kind == "uml":
-            return "netns"
-        if self.kind == "netns":
+        if testbed_type(self.kind).local:
             return "netns" if self.name is None else f"netns-{self.name}"
         return lock_name(self.kind, self.path)
 
@@ -166,38 +140,9 @@ def parse_cg(sec: Section) -> CgConfig:
 
     if cg.source not in SOURCES:
         raise sec.error("source", f"unknown CG source {cg.source!r} (known: {', '.join(SOURCES)})")
-    if cg.sender_args and cg.source not in ("cga-cg", "scream-reference"):
-        raise sec.error(
-            "sender_args", "options of the CG sender: only with source: cga-cg or scream-reference"
-        )
-    if cg.source == "scream-reference" and cg.cc != "scream":
-        raise sec.error("cc", f"{cg.cc!r}: source scream-reference runs SCReAM only; drop cg.cc")
-    if cg.source == "ecgp-proxy":
-        _check_ecgp(sec, cg)
+    SOURCES[cg.source].check_config(cg, sec)
     sec.finish()
     return cg
-
-
-def _check_ecgp(sec: Section, cg: CgConfig) -> None:
-    """eCGP's proxy has its SCReAM settings and ports compiled in: a run file may not ask
-    for others (cganalysis.cg.ecgp)."""
-    from cganalysis.cg import ecgp
-
-    fixed: list[tuple[str, object, object]] = [
-        ("cc", cg.cc, "scream"),
-        ("ecn", cg.ecn, ecgp.ECN),
-        ("port", cg.port, ecgp.VIDEO_PORT),
-        ("rate_mbit", cg.rate_mbit, ecgp.START_MBPS),
-        ("min_mbit", cg.min_mbit if cg.min_mbit is not None else ecgp.MIN_MBPS, ecgp.MIN_MBPS),
-        ("max_mbit", cg.max_mbit if cg.max_mbit is not None else ecgp.MAX_MBPS, ecgp.MAX_MBPS),
-    ]
-    for key, value, wanted in fixed:
-        if value != wanted:
-            raise sec.error(
-                key,
-                f"{value!r}: source ecgp-proxy has {wanted!r} compiled in; drop cg.{key} "
-                "(docs/cg.md)",
-            )
 
 
 def _sender_args(sec: Section) -> list[str]:
@@ -222,7 +167,7 @@ def parse_competitor(sec: Section) -> CompetitorConfig:
 
 def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     value = sec.raw("testbed", "netns")
-    if value in ("netns", "vm", "uml", "sim"):
+    if value in TESTBED_TYPES and TESTBED_TYPES[value].bare:
         return TestbedRef(str(value))
     text = sec.string("testbed", pattern=SAFE_PATH)
     path = Path(text)
@@ -231,12 +176,15 @@ def parse_testbed_ref(sec: Section, base_dir: Path) -> TestbedRef:
     if not path.exists():
         raise sec.error(
             "testbed",
-            f"{text}: no such testbed file (give netns, uml, vm, sim or a path to "
+            f"{text}: no such testbed file (give "
+            f"{', '.join(k for k, t in TESTBED_TYPES.items() if t.bare)} or a path to "
             "configs/testbeds/NAME.yaml)",
         )
     bed = load_testbed_file(path)  # the whole file, whatever its backend, checked now
-    if bed.backend == "netns":
-        return TestbedRef("netns", path, bed.name) if bed.name else TestbedRef("netns")
+    if bed.name is not None:
+        return TestbedRef(bed.backend, path, bed.name)
+    if testbed_type(bed.backend).names_only:
+        return TestbedRef(bed.backend)  # the file said no more than `testbed: KIND`
     return TestbedRef(bed.backend, path)
 
 

@@ -2,10 +2,11 @@
 side runs it.
 
 ``runner.run_experiment`` / ``run_calibration`` come here for ``testbed: vm`` (outside the
-guest): :func:`run_in_guest` boots the guest (:class:`cganalysis.testbed.vm.Guest`) and
-names :func:`run_job` as the job's entry, which runs the very same runner functions on
-the guest's ``netns`` testbed and copies the run directory into the host's folder (shared
-writable), so a vm run directory is an ordinary one; its meta.json says
+guest): :func:`run_in_guest` boots the guest (:class:`cganalysis.testbed.backends.vm.Guest`)
+and names :func:`cganalysis.experiment.guestjob.run_job` as the job's entry, which runs the
+very same runner functions on the guest's ``netns`` testbed and copies the run directory
+into the host's folder (shared writable), so a vm run directory is an ordinary one; its
+meta.json says
 ``testbed.backend: vm`` with the VM's facts (KVM or TCG, guest kernel, QEMU). The host
 holds the ``vm`` testbed lock for the whole run.
 """
@@ -13,23 +14,21 @@ holds the ``vm`` testbed lock for the whole run.
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import shutil
-import tempfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from cganalysis.errors import CganalysisError, ConfigError
+from cganalysis.errors import ConfigError
 from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
 from cganalysis.interrupts import signals_ignored, signals_raise
-from cganalysis.testbed.hosts import TestbedError
-from cganalysis.testbed.vm import Guest, load_options
+from cganalysis.testbed.backends.hosts import TestbedError
+from cganalysis.testbed.backends.vm import Guest, load_options
 
-#: What the guest calls for the job (cganalysis.testbed.vmguest.run_job).
-ENTRY = f"{__name__}:run_job"
+#: What the guest calls for the job (cganalysis.testbed.backends.vmguest.run_job): a name,
+#: not an import, since the guest's side runs the runner, which comes here.
+ENTRY = "cganalysis.experiment.guestjob:run_job"
 
 
 def run_in_guest(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any]:
@@ -42,7 +41,7 @@ def run_in_guest(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, A
     plain = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "progress"}
     job = {"mode": mode, "pickle": "job.pkl", "entry": ENTRY}
     what = opts.run_id if mode == "experiment" else f"calibration of {opts.run_id}"
-    from cganalysis.testbed.lock import testbed_lock
+    from cganalysis.testbed.backends.lock import testbed_lock
 
     with signals_raise(), testbed_lock(cfg.testbed.lock_name(), what, opts.progress):
         guest = Guest(job, vm_opts, [out.parent], opts.progress)
@@ -64,35 +63,3 @@ def run_in_guest(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, A
     name = "meta.json" if mode == "experiment" else "calibration.json"
     data: dict[str, Any] = json.loads((out / name).read_text(encoding="utf-8"))
     return data
-
-
-def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
-    """In the guest: the run the host pickled into ``ctl``, as ``{"ok": ...}``."""
-    from cganalysis.experiment import runner
-    from cganalysis.experiment.plan import RunOptions
-
-    # Written by the host's own runner for this guest (run_in_guest): trusted input.
-    with (ctl / job["pickle"]).open("rb") as fh:
-        cfg, out, plain = pickle.load(fh)
-    opts = RunOptions(**plain, progress=lambda m: print(m, flush=True))
-    # The run is built on the guest's own /tmp (memory) and copied to the shared folder
-    # once complete: captures written straight to the 9p share cost the guest's one vCPU
-    # and 9p reads of a file being written can fail (ENODATA).
-    local = Path(tempfile.mkdtemp(prefix="cga-vm-run-", dir="/tmp")) / out.name
-    try:
-        if job["mode"] == "experiment":
-            runner.run_experiment(cfg, local, opts)
-        else:
-            runner.run_calibration(cfg, local, opts)
-        staging = out.with_name(f".{out.name}.vmcopy-{os.getpid()}")
-        shutil.copytree(local, staging)
-        staging.rename(out)
-    except ConfigError as e:
-        return {"ok": False, "kind": "config", "error": str(e)}
-    except CganalysisError as e:
-        return {"ok": False, "kind": "testbed", "error": str(e)}
-    except KeyboardInterrupt as e:
-        return {"ok": False, "kind": "interrupted", "error": f"interrupted ({e})"}
-    finally:
-        shutil.rmtree(local.parent, ignore_errors=True)
-    return {"ok": True}

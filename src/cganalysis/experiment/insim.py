@@ -2,7 +2,7 @@
 
 ``runner.run_experiment`` / ``run_calibration`` come here for ``testbed: sim`` (outside
 the kernel): :func:`run_in_sim` writes a job folder beside the run directory, boots the
-kernel on it (:func:`cganalysis.testbed.simkernel.run_guest`), and the guest calls
+kernel on it (:func:`cganalysis.testbed.backends.simkernel.run_guest`), and the guest calls
 :func:`run_job`, which runs the very same runner on the guest's ``netns`` testbed (its
 namespaces, the kernel's own qdiscs, ``cga-cg``, iperf3 and both captures all inside the
 kernel) into the job folder. The run directory is then renamed into place: an ordinary
@@ -11,7 +11,7 @@ time it took.
 
 The guest sees a canonical job: run id ``run``, no campaign, the run file named
 ``run.yaml``, the run directory at one fixed path. Names reach the guest's random pool
-(:mod:`cganalysis.testbed.simkernel`), so two runs of one run file under different
+(:mod:`cganalysis.testbed.backends.simkernel`), so two runs of one run file under different
 names would otherwise draw different port numbers and sequence numbers; the host writes
 the real names into meta.json afterwards. The seed is the testbed file's ``sim.seed``
 plus the repetition number: repetitions of a campaign are different draws, a run file
@@ -33,10 +33,10 @@ from cganalysis.errors import CganalysisError, ConfigError
 from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
 from cganalysis.io import write_json
-from cganalysis.testbed.hosts import TestbedError
-from cganalysis.testbed.simconf import load_options
-from cganalysis.testbed.simkernel import GUEST_JOB, console_tail, run_guest
-from cganalysis.testbed.umlagent import KERNEL_TOOLS
+from cganalysis.testbed.backends.hosts import TestbedError
+from cganalysis.testbed.backends.simconf import load_options
+from cganalysis.testbed.backends.simkernel import GUEST_JOB, console_tail, run_guest
+from cganalysis.testbed.backends.umlagent import KERNEL_TOOLS
 
 #: What the guest calls for the job.
 ENTRY = f"{__name__}:run_job"
@@ -150,7 +150,7 @@ def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
     """In the guest: the run the host pickled into ``ctl``, as ``{"ok": ...}``."""
     from cganalysis.experiment import runner
     from cganalysis.experiment.plan import RunOptions
-    from cganalysis.testbed.simguest import say
+    from cganalysis.testbed.backends.simguest import say
 
     # Written by the host's own runner for this guest (run_in_sim): trusted input.
     with (ctl / job["pickle"]).open("rb") as fh:

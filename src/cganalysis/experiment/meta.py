@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from cganalysis.cg import ecgp
 from cganalysis.experiment import rundir
-from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.record import RunRecord
+from cganalysis.experiment.sources import SOURCES
 from cganalysis.metrics.docschema import validate_meta
-from cganalysis.testbed import provenance
+from cganalysis.testbed.measure import provenance
 
 if TYPE_CHECKING:
     from cganalysis.experiment.plan import Plan, RunOptions
@@ -58,7 +58,8 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
     tol = session.cfg.checks
     allowed = max(tol.drop_tolerance_packets, tol.drop_tolerance_ratio * max(qdisc_drops, 1))
     diff = s.packets_lost - qdisc_drops
-    # A uml router counts what its input dropped before its kernel read it (testbed/uml.py).
+    # A uml router counts what its input dropped before its kernel read it
+    # (testbed/backends/uml.py).
     counters_uml = (session.record.testbed or {}).get("uml_counters") or {}
     router_in = (session.record.topology or {}).get("router_in")
     input_drops = (counters_uml.get("socket_drops") or {}).get(router_in)
@@ -157,7 +158,8 @@ def build_meta(
     stats = workdir / "qdisc-stats.jsonl"
     busy = busy_rate_mbps(stats) if stats.exists() else None
     cg_source = dict(record.cg_source or {"name": cfg.cg.source})
-    flags = list(calib.get("flags", [])) + record.flags + cg_flags(cfg, cg_source, workdir)
+    flags = list(calib.get("flags", [])) + record.flags
+    flags += SOURCES[cfg.cg.source].post_run_flags(cg_source, workdir)
     labels = cfg.all_labels()
     meta: dict[str, Any] = {
         "meta_version": META_VERSION,

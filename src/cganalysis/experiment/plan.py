@@ -4,7 +4,6 @@ that decides (:func:`probing`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,9 +15,10 @@ from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.schedule import Schedule
 from cganalysis.experiment.sources import SOURCES
 from cganalysis.io import read_json_object
-from cganalysis.testbed import backend
-from cganalysis.testbed.hosts import Host, NetnsHost, TestbedError
-from cganalysis.testbed.probe import missing_tools
+from cganalysis.testbed.backends.hosts import Host, TestbedError
+from cganalysis.testbed.dataplane import resolve
+from cganalysis.testbed.measure.probe import missing_tools
+from cganalysis.testbed.types import built_here, testbed_type
 
 Progress = Callable[[str], None]
 NEEDED_TOOLS = ("ip", "tc", "ethtool", "iperf3", "python3", "ping", "ss")
@@ -40,7 +40,7 @@ class RunOptions:
 class Plan:
     cfg: RunConfig
     schedule: Schedule
-    resolution: backend.Resolution
+    resolution: resolve.Resolution
     calibration: dict[str, Any] | None
 
 
@@ -52,7 +52,7 @@ def plan(
     the endpoints' tools and congestion controls are ``probe_host``'s."""
     schedule = cfg.schedule.scaled(opts.time_scale).fit(opts.max_duration_s)
     # ssh testbeds check each host's own tools when they are read (sshbed._check_host).
-    local = local_kind(cfg) in ("netns", "uml")
+    local = built_here(cfg.testbed.kind).local
     tools = (*NEEDED_TOOLS, cfg.capture.tool) if local else ("tc",)
     missing = missing_tools(probe_host, tools)
     if missing:
@@ -70,12 +70,12 @@ def plan(
         )
     SOURCES[cfg.cg.source].check(probe_host)
     if router_host is not None:
-        resolution = backend.resolve_in_router_kernel(
+        resolution = resolve.resolve_in_router_kernel(
             cfg.bottleneck, cfg.propagation, router_host, cfg.testbed.kind
         )
     else:
-        resolution = backend.resolve(cfg.bottleneck, cfg.propagation, probe_host)
-    if resolution.bottleneck == "mahimahi" and cfg.testbed.kind != "netns":
+        resolution = resolve.resolve(cfg.bottleneck, cfg.propagation, probe_host)
+    if resolution.bottleneck == "mahimahi" and not testbed_type(cfg.testbed.kind).mahimahi:
         raise TestbedError(
             f"{cfg.source}: bottleneck.backend mahimahi runs on the netns testbed only (its "
             f"shell sits between the router and client namespaces), not {cfg.testbed.kind}"
@@ -96,53 +96,21 @@ def probing(cfg: RunConfig) -> Iterator[Host]:
     """The host whose kernel and tools decide what the run can use (read-only checks):
     this machine for netns and uml, the router for an ssh testbed (after every host was
     checked), a booted guest for vm (inside it: the guest itself, as netns)."""
-    if cfg.testbed.kind == "vm" and local_kind(cfg) != "netns":
-        from cganalysis.testbed.vmrun import probing_vm
-
-        with probing_vm(cfg.testbed.path) as guest:
-            yield guest
-        return
-    if local_kind(cfg) in ("netns", "uml"):
-        if os.geteuid() != 0:
-            raise TestbedError(
-                f"the {cfg.testbed.kind} testbed needs root (network namespaces, tc); run as "
-                "root or through sudo"
-            )
-        yield NetnsHost("this host", None, Path("/"))
-        return
-    from cganalysis.testbed.sshbed import probing_ssh
-
-    assert cfg.testbed.path is not None
-    with probing_ssh(cfg.testbed.path) as host:
+    with built_here(cfg.testbed.kind).probing(cfg.testbed.path) as host:
         yield host
 
 
-def local_kind(cfg: RunConfig) -> str:
-    """The testbed this process builds: a vm or sim run is a netns run inside its guest."""
-    from cganalysis.testbed import simguest, vmconf
-
-    if cfg.testbed.kind == "vm" and vmconf.in_guest():
-        return "netns"
-    if cfg.testbed.kind == "sim" and simguest.in_guest():
-        return "netns"
-    return cfg.testbed.kind
-
-
-def vm_host_side(cfg: RunConfig) -> bool:
-    """True on the host of a vm run: the guest runs it (experiment/inguest.py)."""
-    return cfg.testbed.kind == "vm" and local_kind(cfg) == "vm"
-
-
-def sim_host_side(cfg: RunConfig) -> bool:
-    """True on the host of a sim run: a kernel on simulated time runs it (experiment/insim.py)."""
-    return cfg.testbed.kind == "sim" and local_kind(cfg) == "sim"
+def guest_host_side(cfg: RunConfig) -> bool:
+    """True on the host of a run that its own guest runs (vm: experiment/inguest.py; sim:
+    experiment/insim.py)."""
+    t = testbed_type(cfg.testbed.kind)
+    return t.guest_builds is not None and built_here(t.name) is t
 
 
 def check(cfg: RunConfig, opts: RunOptions) -> Plan:
     with probing(cfg) as host:
-        if cfg.testbed.kind == "uml":
-            from cganalysis.testbed.umlhost import probing_uml
-
-            with probing_uml(cfg.testbed.path) as router:
+        router_probing = testbed_type(cfg.testbed.kind).router_probing
+        if router_probing is not None:
+            with router_probing(cfg.testbed.path) as router:
                 return plan(cfg, opts, host, router)
         return plan(cfg, opts, host)

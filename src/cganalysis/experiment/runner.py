@@ -9,7 +9,8 @@ success, error, SIGINT or SIGTERM (:mod:`cganalysis.interrupts`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,13 +21,14 @@ from cganalysis.experiment import rundir
 from cganalysis.experiment.build import make_testbed, network_up
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.meta import build_meta
-from cganalysis.experiment.plan import Plan, RunOptions, check, sim_host_side, vm_host_side
+from cganalysis.experiment.plan import Plan, RunOptions, check, guest_host_side
 from cganalysis.experiment.session import Session
 from cganalysis.interrupts import signals_ignored, signals_raise
 from cganalysis.io import write_json
-from cganalysis.testbed import calibration, provenance
-from cganalysis.testbed.lock import testbed_lock
-from cganalysis.testbed.topology import Testbed
+from cganalysis.testbed.backends.lock import testbed_lock
+from cganalysis.testbed.backends.topology import Testbed
+from cganalysis.testbed.measure import calibration, provenance
+from cganalysis.testbed.types import testbed_type
 
 
 @contextmanager
@@ -63,16 +65,19 @@ def _testbed(cfg: RunConfig, p: Plan, workdir: Path, opts: RunOptions) -> Iterat
             opts.progress("testbed down")
 
 
+def _in_guest(kind: str) -> Callable[[str, RunConfig, Path, RunOptions], dict[str, Any]]:
+    """What hands a run to its own guest on this host (a VM, a kernel on simulated time):
+    the function the testbed type's registry entry names."""
+    module, _, function = str(testbed_type(kind).hands_over).partition(":")
+    runner: Callable[[str, RunConfig, Path, RunOptions], dict[str, Any]]
+    runner = getattr(importlib.import_module(module), function)
+    return runner
+
+
 def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     """Runs one experiment into ``out`` (created; never overwritten). Returns meta.json."""
-    if vm_host_side(cfg):
-        from cganalysis.experiment.inguest import run_in_guest
-
-        return run_in_guest("experiment", cfg, out, opts)
-    if sim_host_side(cfg):
-        from cganalysis.experiment.insim import run_in_sim
-
-        return run_in_sim("experiment", cfg, out, opts)
+    if guest_host_side(cfg):
+        return _in_guest(cfg.testbed.kind)("experiment", cfg, out, opts)
     rundir.check_new(out)
     p = check(cfg, opts)
     opts.progress(
@@ -99,14 +104,8 @@ def run_calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, An
             f"{cfg.source}: bottleneck.trace: a trace-driven link has no constant capacity to "
             "calibrate; its runs skip calibration and the metrics use the trace"
         )
-    if vm_host_side(cfg):
-        from cganalysis.experiment.inguest import run_in_guest
-
-        return run_in_guest("calibration", cfg, out, opts)
-    if sim_host_side(cfg):
-        from cganalysis.experiment.insim import run_in_sim
-
-        return run_in_sim("calibration", cfg, out, opts)
+    if guest_host_side(cfg):
+        return _in_guest(cfg.testbed.kind)("calibration", cfg, out, opts)
     rundir.check_new(out)
     p = check(cfg, opts)
     with _run_dir(cfg, out, f"calibration of {opts.run_id}", opts) as tmp:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cganalysis.testbed.validate import Section
+from cganalysis.testbed.spec.validate import Section
 
 PRESETS = ("tma2024", "xu2022", "custom")
 

@@ -13,7 +13,10 @@
   proxy's bitrate commands) and delivering to a UDP sink; its settings are compiled in.
 
 A source starts its receiver before the traffic and its sender at the schedule's CG
-start, for the CG duration; its files land in the run directory (``cg-*``).
+start, for the CG duration; its files land in the run directory (``cg-*``). Each source is
+one :class:`CgSource` class that owns what a run file may ask of it, what it needs on the
+hosts, how it is driven and what its files say after the run; :data:`SOURCES` is the
+registry (adding a source: docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from cganalysis.cg import ecgp, ecgp_game, reference, rtp_cbr
-from cganalysis.experiment.config import ECN_CODEPOINTS, CgConfig
-from cganalysis.testbed.hosts import Host, Proc, TestbedError, wait_for_text
-from cganalysis.testbed.probe import which
-from cganalysis.testbed.topology import Topology
+from cganalysis.experiment.cgcheck import ecgp_flags, pacing_flags, reference_flags
+from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
+from cganalysis.testbed.backends.hosts import Host, Proc, TestbedError, wait_for_text
+from cganalysis.testbed.backends.topology import Topology
+from cganalysis.testbed.measure.probe import which
+from cganalysis.testbed.spec.validate import Section
 
 #: The UDP sink: counts what arrives; prints a JSON summary when stopped.
 UDP_SINK = """\
@@ -57,16 +62,34 @@ class Started:
     info: dict[str, Any] = field(default_factory=dict)  # for meta.json's cg_source
 
 
-class CgSource(Protocol):
+class CgSource:
+    """A CG source; subclasses drive one. The defaults: no sender options, no flags."""
+
     name: str
+    #: ``cg.sender_args`` are passed to its sender (else a run file giving them is refused).
+    takes_sender_args = False
+
+    def check_config(self, cfg: CgConfig, sec: Section) -> None:
+        """Refuses (``sec.error``: the file and key) a ``cg`` section this source cannot
+        run, when the run file is read."""
+        if cfg.sender_args and not self.takes_sender_args:
+            takers = " or ".join(n for n, s in SOURCES.items() if s.takes_sender_args)
+            raise sec.error("sender_args", f"options of the CG sender: only with source: {takers}")
 
     def check(self, host: Host) -> None:
         """Raises TestbedError naming what is missing, before anything is touched
         (``host``: this machine for netns, the router of an ssh testbed)."""
 
-    def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started: ...
+    def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started:
+        raise NotImplementedError
 
-    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started: ...
+    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started:
+        raise NotImplementedError
+
+    def post_run_flags(self, info: dict[str, Any], workdir: Path) -> list[str]:
+        """Flags for meta.json from the source's files in ``workdir`` after the run; fills
+        ``info`` (meta.json's ``cg_source``) with what it read."""
+        return []
 
 
 def rtp_sender_path() -> Path:
@@ -74,7 +97,7 @@ def rtp_sender_path() -> Path:
     return Path(rtp_cbr.__file__)
 
 
-class RtpCbr:
+class RtpCbr(CgSource):
     name = "rtp-cbr"
 
     def check(self, host: Host) -> None:
@@ -117,10 +140,11 @@ class RtpCbr:
         )
 
 
-class CgaCg:
+class CgaCg(CgSource):
     """``cganalysis cg send|receive`` (issue 5); the command line is the issue's."""
 
     name = "cga-cg"
+    takes_sender_args = True
 
     @staticmethod
     def _exe(host: Host) -> list[str]:
@@ -197,14 +221,26 @@ class CgaCg:
         proc = s.spawn("CG sender (cga-cg)", argv, stdout=None, stderr=log_dir + ".log")
         return Started([proc], [(s, log_dir), (s, log_dir + ".log")])
 
+    def post_run_flags(self, info: dict[str, Any], workdir: Path) -> list[str]:
+        return pacing_flags(info, workdir / "cg-sender" / "sender_summary.json")
 
-class ScreamReference:
+
+class ScreamReference(CgSource):
     """Ericsson's ``scream_bw_test_rx`` on the client, ``scream_bw_test_tx`` on the server
     (docs/cg.md). ``cg.sender_args`` are further options of their sender (e.g.
     ``[-key, "2", "4"]`` for periodic I-frames); ``cg.sport`` is unused (their sender sends
     from the receiver's port)."""
 
     name = "scream-reference"
+    takes_sender_args = True
+
+    def check_config(self, cfg: CgConfig, sec: Section) -> None:
+        super().check_config(cfg, sec)
+        if cfg.cc != "scream":
+            raise sec.error("cc", f"{cfg.cc!r}: source {self.name} runs SCReAM only; drop cg.cc")
+
+    def post_run_flags(self, info: dict[str, Any], workdir: Path) -> list[str]:
+        return reference_flags(info, workdir)
 
     def _programs(self, host: Host) -> tuple[str, str, dict[str, Any]]:
         if host.remote:
@@ -258,7 +294,7 @@ class ScreamReference:
         )
 
 
-class EcgpProxy:
+class EcgpProxy(CgSource):
     """eCGP's proxy client and a UDP sink on the client, our game server (which runs the
     proxy server as its child) on the server (docs/cg.md). The proxy client starts with the
     sender, once the proxy server is up: started earlier, its TCP connection to the server
@@ -266,6 +302,29 @@ class EcgpProxy:
     unused."""
 
     name = "ecgp-proxy"
+
+    def check_config(self, cfg: CgConfig, sec: Section) -> None:
+        """The proxy has its SCReAM settings and ports compiled in: a run file may not ask
+        for others (cganalysis.cg.ecgp)."""
+        super().check_config(cfg, sec)
+        fixed: list[tuple[str, object, object]] = [
+            ("cc", cfg.cc, "scream"),
+            ("ecn", cfg.ecn, ecgp.ECN),
+            ("port", cfg.port, ecgp.VIDEO_PORT),
+            ("rate_mbit", cfg.rate_mbit, ecgp.START_MBPS),
+            ("min_mbit", ecgp.MIN_MBPS if cfg.min_mbit is None else cfg.min_mbit, ecgp.MIN_MBPS),
+            ("max_mbit", ecgp.MAX_MBPS if cfg.max_mbit is None else cfg.max_mbit, ecgp.MAX_MBPS),
+        ]
+        for key, value, wanted in fixed:
+            if value != wanted:
+                raise sec.error(
+                    key,
+                    f"{value!r}: source ecgp-proxy has {wanted!r} compiled in; drop cg.{key} "
+                    "(docs/cg.md)",
+                )
+
+    def post_run_flags(self, info: dict[str, Any], workdir: Path) -> list[str]:
+        return ecgp_flags(info, workdir)
 
     def _programs(self, host: Host) -> tuple[str, str, dict[str, Any]]:
         if host.remote:

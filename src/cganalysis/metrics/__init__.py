@@ -4,8 +4,10 @@ One module per role: :mod:`.roles` (which flow is which), :mod:`.spec` (what the
 :mod:`.timebase` (roles and relative times), :mod:`.bitrate`, :mod:`.delay`, :mod:`.loss`,
 :mod:`.capacity` (constant or mahimahi trace), :mod:`.fairness`, :mod:`.response`,
 :mod:`.adaptiveness`, :mod:`.single` (RTP jitter), :mod:`.aggregate` (repetitions),
-:mod:`.timeseries` (figure series), :mod:`.compute` (one run's JSON), :mod:`.rows` (JSON to
-tables) and :mod:`.io` (the only module that opens files). Definitions: docs/metrics.md.
+:mod:`.timeseries` (figure series), :mod:`.registry` (every metric of the document, once),
+:mod:`.rolestats` (a role's block, family by family), :mod:`.compute` (one run's JSON),
+:mod:`.docschema` (its schema), :mod:`.rows` (JSON to tables) and :mod:`.io` (the only
+module that opens files). Definitions: docs/metrics.md.
 """
 
 from __future__ import annotations

@@ -15,12 +15,9 @@ import numpy as np
 import polars as pl
 
 from cganalysis.errors import ConfigError
-from cganalysis.metrics.bitrate import BITS_PER_MBIT, bitrate_series, n_bins
+from cganalysis.metrics.bitrate import bitrate_series, n_bins
 from cganalysis.metrics.capacity import LinkCapacity
-from cganalysis.metrics.delay import delay_stats, quantile_key, threshold_key
 from cganalysis.metrics.fairness import jain_index, xu_fairness_ratio
-from cganalysis.metrics.frames import frame_rate
-from cganalysis.metrics.loss import Loss, loss, rtp_gap_loss
 from cganalysis.metrics.response import (
     Adaptation,
     Level,
@@ -29,14 +26,12 @@ from cganalysis.metrics.response import (
     first_of,
 )
 from cganalysis.metrics.roles import OTHER
-from cganalysis.metrics.single import rtp_jitter
+from cganalysis.metrics.rolestats import CG, COMPETITOR, MAIN_ROLES, roles_block
 from cganalysis.metrics.spec import BitratePoint, RunSpec, Step, Window
 from cganalysis.metrics.starts import start_checks, start_flags
 from cganalysis.metrics.timebase import NS_PER_S, Prepared, Resolved, prepare, resolve_window
 
 SCHEMA_VERSION = 1
-CG, COMPETITOR = "cg", "competitor"
-MAIN_ROLES: tuple[str, ...] = (CG, COMPETITOR)
 
 
 def link_capacity(spec: RunSpec, trace_ms: np.ndarray | None) -> LinkCapacity:
@@ -97,102 +92,6 @@ def infer_schedule(prepared: Prepared, bin_s: float) -> tuple[Step, ...]:
     if prepared.data_end_s - last / NS_PER_S > 2 * bin_s:
         steps.append(Step(last / NS_PER_S, 0.0))
     return tuple(steps)
-
-
-def role_stats(
-    packets: pl.DataFrame,
-    role: str,
-    *,
-    window: Resolved,
-    spec: RunSpec,
-    point: BitratePoint,
-    single: bool,
-    capacity_bits: float,
-) -> dict[str, Any]:
-    """The per-role block of the JSON, over ``window`` (already whole bins)."""
-    s_ns, e_ns = window.ns()
-    mine = packets.filter(pl.col("role") == role)
-    entered = mine.filter((pl.col("t_in_ns") >= s_ns) & (pl.col("t_in_ns") < e_ns))
-    d = delay_stats(entered.get_column("delay_ms"), spec.delay_thresholds_ms)
-    series = bitrate_series(
-        mine,
-        start_s=window.start_s,
-        end_s=window.end_s,
-        bin_s=spec.bin_s,
-        point=point,
-        keys=[role],
-    )
-    rates = series.get_column("rate_mbps").to_numpy()
-    q1, q2, q3 = (float(v) for v in np.quantile(rates, [0.25, 0.5, 0.75], method="linear"))
-    delivered_bits = float(series.get_column("bytes").sum()) * 8.0
-    offered_bits = float(entered.get_column("size_bytes").cast(pl.Int64).sum()) * 8.0
-    lost: Loss | None
-    if single:
-        lost = (
-            rtp_gap_loss(entered) if entered.get_column("rtp_seq_ext").is_not_null().any() else None
-        )
-        loss_source = None if lost is None else "rtp_sequence"
-    else:
-        lost, loss_source = loss(entered), "matched"
-    delivered = entered.filter(pl.col("t_out_ns").is_not_null()) if not single else entered
-    ce = delivered.get_column("ce_marked").drop_nulls()
-    jitter = rtp_jitter(delivered, time_col="t_in_ns" if single else "t_out_ns")
-    # One capture point cannot tell a whole frame from a damaged one: no frame rate there.
-    frames = None if single else frame_rate(entered, window.duration_s)
-    out: dict[str, Any] = {
-        "packets": entered.height,
-        "bytes": int(offered_bits // 8),
-        "delay_count": d.count,
-        "delay_mean_ms": d.mean_ms,
-        "delay_std_ms": d.std_ms,
-        "delay_var_ms2": d.var_ms2,
-        "delay_min_ms": d.min_ms,
-        **{f"delay_{quantile_key(q)}_ms": v for q, v in d.quantiles_ms.items()},
-        "delay_max_ms": d.max_ms,
-        **{threshold_key(t): v for t, v in d.pct_over.items()},
-        "bitrate_mean_mbps": float(rates.mean()),
-        "bitrate_std_mbps": float(rates.std()),
-        "bitrate_q1_mbps": q1,
-        "bitrate_median_mbps": q2,
-        "bitrate_q3_mbps": q3,
-        "offered_mean_mbps": offered_bits / window.duration_s / BITS_PER_MBIT,
-        "loss_rate": None if lost is None else lost.rate,
-        "packets_lost": None if lost is None else lost.lost,
-        "packets_loss_known": None if lost is None else lost.known,
-        "loss_source": loss_source,
-        "ce_rate": float(ce.mean()) if ce.len() else None,  # type: ignore[arg-type]
-        "jitter_mean_ms": jitter.mean_ms,
-        "jitter_last_ms": jitter.last_ms,
-        "frames_delivered": None if frames is None else frames.frames_delivered,
-        "frames_incomplete": None if frames is None else frames.frames_incomplete,
-        "frame_rate_fps": None if frames is None else frames.frame_rate_fps,
-        "utilisation": delivered_bits / capacity_bits if capacity_bits > 0 else None,
-    }
-    return out
-
-
-def roles_block(
-    prepared: Prepared,
-    window: Resolved,
-    spec: RunSpec,
-    point: BitratePoint,
-    capacity: LinkCapacity,
-) -> dict[str, dict[str, Any]]:
-    present = set(prepared.packets.get_column("role").unique().to_list())
-    roles = [*MAIN_ROLES, *sorted(r for r in present if r not in MAIN_ROLES)]
-    cap_bits = capacity.bits(window.start_s, window.end_s)
-    return {
-        r: role_stats(
-            prepared.packets,
-            r,
-            window=window,
-            spec=spec,
-            point=point,
-            single=prepared.mode == "single",
-            capacity_bits=cap_bits,
-        )
-        for r in roles
-    }
 
 
 def _level(level: Level | None) -> dict[str, float] | None:

@@ -17,6 +17,8 @@ import polars as pl
 
 #: Quantiles reported besides the mean (linear interpolation between order statistics).
 QUANTILES: tuple[float, ...] = (0.25, 0.5, 0.75, 0.95, 0.99)
+#: TMA 2024 Table I and II thresholds (a run's ``analysis.delay_thresholds_ms`` by default).
+DEFAULT_DELAY_THRESHOLDS_MS: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0)
 
 
 @dataclass(frozen=True)

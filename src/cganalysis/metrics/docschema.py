@@ -21,47 +21,19 @@ from typing import Any
 
 from cganalysis.errors import ConfigError, SchemaError
 from cganalysis.jsoncheck import check_document
+from cganalysis.metrics.registry import JSON_OF_KIND, ROLE_METRICS, RUN_METRICS
 
 _num = {"type": ["number", "null"]}
-_pct = {"type": ["number", "null"], "minimum": 0, "maximum": 100}
-_ratio = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
-_nonneg = {"type": ["number", "null"], "minimum": 0}
-_count = {"type": ["integer", "null"], "minimum": 0}
-_status = {"enum": ["reached", "never", "not_applicable"]}
+_nonneg = JSON_OF_KIND["nonneg"]
 
+#: A role's block: its keys, ranges and which are required come from the metric registry;
+#: the patterns admit the keys of other delay thresholds or quantiles (a run's own).
 ROLE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": [
-        "packets",
-        "delay_mean_ms",
-        "delay_std_ms",
-        "delay_var_ms2",
-        "pct_delay_over_10ms",
-        "pct_delay_over_20ms",
-        "pct_delay_over_50ms",
-        "pct_delay_over_100ms",
-        "bitrate_mean_mbps",
-        "bitrate_q1_mbps",
-        "bitrate_median_mbps",
-        "bitrate_q3_mbps",
-        "loss_rate",
-        "utilisation",
-    ],
-    "properties": {
-        "packets": _count,
-        "bytes": _count,
-        "delay_count": _count,
-        "packets_lost": _count,
-        "packets_loss_known": _count,
-        "loss_rate": _ratio,
-        "ce_rate": _ratio,
-        "frames_delivered": _count,
-        "frames_incomplete": _count,
-        "frame_rate_fps": _nonneg,
-        "utilisation": _nonneg,
-    },
+    "required": [m.key for m in ROLE_METRICS if m.required],
+    "properties": {m.key: JSON_OF_KIND[m.kind] for m in ROLE_METRICS},
     "patternProperties": {
-        r"^pct_delay_over_.*ms$": _pct,
+        r"^pct_delay_over_.*ms$": JSON_OF_KIND["pct"],
         r"^delay_.*_ms2?$": _nonneg,
         r"^bitrate_.*_mbps$": _nonneg,
         r"^jitter_.*_ms$": _nonneg,
@@ -76,13 +48,7 @@ METRICS_JSON_SCHEMA: dict[str, Any] = {
         "run",
         "inputs",
         "roles",
-        "utilisation_total",
-        "fairness_ratio",
-        "jain_index",
-        "response_time_s",
-        "recovery_time_s",
-        "response_status",
-        "recovery_status",
+        *(m.key for m in RUN_METRICS if m.required),
         "events",
         "phases",
         "warnings",
@@ -119,13 +85,9 @@ METRICS_JSON_SCHEMA: dict[str, Any] = {
             "required": ["cg", "competitor"],
             "additionalProperties": ROLE_SCHEMA,
         },
+        **{m.key: JSON_OF_KIND[m.kind] for m in RUN_METRICS},
+        # Always a number: the sum over the roles (0 without a delivered packet).
         "utilisation_total": {"type": "number", "minimum": 0},
-        "fairness_ratio": {"type": ["number", "null"], "minimum": -1, "maximum": 1},
-        "jain_index": _ratio,
-        "response_time_s": _nonneg,
-        "recovery_time_s": _nonneg,
-        "response_status": _status,
-        "recovery_status": _status,
         "events": {"type": "array"},
         "phases": {
             "type": "object",

@@ -1,7 +1,8 @@
 """Metrics documents flattened into tables: one row per run, one row per run and role.
 
 These are what the tables and the heatmaps group and pivot; their layouts are the
-METRICS_RUNS and METRICS_ROLES schemas of :mod:`cganalysis.schemas`.
+METRICS_RUNS and METRICS_ROLES schemas of the metric registry
+(:mod:`cganalysis.metrics.registry`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import Any
 
 import polars as pl
 
-from cganalysis.schemas import METRICS_ROLES, METRICS_RUNS, RUN_KEYS, check_schema
+from cganalysis.metrics.registry import METRICS_ROLES, METRICS_RUNS, RUN_METRICS
+from cganalysis.schemas import RUN_KEYS, check_schema
 
 #: Phase name of the analysis window in METRICS_ROLES (the others come from the documents).
 WINDOW_PHASE = "window"
@@ -46,13 +48,7 @@ def run_rows(docs: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
             **_labels(doc),
             "capacity_used_mbps": doc["inputs"]["capacity"]["mbps"],
             "capacity_source": doc["inputs"]["capacity"]["source"],
-            "utilisation_total": doc["utilisation_total"],
-            "fairness_ratio": doc["fairness_ratio"],
-            "jain_index": doc["jain_index"],
-            "response_time_s": doc["response_time_s"],
-            "response_status": doc["response_status"],
-            "recovery_time_s": doc["recovery_time_s"],
-            "recovery_status": doc["recovery_status"],
+            **{m.key: doc[m.key] for m in RUN_METRICS if m.column},
             "flags": "; ".join(doc.get("flags") or ()),
         }
         for doc in docs

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cganalysis.errors import ConfigError
+from cganalysis.metrics.delay import DEFAULT_DELAY_THRESHOLDS_MS
 from cganalysis.metrics.docschema import validate_meta
 from cganalysis.metrics.roles import RoleRule, rules_from_mapping
 from cganalysis.metrics.starts import PlannedStart, planned_starts
@@ -26,8 +27,6 @@ Direction = Literal["dominant", "all"]
 
 #: Xu & Claypool compute bitrates every 0.5 s.
 DEFAULT_BIN_S = 0.5
-#: TMA 2024 Table I and II thresholds.
-DEFAULT_DELAY_THRESHOLDS_MS: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0)
 #: Labels copied from the metadata into every result, for tables and figures; a meta.json
 #: also lists every label of its run (campaign factors such as ``link``) under ``labels``.
 LABEL_KEYS: tuple[str, ...] = (

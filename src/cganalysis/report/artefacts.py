@@ -6,6 +6,8 @@ command-line kind (``cganalysis tables|figures KIND``), the paper it reproduces,
 ``artefacts:`` group a campaign asks for in ``configs/config.yaml``, and its one recipe.
 The command line, the workflow's rules and scripts, the configuration check and the
 report's inputs all read :data:`ARTEFACTS`; adding an artefact is adding an entry here.
+A :class:`RunFigure` is a figure of each run (the TMA time series), from that run's time
+series and metrics document: :data:`RUN_FIGURES`, read the same way.
 
 Defaults are the same wherever an artefact is made: the columns and CCAs are the runs' own,
 in the plotting style's order, unless :class:`Options` names them.
@@ -18,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import polars as pl
 from matplotlib.figure import Figure
 
 from cganalysis.metrics.rows import role_rows, run_rows
@@ -27,16 +30,12 @@ from cganalysis.report.figures import (
     adaptiveness_scatter,
     fairness_heatmaps,
     save_figure,
+    timeseries_figure,
 )
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Table, write_tables
-from cganalysis.report.tables import (
-    XuMetric,
-    tma_table1,
-    tma_table2_tables,
-    xu_cell_keys,
-    xu_table,
-)
+from cganalysis.report.tables import tma_table1, tma_table2_tables
+from cganalysis.report.xutables import XuMetric, xu_cell_keys, xu_table
 
 Docs = Sequence[Mapping[str, Any]]
 Paper = Literal["TMA 2024", "Xu & Claypool 2022"]
@@ -213,3 +212,75 @@ def write_from_files(name: str, metrics: Sequence[Path], style: Path, stem: Path
 
     docs, _, _ = load_metrics(metrics)
     return write(by_name(name), docs, load_style(style), stem, Options())
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFigure:
+    """A figure of one run, from its time series (``metrics --timeseries``) and its metrics
+    document: ``results/figures/<campaign>/<run_id>.<name>.{pdf,png}``."""
+
+    name: str  # file suffix after the run id
+    cli: str  # `cganalysis figures` kind
+    paper: Paper
+    title: str
+    #: (time series, metrics document, style, delay column shown) -> figure
+    make: Callable[[pl.DataFrame, Mapping[str, Any], Style, str], Figure]
+
+
+def _timeseries(series: pl.DataFrame, doc: Mapping[str, Any], style: Style, delay: str) -> Figure:
+    from cganalysis.report.inputs import schedule_of, window_of
+
+    return timeseries_figure(
+        series,
+        style=style,
+        schedule=schedule_of(doc),
+        window=window_of(doc),
+        delay_column=delay,
+    )
+
+
+RUN_FIGURES: tuple[RunFigure, ...] = (
+    RunFigure("timeseries", "timeseries", _TMA, "Figs. 4, 6-11", _timeseries),
+)
+
+
+def run_figure(name: str) -> RunFigure:
+    """The per-run figure whose file suffix or command-line kind is ``name``."""
+    for f in RUN_FIGURES:
+        if name in (f.name, f.cli):
+            return f
+    raise KeyError(name)
+
+
+def run_output_files(figure: RunFigure, campaign: str, run_id: str) -> list[str]:
+    return [f"results/figures/{campaign}/{run_id}.{figure.name}.{ext}" for ext in ("pdf", "png")]
+
+
+def run_report_file(figure: RunFigure, campaign: str, run_id: str) -> str:
+    return f"results/report/{campaign}/{run_id}.{figure.name}.png"
+
+
+def write_run(
+    figure: RunFigure,
+    series: pl.DataFrame,
+    doc: Mapping[str, Any],
+    style: Style,
+    stem: Path,
+    delay_column: str = "delay_mean_ms",
+) -> list[Path]:
+    """Makes ``figure`` of one run and writes STEM.pdf and STEM.png; the files written."""
+    return save_figure(figure.make(series, doc, style, delay_column), stem, dpi=style.figure.dpi)
+
+
+def write_run_from_files(
+    name: str, timeseries: Path, metrics: Path, style: Path, stem: Path
+) -> list[Path]:
+    """:func:`write_run` from the run's files, with the defaults: what the workflow's
+    ``run_figure`` rule runs."""
+    from cganalysis.report.inputs import load_metrics, read_timeseries
+    from cganalysis.report.style import load_style
+
+    docs, _, _ = load_metrics([metrics])
+    return write_run(
+        run_figure(name), read_timeseries(timeseries), docs[0], load_style(style), stem
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,11 @@ def load_metrics(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], pl.DataFr
     return docs, run_rows(docs), role_rows(docs)
 
 
-def schedule_of(doc: dict[str, Any]) -> list[Step]:
+def schedule_of(doc: Mapping[str, Any]) -> list[Step]:
     return [Step(float(s["t_s"]), s["rate_mbps"]) for s in doc["inputs"]["schedule"]]
 
 
-def window_of(doc: dict[str, Any]) -> tuple[float, float]:
+def window_of(doc: Mapping[str, Any]) -> tuple[float, float]:
     a, b = doc["inputs"]["window_effective_s"]
     return float(a), float(b)
 

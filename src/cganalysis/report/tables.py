@@ -3,9 +3,7 @@
 - :func:`tma_table2`: TMA 2024 Table II, same rows, blocks and column groups (queue
   discipline over competing CCA); numbers written as the paper writes them.
 - :func:`tma_table1`: TMA 2024 Table I (queuing delay per CG congestion-control variant).
-- :func:`xu_table`: analogues of Xu & Claypool Tables 2-6 (delay or loss, without or with
-  the competing flow, and frame rate with it; capacity rows, queue size over system [over
-  CCA] columns).
+- Xu & Claypool's Tables 2-6: :mod:`cganalysis.report.xutables`.
 
 Repetitions of a condition are averaged; see docs/metrics.md for what each cell is. The
 functions take flattened rows and trust them to hold one condition per cell; from metrics
@@ -16,12 +14,9 @@ Xu's tables, which keep one layout).
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-import numpy as np
 import polars as pl
 
 from cganalysis.metrics.aggregate import mean_ci
@@ -29,6 +24,7 @@ from cganalysis.metrics.rows import WINDOW_PHASE, role_rows, run_rows
 from cganalysis.report.conditions import split_conditions
 from cganalysis.report.style import Kind, Style
 from cganalysis.report.tablefmt import Row, Table
+from cganalysis.testbed.spec.qdisc_kinds import TABLE_ORDER
 
 Formatter = Callable[[float], str]
 
@@ -85,15 +81,14 @@ TMA2_ROWS: tuple[tuple[str, str, Formatter, float], ...] = (
 STD_LABEL = "Std. dev. (ms)"
 
 
-#: Table II's column order: the paper's three, then the extensions' (others follow, sorted).
-QDISC_ORDER: tuple[str, ...] = ("pfifo", "htb", "dualpi2", "sqf", "drr")
 _COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
 def present_qdiscs(*frames: pl.DataFrame) -> list[str]:
-    """The queue disciplines of the runs, in :data:`QDISC_ORDER` then alphabetically."""
+    """The queue disciplines of the runs, in the qdisc registry's Table II order
+    (:data:`~cganalysis.testbed.spec.qdisc_kinds.TABLE_ORDER`) then alphabetically."""
     names = {str(q) for f in frames for q in f.get_column("qdisc").drop_nulls().to_list()}
-    return [q for q in QDISC_ORDER if q in names] + sorted(names - set(QDISC_ORDER))
+    return [q for q in TABLE_ORDER if q in names] + sorted(names - set(TABLE_ORDER))
 
 
 def tma2_caption(n_qdiscs: int) -> str:
@@ -251,151 +246,3 @@ def tma_table1(
     )
     header = (tuple((style.label(kind, v), 1) for v in variants),)
     return Table(header, ("",), rows, caption)
-
-
-def _leading_number(text: str) -> float:
-    m = re.match(r"\s*([0-9]*\.?[0-9]+)", text)
-    return float(m.group(1)) if m else math.inf
-
-
-def queue_label(queue: str) -> str:
-    """``0.5x`` (a multiple of the BDP, as Xu's conditions) -> ``BDP 0.5x``."""
-    return f"BDP {queue}" if queue.endswith("x") else queue
-
-
-def sorted_queues(values: Sequence[str]) -> list[str]:
-    return sorted(values, key=lambda q: (_leading_number(q), q))
-
-
-def _delay_cell(frame: pl.DataFrame) -> str | None:
-    """Pooled over all packets of the runs: mean (standard deviation), in ms."""
-    f = frame.drop_nulls(["delay_mean_ms", "delay_std_ms"]).filter(pl.col("delay_count") > 0)
-    if f.height == 0:
-        return None
-    n = f.get_column("delay_count").cast(pl.Float64).to_numpy()
-    m = f.get_column("delay_mean_ms").to_numpy()
-    s = f.get_column("delay_std_ms").to_numpy()
-    mean = float((n * m).sum() / n.sum())
-    var = float((n * (s**2 + m**2)).sum() / n.sum() - mean**2)
-    return f"{mean:.1f} ({math.sqrt(max(var, 0.0)):.1f})"
-
-
-def _over_runs(values: pl.Series, scale: float) -> str | None:
-    """Mean over runs and, with several runs, their standard deviation."""
-    x = values.drop_nulls().cast(pl.Float64).to_numpy() * scale
-    if x.size == 0:
-        return None
-    if x.size == 1:
-        return num2(float(x[0]))
-    return f"{num2(float(x.mean()))} ({num2(float(np.std(x, ddof=1)))})"
-
-
-def _frame_rate_cell(frame: pl.DataFrame) -> str | None:
-    """Over runs: mean frame rate (f/s) and, with several runs, their standard deviation."""
-    return _over_runs(frame.get_column("frame_rate_fps"), 1.0)
-
-
-def _loss_cell(frame: pl.DataFrame) -> str | None:
-    """Over runs: mean loss (%) and, with several runs, their standard deviation."""
-    return _over_runs(frame.get_column("loss_rate"), 100.0)
-
-
-#: The metrics of Xu's Tables 2-6, their cells and their captions.
-XuMetric = Literal["delay", "loss", "frame_rate"]
-_XU_CELLS: dict[str, Callable[[pl.DataFrame], str | None]] = {
-    "delay": _delay_cell,
-    "loss": _loss_cell,
-    "frame_rate": _frame_rate_cell,
-}
-_XU_WHAT = {
-    "delay": "Queuing delay (ms)",
-    "loss": "Packet loss (percent)",
-    "frame_rate": "Frame rate (f/s)",
-}
-
-
-def xu_table(
-    roles: pl.DataFrame,
-    *,
-    style: Style,
-    metric: XuMetric,
-    phase: Literal["before_competitor", "with_competitor"],
-    panel_key: Literal["system", "qdisc"] = "qdisc",
-    panels: Sequence[str] | None = None,
-    ccas: Sequence[str] | None = None,
-    capacities: Sequence[float] | None = None,
-    queues: Sequence[str] | None = None,
-    caption: str | None = None,
-    runs: pl.DataFrame | None = None,
-) -> Table:
-    """Xu & Claypool Tables 2-6 analogue for the CG flow.
-
-    Rows: capacities (ascending); columns: queue size, then ``panel_key`` (the paper's game
-    system; here the queue discipline by default), then CCA when ``ccas`` is given (Tables 3
-    and 5). Without ``ccas`` the runs of every CCA are pooled (Tables 2 and 4: the phase
-    before the TCP flow arrives does not depend on its CCA). ``runs`` (the runs' rows, with
-    their flags) adds the note naming the flagged runs the table includes.
-    """
-    cg = roles.filter((pl.col("phase") == phase) & (pl.col("role") == "cg"))
-    kind: Kind = "system" if panel_key == "system" else "qdisc"
-    if panels is None:
-        panels = style.order(kind, cg.get_column(panel_key).drop_nulls())
-    queues = (
-        list(queues)
-        if queues is not None
-        else sorted_queues(list(set(cg.get_column("queue").drop_nulls())))
-    )
-    capacities = (
-        list(capacities)
-        if capacities is not None
-        else sorted(set(cg.get_column("capacity_mbps").drop_nulls()))
-    )
-    cca_level: list[str | None] = list(ccas) if ccas is not None else [None]
-    columns = [(q, p, c) for q in queues for p in panels for c in cca_level]
-    cell = _XU_CELLS[metric]
-    rows = []
-    for cap in capacities:
-        cells = []
-        for q, p, c in columns:
-            sel = cg.filter(
-                (pl.col("capacity_mbps") == cap) & (pl.col("queue") == q) & (pl.col(panel_key) == p)
-            )
-            if c is not None:
-                sel = sel.filter(pl.col("cca") == c)
-            cells.append(cell(sel))
-        rows.append(Row((f"{num2(cap)} Mb/s",), tuple(cells)))
-    per_queue = len(panels) * len(cca_level)
-    header: list[tuple[tuple[str, int], ...]] = [
-        tuple((queue_label(q), per_queue) for q in queues),
-        tuple((style.label(kind, p, short=True), len(cca_level)) for q in queues for p in panels),
-    ]
-    if ccas is not None:
-        header.append(
-            tuple((style.label("cca", c), 1) for _ in queues for _ in panels for c in ccas)
-        )
-    what = _XU_WHAT[metric]
-    when = "without" if phase == "before_competitor" else "with"
-    default = f"{what} of the CG flow {when} a competing TCP flow"
-    note = (
-        "mean (standard deviation) over all packets of the condition's runs"
-        if metric == "delay"
-        else "mean over runs (standard deviation over runs)"
-    )
-    if metric == "frame_rate":
-        note += "; a frame counts when every one of its packets crossed the bottleneck"
-    flagged: tuple[str, ...] = ()
-    if runs is not None:
-        shown = runs.filter(
-            pl.col("capacity_mbps").is_in(capacities) & pl.col("queue").is_in(queues)
-        )
-        if ccas is not None:
-            shown = shown.filter(pl.col("cca").is_in(list(ccas)))
-        flagged = flagged_note(shown)
-    return Table(tuple(header), ("Capacity",), tuple(rows), caption or default, (note, *flagged))
-
-
-def xu_cell_keys(panel_key: str, *, by_cca: bool) -> tuple[str, ...]:
-    """What files a run into a cell of :func:`xu_table` (capacity row, queue, panel, CCA):
-    the cell keys for :func:`.conditions.require_one_condition` (Tables 2 and 4 pool the
-    CCAs on purpose: pass ``cca`` as pooled there)."""
-    return ("capacity_mbps", "queue", panel_key, *(("cca",) if by_cca else ()))

@@ -1,7 +1,10 @@
-"""The testbed: hosts (namespaces or ssh), the bottleneck (kernel qdiscs or the link
-emulator), captures, qdisc statistics, calibration, provenance and teardown.
+"""The testbed: hosts (namespaces, a UML router, ssh hosts, a VM), the bottleneck (kernel
+qdiscs, the link emulator or mahimahi), captures, qdisc statistics, calibration,
+provenance and teardown.
 
-Configuration (config.py, qdisc.py) is parsed and validated without touching the host;
-render.py, emuconf.py and mahimahi.py turn it into exact commands; the rest acts on hosts
-through hosts.Host. docs/testbed.md describes it for users.
+One subpackage per concern, importing downwards: ``spec`` (configuration, parsed without
+touching a host) <- ``rendering`` (exact commands) <- ``backends`` (hosts),
+``dataplane`` (the installed bottleneck) and ``measure`` (captures, probes, calibration).
+:mod:`cganalysis.testbed.types` is the registry of testbed types that runs consult.
+docs/testbed.md describes it for users; docs/architecture.md where a change goes.
 """

@@ -16,7 +16,8 @@ from matplotlib.patches import Rectangle
 
 from cganalysis.metrics.aggregate import summarise_conditions
 from cganalysis.report.style import Kind, Style
-from cganalysis.report.tables import num2, sorted_queues
+from cganalysis.report.tables import num2
+from cganalysis.report.xutables import sorted_queues
 
 
 def _queue_order(values: Sequence[str]) -> list[str]:

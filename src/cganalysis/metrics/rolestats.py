@@ -1,0 +1,185 @@
+"""A role's block of the metrics document, family by family as the metric registry lists
+them (:data:`cganalysis.metrics.registry.ROLE_METRICS`): each family's function computes
+its keys from one :class:`RoleData`, over the analysis window (whole bins)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cganalysis.metrics.bitrate import BITS_PER_MBIT, bitrate_series
+from cganalysis.metrics.capacity import LinkCapacity
+from cganalysis.metrics.delay import delay_stats, quantile_key, threshold_key
+from cganalysis.metrics.frames import frame_rate
+from cganalysis.metrics.loss import Loss, loss, rtp_gap_loss
+from cganalysis.metrics.registry import ROLE_METRICS
+from cganalysis.metrics.single import rtp_jitter
+from cganalysis.metrics.spec import BitratePoint, RunSpec
+from cganalysis.metrics.timebase import Prepared, Resolved
+
+CG, COMPETITOR = "cg", "competitor"
+MAIN_ROLES: tuple[str, ...] = (CG, COMPETITOR)
+
+
+@dataclass(frozen=True)
+class RoleData:
+    """What every family reads: one role's packets in the window, and its rate series."""
+
+    entered: pl.DataFrame  # the role's packets that entered during the window
+    series: pl.DataFrame  # its rate per bin at the bitrate point
+    window: Resolved
+    spec: RunSpec
+    #: One capture point: no egress times, losses from RTP sequence gaps, no frame rate.
+    single: bool
+    capacity_bits: float
+
+    @property
+    def delivered(self) -> pl.DataFrame:
+        if self.single:
+            return self.entered
+        return self.entered.filter(pl.col("t_out_ns").is_not_null())
+
+
+def _volume(r: RoleData) -> dict[str, Any]:
+    offered_bits = float(r.entered.get_column("size_bytes").cast(pl.Int64).sum()) * 8.0
+    return {
+        "packets": r.entered.height,
+        "bytes": int(offered_bits // 8),
+        "offered_mean_mbps": offered_bits / r.window.duration_s / BITS_PER_MBIT,
+    }
+
+
+def _delay(r: RoleData) -> dict[str, Any]:
+    d = delay_stats(r.entered.get_column("delay_ms"), r.spec.delay_thresholds_ms)
+    return {
+        "delay_count": d.count,
+        "delay_mean_ms": d.mean_ms,
+        "delay_std_ms": d.std_ms,
+        "delay_var_ms2": d.var_ms2,
+        "delay_min_ms": d.min_ms,
+        **{f"delay_{quantile_key(q)}_ms": v for q, v in d.quantiles_ms.items()},
+        "delay_max_ms": d.max_ms,
+        **{threshold_key(t): v for t, v in d.pct_over.items()},
+    }
+
+
+def _bitrate(r: RoleData) -> dict[str, Any]:
+    rates = r.series.get_column("rate_mbps").to_numpy()
+    q1, q2, q3 = (float(v) for v in np.quantile(rates, [0.25, 0.5, 0.75], method="linear"))
+    return {
+        "bitrate_mean_mbps": float(rates.mean()),
+        "bitrate_std_mbps": float(rates.std()),
+        "bitrate_q1_mbps": q1,
+        "bitrate_median_mbps": q2,
+        "bitrate_q3_mbps": q3,
+    }
+
+
+def _loss(r: RoleData) -> dict[str, Any]:
+    lost: Loss | None
+    if r.single:
+        has_seq = r.entered.get_column("rtp_seq_ext").is_not_null().any()
+        lost = rtp_gap_loss(r.entered) if has_seq else None
+        source = None if lost is None else "rtp_sequence"
+    else:
+        lost, source = loss(r.entered), "matched"
+    return {
+        "loss_rate": None if lost is None else lost.rate,
+        "packets_lost": None if lost is None else lost.lost,
+        "packets_loss_known": None if lost is None else lost.known,
+        "loss_source": source,
+    }
+
+
+def _ecn(r: RoleData) -> dict[str, Any]:
+    ce = r.delivered.get_column("ce_marked").drop_nulls()
+    return {"ce_rate": float(ce.mean()) if ce.len() else None}  # type: ignore[arg-type]
+
+
+def _jitter(r: RoleData) -> dict[str, Any]:
+    jitter = rtp_jitter(r.delivered, time_col="t_in_ns" if r.single else "t_out_ns")
+    return {"jitter_mean_ms": jitter.mean_ms, "jitter_last_ms": jitter.last_ms}
+
+
+def _frames(r: RoleData) -> dict[str, Any]:
+    # One capture point cannot tell a whole frame from a damaged one: no frame rate there.
+    frames = None if r.single else frame_rate(r.entered, r.window.duration_s)
+    return {
+        "frames_delivered": None if frames is None else frames.frames_delivered,
+        "frames_incomplete": None if frames is None else frames.frames_incomplete,
+        "frame_rate_fps": None if frames is None else frames.frame_rate_fps,
+    }
+
+
+def _utilisation(r: RoleData) -> dict[str, Any]:
+    delivered_bits = float(r.series.get_column("bytes").sum()) * 8.0
+    return {
+        "utilisation": delivered_bits / r.capacity_bits if r.capacity_bits > 0 else None,
+    }
+
+
+#: Each family of the registry's role metrics, and the function that computes it.
+FAMILIES: dict[str, Callable[[RoleData], dict[str, Any]]] = {
+    "volume": _volume,
+    "delay": _delay,
+    "bitrate": _bitrate,
+    "loss": _loss,
+    "ecn": _ecn,
+    "jitter": _jitter,
+    "frames": _frames,
+    "utilisation": _utilisation,
+}
+
+
+def role_stats(
+    packets: pl.DataFrame,
+    role: str,
+    *,
+    window: Resolved,
+    spec: RunSpec,
+    point: BitratePoint,
+    single: bool,
+    capacity_bits: float,
+) -> dict[str, Any]:
+    """The per-role block of the JSON, over ``window`` (already whole bins), in the
+    registry's order (a run's own delay thresholds where its keys differ)."""
+    s_ns, e_ns = window.ns()
+    mine = packets.filter(pl.col("role") == role)
+    entered = mine.filter((pl.col("t_in_ns") >= s_ns) & (pl.col("t_in_ns") < e_ns))
+    series = bitrate_series(
+        mine, start_s=window.start_s, end_s=window.end_s, bin_s=spec.bin_s, point=point, keys=[role]
+    )
+    data = RoleData(entered, series, window, spec, single, capacity_bits)
+    computed: dict[str, Any] = {}
+    for family in dict.fromkeys(m.family for m in ROLE_METRICS):
+        computed.update(FAMILIES[family](data))
+    registered = [m.key for m in ROLE_METRICS if m.key in computed]
+    return {**{k: computed[k] for k in registered}, **computed}
+
+
+def roles_block(
+    prepared: Prepared,
+    window: Resolved,
+    spec: RunSpec,
+    point: BitratePoint,
+    capacity: LinkCapacity,
+) -> dict[str, dict[str, Any]]:
+    present = set(prepared.packets.get_column("role").unique().to_list())
+    roles = [*MAIN_ROLES, *sorted(r for r in present if r not in MAIN_ROLES)]
+    cap_bits = capacity.bits(window.start_s, window.end_s)
+    return {
+        r: role_stats(
+            prepared.packets,
+            r,
+            window=window,
+            spec=spec,
+            point=point,
+            single=prepared.mode == "single",
+            capacity_bits=cap_bits,
+        )
+        for r in roles
+    }

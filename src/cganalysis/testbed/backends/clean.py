@@ -1,0 +1,43 @@
+"""``cganalysis testbed clean``: undo what runs that died (SIGKILL, power loss) left behind."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from cganalysis.testbed.backends import state
+
+
+def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
+    seen: set[str] = set()
+    for st in state.leftover_states(include_live):
+        for ns in st.get("namespaces", []):
+            seen.add(ns)
+            if ns in state.list_namespaces():
+                yield f"{'would remove' if dry_run else 'removing'} namespace {ns}"
+                if not dry_run:
+                    state.delete_namespace(ns)
+        if st.get("backend") == "ssh":
+            from cganalysis.testbed.backends.sshbed import clean_remote
+
+            yield from clean_remote(st, dry_run)
+        if st.get("backend") == "vm":
+            from cganalysis.testbed.backends.vm import clean_vm
+
+            yield from clean_vm(st, dry_run)
+        if st.get("backend") == "uml" and st.get("uml_console"):
+            # The kernel died with its namespace (above); its control folder stays.
+            ctl = Path(st["uml_console"]).parent
+            if ctl.is_dir() and ctl.name.startswith("cga-uml-"):
+                yield f"{'would remove' if dry_run else 'removing'} UML control folder {ctl}"
+                if not dry_run:
+                    shutil.rmtree(ctl, ignore_errors=True)
+        if not dry_run:
+            Path(st["_path"]).unlink(missing_ok=True)
+    for ns in state.leftover_namespaces(include_live):
+        if ns in seen:
+            continue
+        yield f"{'would remove' if dry_run else 'removing'} namespace {ns} (owner gone)"
+        if not dry_run:
+            state.delete_namespace(ns)

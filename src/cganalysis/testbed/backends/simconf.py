@@ -1,0 +1,126 @@
+"""What the ``sim`` testbed needs and where it is: its options, a kernel with time travel,
+and the library that seeds the kernel's randomness.
+
+The ``sim`` testbed runs a whole experiment inside one user-mode Linux kernel on simulated
+time (``time-travel=inf-cpu``): its clock moves only when every process in it is idle, so
+a run's timing is a function of the run file, not of the host's load. That needs a UML
+kernel built with ``CONFIG_UML_TIME_TRAVEL_SUPPORT`` (``scripts/build-uml.sh``'s; Debian's
+``user-mode-linux`` has none) and ``libcga_simrng.so`` (``native/simrng``, installed by
+``scripts/install.sh``), which answers the kernel's requests for host randomness from the
+run's seed. Every lookup fails with one line naming what is missing and what installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cganalysis.testbed.backends.hosts import TestbedError
+from cganalysis.testbed.backends.umlconf import BUILT, Kernel, UmlOptions, find_kernel
+
+#: Where scripts/install.sh puts the seeding library; $CGA_SIMRNG_LIB overrides it.
+SIMRNG = BUILT.parent / "libcga_simrng.so"
+SIMRNG_ENV = "CGA_SIMRNG_LIB"
+#: The guest's wall clock at boot unless the testbed file says otherwise (any fixed value
+#: does: two runs must start from the same one).
+DEFAULT_START_UTC = "2026-01-01T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """The ``sim`` section of a testbed file (configs/testbeds/sim.yaml)."""
+
+    #: ``auto``/``built`` (scripts/build-uml.sh's kernel) or the path of a UML kernel built
+    #: with time-travel support.
+    kernel: str = "auto"
+    #: The guest's memory: its processes, the kernel's socket buffers and queues (the
+    #: captures go straight to this machine's disk through hostfs).
+    memory_mb: int = 1024
+    #: The seed of every random choice in the guest (TCP sequence numbers, ports, SFQ's
+    #: hash, DualPI2's marks, Python's hash); a campaign's repetition N runs with seed + N.
+    seed: int = 1
+    #: The guest's wall clock at boot (ISO 8601, UTC): packet times start there.
+    start_utc: str = DEFAULT_START_UTC
+    #: Wall-clock limit per simulated second (a guest that stops advancing its clock,
+    #: e.g. a process spinning without system calls, is killed after this), plus a minute.
+    wall_s_per_sim_s: float = 20.0
+
+    @property
+    def start_ns(self) -> int:
+        when = datetime.fromisoformat(self.start_utc.replace("Z", "+00:00"))
+        return int(when.astimezone(UTC).timestamp()) * 1_000_000_000
+
+
+def find_sim_kernel(opts: SimOptions) -> Kernel:
+    """The kernel, checked for time-travel support (its ``--help`` lists the option)."""
+    kernel_opt = "built" if opts.kernel == "auto" else opts.kernel
+    try:
+        kernel = find_kernel(UmlOptions(kernel=kernel_opt))
+    except TestbedError as e:
+        raise TestbedError(f"sim testbed: {e}") from None
+    try:
+        text = subprocess.run(
+            [str(kernel.path), "--help"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TestbedError(f"sim testbed: {kernel.path} does not run ({e})") from None
+    if "time-travel=inf-cpu" not in text:
+        raise TestbedError(
+            f"sim testbed: {kernel.path} has no time-travel mode (CONFIG_UML_TIME_TRAVEL_SUPPORT); "
+            "run `bash scripts/build-uml.sh`, whose kernel has it"
+        )
+    return kernel
+
+
+def find_simrng() -> Path:
+    """``libcga_simrng.so``: ``$CGA_SIMRNG_LIB`` (a development build,
+    target/release/libcga_simrng.so), else where scripts/install.sh puts it."""
+    override = os.environ.get(SIMRNG_ENV)
+    path = Path(override) if override else SIMRNG
+    if not path.is_file():
+        where = f"${SIMRNG_ENV} names {path}, which" if override else f"{path}"
+        raise TestbedError(
+            f"sim testbed: {where} is not there; `bash scripts/install.sh` builds native/simrng "
+            "and installs it"
+        )
+    return path
+
+
+def parse_options(data: Any, where: str) -> SimOptions:
+    from cganalysis.testbed.spec.validate import SAFE_PATH, Section
+
+    sec = Section(data, where)
+    sec.choice("backend", ("sim",))
+    sim = sec.opt_sub("sim")
+    sec.finish()
+    if sim is None:
+        return SimOptions()
+    d = SimOptions()
+    start = sim.string("start_utc", d.start_utc)
+    try:
+        datetime.fromisoformat(start.replace("Z", "+00:00"))
+    except ValueError:
+        raise sim.error(
+            "start_utc", f"{start!r} is not a time (e.g. 2026-01-01T00:00:00Z)"
+        ) from None
+    opts = SimOptions(
+        kernel=sim.opt_string("kernel", pattern=SAFE_PATH) or "auto",
+        memory_mb=sim.integer("memory_mb", d.memory_mb, minimum=256, maximum=65536),
+        seed=sim.integer("seed", d.seed, minimum=0, maximum=2**63 - 1),
+        start_utc=start,
+        wall_s_per_sim_s=sim.number("wall_s_per_sim_s", d.wall_s_per_sim_s, minimum=1.0),
+    )
+    sim.finish()
+    return opts
+
+
+def load_options(path: Path | None) -> SimOptions:
+    if path is None:
+        return SimOptions()
+    from cganalysis.io import read_yaml
+
+    return parse_options(read_yaml(path), str(path))

@@ -1,0 +1,175 @@
+"""One user-mode Linux kernel on simulated time, running one job to its end.
+
+The ``sim`` testbed's host side (:mod:`cganalysis.experiment.insim`) hands a job folder
+here; :func:`run_guest` boots a UML kernel in ``time-travel=inf-cpu`` mode whose first
+process is :mod:`cganalysis.testbed.backends.simguest`, waits until it powers off, and returns the
+facts meta.json records. What makes two boots of one job the same, packet for packet:
+
+- the clock: ``time-travel=inf-cpu`` (the kernel's clock moves only when all its
+  processes are idle; computing costs no simulated time) from a fixed
+  ``time-travel-start``;
+- the kernel's randomness: the kernel's process has ``libcga_simrng.so`` preloaded, which
+  answers its ``getrandom`` calls from the seed, and sees a file of seeded bytes as the
+  host's ``/dev/random`` (its hardware-RNG driver reads that), both through a private
+  mount namespace of its own;
+- the names: the job folder is mounted at :data:`GUEST_JOB` in that namespace and the
+  kernel's command line is the same for every job (the kernel mixes its command line
+  into its random pool at boot, and a name the guest reads changes how long its
+  processes run, which UML mixes in at each process's exit);
+- the console writes to a regular file (a pipe's back-pressure moves the clock: 3 of 18
+  runs drifted that way in REFERENCE measurements), and Python's hash seed is fixed
+  (``PYTHONHASHSEED`` on the kernel command line reaches init's environment).
+
+The kernel never outlives the process that started it (``setpriv --pdeathsig KILL``), and
+the mounts vanish with its namespace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from cganalysis.testbed.backends.hosts import TestbedError
+from cganalysis.testbed.backends.simconf import SimOptions, find_sim_kernel, find_simrng
+
+#: Where the guest finds the job folder (a tmpfs over /mnt in the kernel's mount namespace).
+GUEST_JOB = "/mnt/cga-job"
+#: Lines the guest prints for the host to show as progress start with this.
+PROGRESS_MARK = "cga-sim: "
+#: Bytes of seeded randomness behind the guest's view of the host's /dev/random.
+RANDOM_BYTES = 1 << 16
+
+#: Runs in the new mount namespace, then becomes the kernel: $1 is the job folder.
+NAMESPACE_SCRIPT = f"""set -e
+mount -t tmpfs -o size=1m,mode=0755 cga-sim /mnt
+mkdir {GUEST_JOB}
+mount --bind "$1" {GUEST_JOB}
+mount --bind "$1/random.bin" /dev/random
+shift
+exec "$@"
+"""
+
+
+def seeded_bytes(seed: int, n: int = RANDOM_BYTES) -> bytes:
+    """``n`` bytes that depend on ``seed`` alone (SHA-256 in counter mode)."""
+    out = bytearray()
+    block = 0
+    while len(out) < n:
+        out += hashlib.sha256(f"cganalysis-sim/{seed}/{block}".encode()).digest()
+        block += 1
+    return bytes(out[:n])
+
+
+def run_guest(
+    ctl: Path,
+    opts: SimOptions,
+    seed: int,
+    sim_s: float,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """Boots the kernel on job folder ``ctl`` (job.json written by the caller) and waits for
+    it to power off; ``sim_s`` (a bound on the job's simulated length) sets the wall-time
+    limit. Returns the facts: kernel, clock, seed, wall time."""
+    kernel = find_sim_kernel(opts)
+    lib = find_simrng()
+    for tool in ("unshare", "setpriv"):
+        if shutil.which(tool) is None:
+            raise TestbedError(f"sim testbed: {tool} not found (Debian's util-linux package)")
+    (ctl / "random.bin").write_bytes(seeded_bytes(seed))
+    console = ctl / "console.log"
+    argv = [
+        "unshare", "--mount", "--propagation", "private", "sh", "-c", NAMESPACE_SCRIPT, "sh",
+        str(ctl),
+        "env", f"LD_PRELOAD={lib}", f"CGA_SIM_SEED={seed}",
+        "setpriv", "--pdeathsig", "KILL",
+        str(kernel.path),
+        f"mem={opts.memory_mb}M",
+        # Fixed names: the command line is mixed into the kernel's random pool at boot.
+        "umid=cga-sim",
+        f"uml_dir={GUEST_JOB}",
+        "rootfstype=hostfs", "rootflags=/", "rw", "quiet",
+        "con=null", "con0=null,fd:1",
+        "time-travel=inf-cpu", f"time-travel-start={opts.start_ns}",
+        f"PYTHONHASHSEED={seed % 4294967296}",
+        f"init={sys.executable}", "--", "-m", "cganalysis.testbed.backends.simguest", GUEST_JOB,
+    ]  # fmt: skip
+    limit_s = 60.0 + opts.wall_s_per_sim_s * sim_s
+    t0 = time.monotonic()
+    cpu0 = _children_cpu_s()
+    with console.open("wb") as out:
+        popen = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        _follow(popen, console, limit_s, progress)
+    finally:
+        if popen.poll() is None:
+            with suppress(ProcessLookupError):
+                os.killpg(popen.pid, signal.SIGKILL)
+            popen.wait(10.0)
+    wall_s = time.monotonic() - t0
+    # The kernel's host CPU time (its process and the helpers it reaped): the run's cost
+    # whatever else the host does, where the wall time also counts the host's other work.
+    cpu_s = _children_cpu_s() - cpu0
+    return {
+        "clock": "time-travel=inf-cpu",
+        "start_utc": opts.start_utc,
+        "seed": seed,
+        "kernel": kernel.to_dict(),
+        "memory_mb": opts.memory_mb,
+        "wall_s": round(wall_s, 2),
+        "host_cpu_s": round(cpu_s, 2),
+    }
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _follow(
+    popen: subprocess.Popen[bytes], console: Path, limit_s: float, progress: Callable[[str], None]
+) -> None:
+    """Waits for the kernel to end, passing the guest's progress lines on; kills it at
+    ``limit_s`` of wall time."""
+    t0 = time.monotonic()
+    offset = 0
+    while True:
+        done = popen.poll() is not None
+        with console.open("rb") as fh:
+            fh.seek(offset)
+            chunk = fh.read()
+        cut = chunk.rfind(b"\n") + 1
+        offset += cut
+        for line in chunk[:cut].decode("utf-8", "replace").splitlines():
+            if line.startswith(PROGRESS_MARK):
+                progress(line[len(PROGRESS_MARK) :])
+        if done:
+            return
+        if time.monotonic() - t0 > limit_s:
+            raise TestbedError(
+                f"sim testbed: no end after {limit_s:.0f} s of wall time (sim.wall_s_per_sim_s): "
+                "the guest's clock stopped (a process spinning without system calls?); its "
+                f"console: {console}"
+            )
+        time.sleep(0.5)
+
+
+def console_tail(console: Path, lines: int = 3) -> str:
+    """The console's last meaningful lines, for an error message."""
+    if not console.is_file():
+        return "no console output"
+    text = console.read_text(encoding="utf-8", errors="replace").splitlines()
+    keep = [ln.strip() for ln in text if ln.strip() and not ln.lstrip().startswith("[<")]
+    return " | ".join(keep[-lines:])[:400] or "no console output"

@@ -1,0 +1,125 @@
+"""What the ``vm`` testbed needs and where it is: options, the guest kernel, QEMU, vng.
+
+``scripts/install-vm.sh`` installs all of it; every lookup here fails with one line naming
+what is missing and that script.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cganalysis.testbed.backends.hosts import TestbedError
+
+if TYPE_CHECKING:
+    from cganalysis.testbed.spec.validate import Section
+
+MODULES = Path("/usr/lib/modules")
+MARKER = ".cganalysis-vm"
+INSTALL = "run `bash scripts/install-vm.sh` (as root)"
+#: Set in the guest (JSON: the VM's facts for meta.json); its presence means "inside".
+GUEST_ENV = "CGA_VM_GUEST"
+#: The guest stops its job when the heartbeat has not moved for this long (guest time).
+HEARTBEAT_TIMEOUT_S = 30.0
+ACCELS = ("auto", "kvm", "tcg")
+
+
+def in_guest() -> bool:
+    return GUEST_ENV in os.environ
+
+
+@dataclass(frozen=True)
+class VmOptions:
+    """The ``vm`` section of a testbed file (configs/testbeds/vm.yaml)."""
+
+    memory_mb: int = 2048
+    #: One vCPU: two under TCG sometimes panic at boot on this machine kind.
+    cpus: int = 1
+    accel: str = "auto"
+    boot_timeout_s: float = 180.0
+    #: A vmlinuz path or a kernel version under /usr/lib/modules (None: the newest that
+    #: scripts/install-vm.sh installed).
+    kernel: str | None = None
+
+
+def parse_options(data: Any, where: str) -> VmOptions:
+    from cganalysis.testbed.spec.validate import Section
+
+    sec = Section(data, where)
+    sec.choice("backend", ("vm",))
+    vm = sec.opt_sub("vm")
+    sec.finish()
+    return VmOptions() if vm is None else parse_vm_section(vm)
+
+
+def parse_vm_section(vm: Section) -> VmOptions:
+    """A ``vm`` mapping (the vm testbed's, or an ssh testbed's VM router's)."""
+    from cganalysis.testbed.spec.validate import SAFE_PATH
+
+    opts = VmOptions(
+        memory_mb=vm.integer("memory_mb", 2048, minimum=512, maximum=65536),
+        cpus=vm.integer("cpus", 1, minimum=1, maximum=64),
+        accel=vm.choice("accel", ACCELS, "auto"),
+        boot_timeout_s=vm.number("boot_timeout_s", 180.0, minimum=5.0),
+        kernel=vm.opt_string("kernel", pattern=SAFE_PATH),
+    )
+    vm.finish()
+    return opts
+
+
+def load_options(path: Path | None) -> VmOptions:
+    if path is None:
+        return VmOptions()
+    from cganalysis.io import read_yaml
+
+    return parse_options(read_yaml(path), str(path))
+
+
+def find_kernel(opts: VmOptions) -> tuple[str, Path]:
+    """(version, vmlinuz) of the guest kernel; raises naming what to install."""
+    if opts.kernel and Path(opts.kernel).is_file():
+        return Path(opts.kernel).parent.name, Path(opts.kernel)
+    if opts.kernel:
+        versions = [opts.kernel]
+    else:
+        versions = sorted(
+            (m.parent.name for m in MODULES.glob(f"*/{MARKER}")),
+            key=lambda v: [int(x) if x.isdigit() else x for x in v.replace("+", ".").split(".")],
+        )
+    if not versions:
+        raise TestbedError(
+            f"vm testbed: no guest kernel ({MODULES}/*/{MARKER} not found); {INSTALL}: it "
+            "fetches Debian's trixie-backports kernel"
+        )
+    vmlinuz = MODULES / versions[-1] / "vmlinuz"
+    if not vmlinuz.is_file():
+        raise TestbedError(f"vm testbed: kernel image {vmlinuz} not found; {INSTALL}")
+    return versions[-1], vmlinuz
+
+
+def find_tools() -> tuple[str, str]:
+    """(vng, qemu-system-x86_64) paths; raises naming the package that provides each."""
+    qemu = shutil.which("qemu-system-x86_64")
+    if qemu is None:
+        raise TestbedError(
+            f"vm testbed: qemu-system-x86_64 not found; {INSTALL} (installs Debian's "
+            "qemu-system-x86)"
+        )
+    if shutil.which("busybox") is None:
+        raise TestbedError(
+            f"vm testbed: busybox not found (virtme-ng builds the guest's initramfs with it); "
+            f"{INSTALL} (installs Debian's busybox-static)"
+        )
+    # The project's own environment first: install-vm.sh puts virtme-ng there.
+    here = Path(sys.executable).parent / "vng"
+    vng = str(here) if here.is_file() else shutil.which("vng")
+    if vng is None:
+        raise TestbedError(
+            f"vm testbed: virtme-ng's vng not found next to {sys.executable} nor on the PATH; "
+            f"{INSTALL} (installs virtme-ng with that Python's pip)"
+        )
+    return vng, qemu
