@@ -108,7 +108,8 @@ def main(argv: list[str]) -> int:
         if not (ctl / "result.json").is_file():
             how = f"signal {-rc}" if rc < 0 else f"status {rc}"
             error = f"the run's process ended by {how}"
-            _write(ctl / "result.json", json.dumps({"ok": False, "kind": "testbed", "error": error}))
+            result = {"ok": False, "kind": "testbed", "error": error}
+            _write(ctl / "result.json", json.dumps(result))
     finally:
         _power_off()
     return 0
