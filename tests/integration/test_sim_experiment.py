@@ -156,7 +156,10 @@ def test_another_repetition_is_another_draw(tmp_path: Path, twin_runs: dict[str,
     assert _tcp_ports(first) != _tcp_ports(other)
 
 
-def test_a_killed_run_leaves_no_kernel(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_run_leaves_no_kernel(tmp_path: Path, signum: int) -> None:
+    """SIGKILL: the kernel dies with its parent (pdeathsig). SIGTERM: the run unwinds and
+    leaves nothing at all, not even its job folder."""
     _need_sim()
     proc = subprocess.Popen(
         [sys.executable, "-m", "cganalysis.cli", "experiment", str(RUN), "-o", str(tmp_path / "k")],
@@ -170,13 +173,15 @@ def test_a_killed_run_leaves_no_kernel(tmp_path: Path) -> None:
     assert kernel, "the sim kernel never started"
     time.sleep(2)  # booted: its helper processes exist too
     kernel = _family(proc.pid) - {proc.pid}
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    os.kill(proc.pid, signum)
+    proc.wait(30)
     deadline = time.monotonic() + 20
     while kernel & _alive() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not kernel & _alive(), "the sim kernel outlived the run"
     assert not (tmp_path / "k").exists()
+    if signum == signal.SIGTERM:
+        assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
 
 
 def test_missing_seed_library_is_one_clear_line(tmp_path: Path) -> None:

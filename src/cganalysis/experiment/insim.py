@@ -32,9 +32,10 @@ from typing import Any
 from cganalysis.errors import CganalysisError, ConfigError
 from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
+from cganalysis.interrupts import signals_raise
 from cganalysis.io import write_json
 from cganalysis.testbed.backends.hosts import TestbedError
-from cganalysis.testbed.backends.simconf import load_options
+from cganalysis.testbed.backends.simconf import SimOptions, load_options
 from cganalysis.testbed.backends.simkernel import GUEST_JOB, console_tail, run_guest
 from cganalysis.testbed.backends.umlagent import KERNEL_TOOLS
 
@@ -66,7 +67,16 @@ def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any
     out.parent.mkdir(parents=True, exist_ok=True)
     sim = load_options(cfg.testbed.path)
     seed = sim.seed + (opts.repetition or 0)
-    ctl = Path(tempfile.mkdtemp(prefix=f".{out.name}.sim-", dir=out.parent))
+    # SIGINT / SIGTERM unwind (the kernel is killed, the job folder removed) instead of
+    # ending this process on the spot and leaving the folder behind.
+    with signals_raise():
+        ctl = Path(tempfile.mkdtemp(prefix=f".{out.name}.sim-", dir=out.parent))
+        return _run(mode, cfg, out, opts, ctl, seed, sim)
+
+
+def _run(
+    mode: str, cfg: RunConfig, out: Path, opts: Any, ctl: Path, seed: int, sim: SimOptions
+) -> dict[str, Any]:
     try:
         plain = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "progress"}
         plain.update(run_id=RUN, campaign=None, repetition=None)
@@ -91,6 +101,8 @@ def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any
         result = json.loads(result_file.read_text(encoding="utf-8"))
         if not result.get("ok"):
             err = f"in the sim guest: {result.get('error')}"
+            if result.get("error", "").startswith("the run's process ended"):
+                err += f" (console: {console_tail(ctl / 'console.log')})"
             raise ConfigError(err) if result.get("kind") == "config" else TestbedError(err)
         if result.get("sim_s"):
             facts["sim_s"] = result["sim_s"]

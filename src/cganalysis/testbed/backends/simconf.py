@@ -39,7 +39,7 @@ class SimOptions:
     kernel: str = "auto"
     #: The guest's memory: its processes, the kernel's socket buffers and queues (the
     #: captures go straight to this machine's disk through hostfs).
-    memory_mb: int = 1024
+    memory_mb: int = 2048
     #: The seed of every random choice in the guest (TCP sequence numbers, ports, SFQ's
     #: hash, DualPI2's marks, Python's hash); a campaign's repetition N runs with seed + N.
     seed: int = 1

@@ -75,25 +75,41 @@ def _power_off() -> None:
         time.sleep(3600)
 
 
-def main(argv: list[str]) -> int:
-    ctl = Path(argv[1])
+def job(ctl: Path) -> int:
+    """The job itself (a child of init: if the kernel kills it, out of memory say, init is
+    still there to tell the host). Writes ``CTL/result.json``."""
     result: dict[str, Any]
     try:
-        job = json.loads((ctl / "job.json").read_text(encoding="utf-8"))
-        os.environ.update(job.get("env", {}))
-        os.environ[GUEST_ENV] = json.dumps(job.get("sim", {}))
-        _prepare()
-        module, _, function = str(job["entry"]).partition(":")
+        spec = json.loads((ctl / "job.json").read_text(encoding="utf-8"))
+        module, _, function = str(spec["entry"]).partition(":")
         entry = getattr(importlib.import_module(module), function)
         t0 = time.monotonic()
-        result = entry(ctl, job)
+        result = entry(ctl, spec)
         # The job's simulated length (set-up, calibration, traffic, teardown).
         result["sim_s"] = round(time.monotonic() - t0, 3)
     except BaseException as e:
         result = {"ok": False, "kind": "testbed", "error": f"{type(e).__name__}: {e}"}
         traceback.print_exc()
+    _write(ctl / "result.json", json.dumps(result))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[1] == "--job":
+        return job(Path(argv[2]))
+    ctl = Path(argv[1])
     try:
-        _write(ctl / "result.json", json.dumps(result))
+        spec = json.loads((ctl / "job.json").read_text(encoding="utf-8"))
+        os.environ.update(spec.get("env", {}))
+        os.environ[GUEST_ENV] = json.dumps(spec.get("sim", {}))
+        _prepare()
+        argv = [sys.executable, "-m", "cganalysis.testbed.backends.simguest", "--job", str(ctl)]
+        rc = subprocess.run(argv, check=False).returncode
+        if not (ctl / "result.json").is_file():
+            how = f"signal {-rc}" if rc < 0 else f"status {rc}"
+            error = f"the run's process ended by {how}"
+            result = {"ok": False, "kind": "testbed", "error": error}
+            _write(ctl / "result.json", json.dumps(result))
     finally:
         _power_off()
     return 0

@@ -16,6 +16,8 @@ facts meta.json records. What makes two boots of one job the same, packet for pa
   kernel's command line is the same for every job (the kernel mixes its command line
   into its random pool at boot, and a name the guest reads changes how long its
   processes run, which UML mixes in at each process's exit);
+- Python compiles every module it imports, every time: it neither reads nor writes the
+  host's bytecode caches, whose presence changes how long its processes run;
 - the console writes to a regular file (a pipe's back-pressure moves the clock: 3 of 18
   runs drifted that way in REFERENCE measurements), and Python's hash seed is fixed
   (``PYTHONHASHSEED`` on the kernel command line reaches init's environment).
@@ -101,6 +103,12 @@ def run_guest(
         "con=null", "con0=null,fd:1",
         "time-travel=inf-cpu", f"time-travel-start={opts.start_ns}",
         f"PYTHONHASHSEED={seed % 4294967296}",
+        # Python neither reads nor writes this machine's bytecode caches: whether a .pyc
+        # exists changes how long a process runs (compiling or loading), which UML mixes
+        # into its random pool at the process's exit, so the first run after an edit or an
+        # install would pick other ports than the second.
+        "PYTHONDONTWRITEBYTECODE=1",
+        "PYTHONPYCACHEPREFIX=/nonexistent/cga-sim-pycache",
         f"init={sys.executable}", "--", "-m", "cganalysis.testbed.backends.simguest", GUEST_JOB,
     ]  # fmt: skip
     limit_s = 60.0 + opts.wall_s_per_sim_s * sim_s
@@ -167,9 +175,25 @@ def _follow(
 
 
 def console_tail(console: Path, lines: int = 3) -> str:
-    """The console's last meaningful lines, for an error message."""
+    """What the console says went wrong: the kernel's own complaints (out of memory, a
+    panic, an oops) first, else its last meaningful lines."""
     if not console.is_file():
         return "no console output"
     text = console.read_text(encoding="utf-8", errors="replace").splitlines()
-    keep = [ln.strip() for ln in text if ln.strip() and not ln.lstrip().startswith("[<")]
-    return " | ".join(keep[-lines:])[:400] or "no console output"
+    words = ("Out of memory", "Killed process", "Kernel panic", "BUG", "Oops", "Traceback")
+    alarms = [ln.strip() for ln in text if any(w in ln for w in words)]
+    keep = [
+        ln.strip()
+        for ln in text
+        if ln.strip() and not ln.lstrip().startswith("[<") and not _hex_words(ln)
+    ]
+    return " | ".join((alarms[:2] + keep[-lines:]) if alarms else keep[-lines:])[:500] or (
+        "no console output"
+    )
+
+
+def _hex_words(line: str) -> bool:
+    """A stack dump line (``6059e500 a091fcc8 ...``)."""
+    words = line.split()
+    hexdigits = set("0123456789abcdef")
+    return bool(words) and all(len(w) == 8 and set(w) <= hexdigits for w in words)
