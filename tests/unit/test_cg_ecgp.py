@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -22,12 +23,17 @@ import yaml
 
 from cganalysis.cg import ecgp, ecgp_game
 from cganalysis.errors import ConfigError
-from cganalysis.experiment.cgcheck import cg_flags
 from cganalysis.experiment.config import parse_run
 from cganalysis.experiment.meta import roles
+from cganalysis.experiment.sources import SOURCES
 from cganalysis.metrics.roles import assign_roles, rules_from_mapping
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ecgp_proxy"
+
+
+def cg_flags(cfg: Any, info: dict[str, Any], workdir: Path) -> list[str]:
+    """The run's CG source's post-run flags, as meta.json gets them."""
+    return SOURCES[cfg.cg.source].post_run_flags(info, workdir)
 
 
 def test_command_lines_follow_the_proxys_fixed_layout() -> None:
