@@ -64,6 +64,18 @@ def add_parser(sub: Any) -> None:
     v = dsub.add_parser("verify", help="check a dataset's files against its SHA256SUMS and open it")
     v.add_argument("dataset", type=Path, help="dataset folder (e.g. datasets/NAME)")
     v.set_defaults(run=run_verify)
+    r = dsub.add_parser(
+        "raw-check",
+        help="are a campaign's raw runs in data/raw/? (dvc.yaml's raw-<campaign> stages)",
+        description=(
+            "Succeed when data/raw/CAMPAIGN holds runs, including every run a published "
+            "dataset of the campaign lists; otherwise name what is missing and how to get "
+            "it (dvc pull from a remote, or the campaign's profile)."
+        ),
+    )
+    r.add_argument("campaign", help="campaign name as in data/raw/ (e.g. tma2024-kernel)")
+    r.add_argument("--root", type=Path, default=Path(), help="the repository (.)")
+    r.set_defaults(run=run_raw_check)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,4 +120,12 @@ def run_verify(args: argparse.Namespace) -> int:
 
     ds = open_dataset(args.dataset)
     print(f"{ds.name}: campaign {ds.campaign}, {len(ds.runs)} runs, every file as in SHA256SUMS")
+    return 0
+
+
+def run_raw_check(args: argparse.Namespace) -> int:
+    from cganalysis.dataset.rawcheck import check_raw
+
+    runs = check_raw(args.root, args.campaign)
+    print(f"data/raw/{args.campaign}/: {len(runs)} runs")
     return 0
