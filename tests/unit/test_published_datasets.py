@@ -113,3 +113,22 @@ def test_compare_says_within_outside_and_one_run(capsys: pytest.CaptureFixture[s
     assert main(["compare", str(DATASETS[0]), "--reference", str(DATASETS[0])]) == 0
     out = capsys.readouterr().out
     assert "CG Avg Latency (ms)" in out and "no spread: one reference run" in out
+
+
+def test_raw_check_names_the_missing_runs_and_how_to_get_them(tmp_path: Path) -> None:
+    from cganalysis.dataset.rawcheck import check_raw
+
+    ds = open_dataset(DATASETS[0])
+    shutil.copytree(DATASETS[0], tmp_path / "datasets" / DATASETS[0].name)
+    shutil.copytree(REPO / "profiles", tmp_path / "profiles")
+    with pytest.raises(ConfigError, match=rf"data/raw/{ds.campaign}/: missing, .*dvc pull"):
+        check_raw(tmp_path, ds.campaign)
+    first, *rest = ds.runs
+    (tmp_path / "data" / "raw" / ds.campaign / first).mkdir(parents=True)
+    (tmp_path / "data" / "raw" / ds.campaign / first / "meta.json").write_text("{}")
+    with pytest.raises(ConfigError, match=rf"{len(rest)} runs missing \({rest[0]}, "):
+        check_raw(tmp_path, ds.campaign)
+    for run in rest:
+        (tmp_path / "data" / "raw" / ds.campaign / run).mkdir()
+        (tmp_path / "data" / "raw" / ds.campaign / run / "meta.json").write_text("{}")
+    assert check_raw(tmp_path, ds.campaign) == ds.runs
