@@ -87,6 +87,7 @@ def render_datasheet(
     with_captures: bool,
     checksums: dict[str, str],
     published: bool = False,
+    rerun_command: str = "",
 ) -> tuple[str, dict[str, Any]]:
     """(Markdown, JSON document) of the datasheet (``published``: the committed flavour,
     without per-packet tables, with calibrations and time series)."""
@@ -177,12 +178,15 @@ def render_datasheet(
         "",
         "## Collection and provenance",
         "",
-        "Testbed: server, router and client as Linux network namespaces joined by veth "
-        "pairs; the bottleneck on the router (kernel qdiscs, or the cga-emu link emulator for "
-        "disciplines the kernel lacks), propagation delay from a delay-only cga-emu hop; "
-        "tcpdump on the router's two interfaces. Each run's meta.json records everything "
-        "(configuration, calibration, hosts, commands, file checksums).",
+        "Testbed (`testbeds` below; docs/testbed.md): server, router and client as Linux "
+        "network namespaces joined by veth pairs (`netns`), or with the router a user-mode "
+        "Linux kernel (`uml`, `sim`) or in a VM (`vm`); the bottleneck on the router "
+        "(kernel qdiscs, or the cga-emu link emulator for disciplines the kernel lacks), "
+        "propagation delay from a delay-only hop (`delay_via`); captures on the router's "
+        "two interfaces. Each run's meta.json records everything (configuration, "
+        "calibration, hosts, commands, file checksums).",
         "",
+        f"- testbeds: {', '.join(map(str, provenance.get('testbeds', []))) or '?'}",
         f"- cganalysis versions: {', '.join(map(str, provenance['cganalysis_versions'])) or '?'}",
         f"- git commits: {', '.join(map(str, provenance['git_commits'])) or '?'}"
         + (" (uncommitted changes present)" if provenance["git_dirty"] else ""),
@@ -191,7 +195,7 @@ def render_datasheet(
         f"- propagation delay via: {', '.join(map(str, provenance['delay_via'])) or '?'}",
         *software_lines(provenance["python_software"]),
         "",
-        *(raw_data_lines(campaign) if published else []),
+        *(raw_data_lines(campaign, rerun_command) if published else []),
         "## How to cite",
         "",
         f"Cite this dataset as: *{title}*, cganalysis project, version "

@@ -42,6 +42,7 @@ from cganalysis.dataset.published import (
     calibration_of,
     dated_name,
 )
+from cganalysis.dataset.rawcheck import campaign_command
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object, sha256_file
 from cganalysis.metrics.io import read_meta, read_metrics
@@ -202,6 +203,7 @@ def _provenance(
         "git_dirty": any(bool(g.get("dirty")) for g in gits),
         "python_software": software_used(software),
         "kernels": _distinct([h.get("kernel") for h in hosts]),
+        "testbeds": _distinct([(m.get("testbed") or {}).get("backend") for m in metas]),
         "bottleneck_backends": _distinct([m.get("bottleneck_backend") for m in metas]),
         "delay_via": _distinct([m.get("delay_via") for m in metas]),
         "exported_by": f"cganalysis {__version__}",
@@ -289,6 +291,7 @@ def export_campaign(
             with_captures=with_captures,
             checksums=checksums,
             published=published,
+            rerun_command=campaign_command(root, campaign) if published else "",
         )
         (tmp / "datasheet.md").write_text(sheet_md, encoding="utf-8")
         (tmp / "datasheet.json").write_text(

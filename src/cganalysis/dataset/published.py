@@ -69,8 +69,10 @@ def calibration_of(root: Path, campaign: str, meta: dict[str, Any]) -> bytes | N
     return (json.dumps(embedded, indent=2) + "\n").encode()
 
 
-def raw_data_lines(campaign: str) -> list[str]:
-    """The datasheet's section on what is not in the dataset, and how to get it."""
+def raw_data_lines(campaign: str, command: str) -> list[str]:
+    """The datasheet's section on what is not in the dataset, and how to get it
+    (``command``: the workflow command that plans the campaign, from its profile)."""
+    process = command.removeprefix("sudo ")
     return [
         "## What is not here: captures and per-packet tables",
         "",
@@ -81,12 +83,12 @@ def raw_data_lines(campaign: str) -> list[str]:
         "where a DVC remote holds them (docs/datasets.md, 'Remote'):",
         "",
         "```sh",
-        f"dvc pull raw-{campaign}        # data/raw/{campaign}/",
-        "snakemake --cores 4             # per-packet tables and metrics again",
+        f"dvc pull raw-{campaign}   # data/raw/{campaign}/",
+        f"{process}   # the per-packet tables and metrics again (no run is redone)",
         "```",
         "",
-        "Without a remote, run the campaign again on a testbed (its profile, docs/results.md) "
-        "and compare it with this dataset: `cganalysis compare data/raw/<campaign> "
-        "--reference <this folder>`.",
+        f"Without a remote, run the campaign again on a testbed (`{command}`) and compare "
+        f"it with this dataset: `cganalysis compare data/raw/{campaign} --reference "
+        "<this folder>`.",
         "",
     ]

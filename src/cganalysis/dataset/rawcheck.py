@@ -19,7 +19,7 @@ from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object
 
 
-def _profile_command(root: Path, campaign: str) -> str:
+def campaign_command(root: Path, campaign: str) -> str:
     """The workflow command that plans ``campaign``: a profile whose experiments.yaml (or
     the default configuration) lists its campaign file (its name, plus the profile's
     campaign_suffix)."""
@@ -72,5 +72,5 @@ def check_raw(root: Path, campaign: str) -> list[str]:
     raise ConfigError(
         f"{what}{behind}. Get them with `dvc pull raw-{campaign}` from a DVC remote that "
         "holds them (docs/datasets.md, 'Remote'; `dvc remote list`), or run the campaign "
-        f"again: {_profile_command(root, campaign)}"
+        f"again: {campaign_command(root, campaign)}"
     )
