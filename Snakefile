@@ -12,6 +12,7 @@
 #   results/tables/<campaign>/<table>.{csv,md,tex,html}  the papers' tables
 #   results/figures/<campaign>/<figure>.{pdf,png}        the papers' figures
 #   logs/<rule>/<campaign>/<run_id>.log                  every rule's log
+#   results/published/<dataset>/<table>.{csv,md,tex,html} tables of datasets/<dataset>/
 #
 # `snakemake --cores 4` builds `all`; `snakemake -n` shows what would run;
 # `snakemake --report report.html` the report of every table and figure (results/report/).
@@ -37,6 +38,7 @@ localrules:
     report_xu_table,
     report_xu_figure,
     report_run_figure,
+    published_check_docs,
 
 
 include: "workflow/rules/common.smk"
@@ -45,6 +47,7 @@ include: "workflow/rules/packets.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/published.smk"
 
 
 rule all:
@@ -53,3 +56,4 @@ rule all:
         EXPERIMENT_PLAN.meta_files(),
         processed_outputs(),
         result_outputs(),
+        published_outputs(),

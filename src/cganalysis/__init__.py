@@ -1,7 +1,8 @@
 """cganalysis: cloud-gaming traffic against competing TCP flows, from testbed to paper figures.
 
 ``cganalysis.open_run(DIR)`` and ``cganalysis.open_campaign(DIR)`` (:mod:`cganalysis.run`)
-are the entry points for exploring results; they are imported on first use, so that
+are the entry points for exploring results, ``cganalysis.open_dataset(DIR)``
+(:mod:`cganalysis.dataset.reader`) for a published dataset; they are imported on first use, so that
 ``import cganalysis`` (and the command line's start-up) stays cheap.
 """
 
@@ -14,9 +15,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from cganalysis.dataset.reader import Dataset, open_dataset
     from cganalysis.run import Campaign, Run, open_campaign, open_run
 
-__all__ = ["Campaign", "Run", "__version__", "open_campaign", "open_run"]
+__all__ = [
+    "Campaign",
+    "Dataset",
+    "Run",
+    "__version__",
+    "open_campaign",
+    "open_dataset",
+    "open_run",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,4 +34,8 @@ def __getattr__(name: str) -> Any:
         from cganalysis import run
 
         return getattr(run, name)
+    if name in {"Dataset", "open_dataset"}:
+        from cganalysis.dataset import reader
+
+        return getattr(reader, name)
     raise AttributeError(f"module 'cganalysis' has no attribute {name!r}")

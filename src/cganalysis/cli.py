@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     ),
     "cg": "CG traffic generator: RTP video with SCReAM v2, constant rate, TFRC or gTFRC",
     "dataset": "export a campaign as a publication dataset (parquet, metrics, datasheet)",
+    "compare": "a new run or campaign against a reference dataset, cell by cell, with its spread",
     "trace": "cellular link traces (mahimahi format): generate from the model, statistics, find",
 }
 

@@ -54,6 +54,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory, dualpoint_dir: Path) -> 
                 str(metrics),
                 "--run",
                 str(raw / "meta.json"),
+                "--timeseries",
+                str(metrics.with_suffix(".timeseries.parquet")),
             ]
         )
         == 0
@@ -150,3 +152,44 @@ def test_export_refuses_what_it_cannot_do(
     finally:
         (workspace / "data/raw/example/unprocessed-r01/meta.json").unlink()
         (workspace / "data/raw/example/unprocessed-r01").rmdir()
+
+
+def test_published_export_is_small_dated_and_reads_back(workspace: Path) -> None:
+    """The flavour datasets/ holds: no packets tables or captures, the run's time series;
+    dated after the first run's start; opened again with its checksums and tables."""
+    from cganalysis.dataset.reader import open_dataset
+
+    assert main(["dataset", "export", "example", "--published", "--root", str(workspace)]) == 0
+    (out,) = (workspace / "datasets").iterdir()
+    assert out.name == "example-2026-11-22"  # the committed run's start_ns, UTC
+    files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    assert not any(f.startswith(("packets/", "captures/")) for f in files)
+    assert {f"timeseries/{RUN}.parquet", f"flows/{RUN}.parquet", f"meta/{RUN}.json"} <= files
+    # The committed run was made without a calibration: none is invented.
+    assert not any(f.startswith("calibration/") for f in files)
+    ds = open_dataset(out)
+    series = ds.timeseries(RUN)
+    assert set(series.get_column("role")) >= {"cg"}
+    # One row per bin of the run's own analysis.bin_s (the metrics' resolution).
+    steps = series.filter(pl.col("role") == "cg").get_column("t_s").diff().drop_nulls()
+    assert steps.unique().to_list() == [ds.metrics[0]["inputs"]["bin_s"]]
+    (table,) = ds.tables("tma_table2")
+    assert ds.run_rows().height == 1 and table.rows[0].cells[0] is not None
+    sheet = (out / "datasheet.md").read_text()
+    assert "dvc pull raw-example" in sheet and "`packets/<run>.parquet`" not in sheet
+    assert (
+        main(
+            [
+                "dataset",
+                "export",
+                "example",
+                "--published",
+                "--with-captures",
+                "-o",
+                str(workspace / "x"),
+                "--root",
+                str(workspace),
+            ]
+        )
+        == 2
+    )

@@ -8,9 +8,11 @@ name a default remote outside the repository (docs/datasets.md).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import REPO, need_tool
@@ -62,3 +64,47 @@ def test_add_push_pull_roundtrip(tmp_path: Path, dualpoint_dir: Path) -> None:
     shutil.rmtree(tmp_path / "cache")
     _run(repo, "dvc", "pull")
     assert _digest(repo / "data" / "raw" / "tiny") == before
+
+
+def test_reference_campaign_stage_says_what_is_missing_then_round_trips(
+    tmp_path: Path, dualpoint_dir: Path
+) -> None:
+    """The project's dvc.yaml on a clone with a published dataset but no raw runs: `dvc
+    repro raw-<campaign>` names the folder, the dataset and how to get the runs; with the
+    runs there it records them, and they go to a remote and come back."""
+    need_tool("dvc", "git")
+    campaign, run_id = "tma2024-kernel", "tma2024-kernel-pfifo-cubic-r01"
+    repo, remote = tmp_path / "repo", tmp_path / "remote"
+    repo.mkdir()
+    _run(repo, "git", "init", "-q")
+    _run(repo, "dvc", "init", "-q")
+    _run(repo, "dvc", "remote", "add", "-d", "local", str(remote))
+    _run(repo, "dvc", "config", "cache.dir", str(tmp_path / "cache"))
+    shutil.copyfile(REPO / "dvc.yaml", repo / "dvc.yaml")
+    shutil.copytree(REPO / "profiles", repo / "profiles")
+    sheet = repo / "datasets" / f"{campaign}-2026-11-26" / "datasheet.json"
+    sheet.parent.mkdir(parents=True)
+    sheet.write_text(json.dumps({"campaign": campaign, "runs": [run_id]}))
+    # The stage's command is the package's: the interpreter running the tests has it.
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_CONFIG_NOSYSTEM": "1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    stage = ["dvc", "repro", f"raw-{campaign}"]
+    failed = subprocess.run(stage, cwd=repo, capture_output=True, text=True, env=env, check=False)
+    assert failed.returncode != 0
+    message = failed.stdout + failed.stderr
+    assert f"data/raw/{campaign}/: missing" in message, message
+    assert f"datasets/{campaign}-2026-11-26" in message
+    assert f"dvc pull raw-{campaign}" in message and "--profile profiles/kernel" in message
+    run = repo / "data" / "raw" / campaign / run_id
+    run.mkdir(parents=True)
+    shutil.copyfile(dualpoint_dir / "ingress.pcap", run / "ingress.pcap")
+    (run / "meta.json").write_text(json.dumps({"run_id": run_id}))
+    done = subprocess.run(stage, cwd=repo, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"data/raw/{campaign}" in (repo / "dvc.lock").read_text()
+    before = _digest(repo / "data" / "raw" / campaign)
+    _run(repo, "dvc", "push", f"raw-{campaign}")
+    shutil.rmtree(repo / "data" / "raw" / campaign)
+    shutil.rmtree(tmp_path / "cache")
+    _run(repo, "dvc", "pull", f"raw-{campaign}")
+    assert _digest(repo / "data" / "raw" / campaign) == before

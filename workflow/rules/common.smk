@@ -153,3 +153,47 @@ def result_outputs():
             out += artefacts.output_files(artefact, campaign)
             out.append(artefacts.report_file(artefact, campaign))
     return sorted(out)
+
+
+# Published datasets (rules/published.smk): datasets/<campaign>-<YYYY-MM-DD>/.
+DATASETS = Path("datasets")
+
+
+def published_names():
+    wanted = config.get("published", [])
+    present = sorted(p.parent.name for p in DATASETS.glob("*/datasheet.json"))
+    if "all" in wanted:
+        return present
+    missing = sorted(set(wanted) - set(present))
+    if missing:
+        raise ValueError(
+            f"configs: published: {', '.join(missing)}: no such folder with a datasheet "
+            f"in datasets/ (there: {', '.join(present) or 'none'})"
+        )
+    return sorted(wanted)
+
+
+def published_campaign(name):
+    import json
+
+    return json.loads((DATASETS / name / "datasheet.json").read_text())["campaign"]
+
+
+def published_metrics(name):
+    return sorted(str(p) for p in (DATASETS / name / "metrics").glob("*.json"))
+
+
+def published_outputs():
+    out = []
+    wanted = config.get("artefacts", {})
+    for name in published_names():
+        for group in wanted.get(published_campaign(name), []):
+            for artefact in artefacts.in_group(group):
+                if artefact.kind == "table":
+                    out += [
+                        f"results/published/{name}/{artefact.name}.{ext}"
+                        for ext in ("csv", "md", "tex", "html")
+                    ]
+    if out:
+        out.append("results/published/printed-numbers.txt")
+    return out

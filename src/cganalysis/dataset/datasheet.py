@@ -8,11 +8,22 @@ from typing import Any
 import polars as pl
 
 from cganalysis.dataset.columns import Column, describe, unit_of
+from cganalysis.dataset.published import raw_data_lines
 
 #: Tables of the dataset -> the schema in cganalysis.schemas that declares them.
 TABLES: tuple[tuple[str, str, str], ...] = (
     ("packets/<run>.parquet", "PACKETS", "one row per IP packet seen entering the bottleneck"),
     ("flows/<run>.parquet", "FLOWS", "one row per directional flow (5-tuple and RTP SSRC)"),
+)
+#: A published dataset's tables (cganalysis.dataset.published): no per-packet table.
+PUBLISHED_TABLES: tuple[tuple[str, str, str], ...] = (
+    TABLES[1],
+    (
+        "timeseries/<run>.parquet",
+        "RUN_TIMESERIES",
+        "one row per role (the CG flow, the competing TCP flow) and bin of the run's "
+        "analysis.bin_s (0.5 s): rates, queuing delay, loss",
+    ),
 )
 
 PAPERS = (
@@ -75,10 +86,14 @@ def render_datasheet(
     provenance: dict[str, Any],
     with_captures: bool,
     checksums: dict[str, str],
+    published: bool = False,
+    rerun_command: str = "",
 ) -> tuple[str, dict[str, Any]]:
-    """(Markdown, JSON document) of the datasheet."""
+    """(Markdown, JSON document) of the datasheet (``published``: the committed flavour,
+    without per-packet tables, with calibrations and time series)."""
     label_cols = [c for c in runs_table.columns if c.startswith("label_")]
-    tables = {schema: describe(schema) for _, schema, _ in TABLES}
+    table_list = PUBLISHED_TABLES if published else TABLES
+    tables = {schema: describe(schema) for _, schema, _ in table_list}
     md: list[str] = [
         f"# {title}",
         "",
@@ -118,7 +133,7 @@ def render_datasheet(
         "|---|---|",
         "| `runs.csv` | one row per run: labels, configured and measured capacity, the "
         "headline metrics per role (`cg_*`, `competitor_*`) over the analysis window |",
-        *[f"| `{path}` | {text} (schema below) |" for path, _, text in TABLES],
+        *[f"| `{path}` | {text} (schema below) |" for path, _, text in table_list],
         "| `metrics/<run>.json` | the papers' metrics of the run (docs/metrics.md) |",
         "| `meta/<run>.json` | run metadata: resolved configuration, schedule, roles, "
         "calibration, hosts, tool versions, commands, checksums of the raw files "
@@ -126,6 +141,11 @@ def render_datasheet(
         "| `match/<run>.json` | capture matching summary: packets in / delivered / lost, "
         "capture drops |",
     ]
+    if published:
+        md.append(
+            "| `calibration/<run>.json` | the calibration of the bottleneck the run used "
+            "(delivered rate against the configured one, idle delay floor, qdisc state) |"
+        )
     if with_captures:
         md.append(
             "| `captures/<run>/` | the raw captures: ingress.pcap (entering the bottleneck), "
@@ -140,7 +160,7 @@ def render_datasheet(
         "`_bytes`, `_mbps`); ECN code points: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE.",
         "",
     ]
-    for path, schema, text in TABLES:
+    for path, schema, text in table_list:
         md += [
             f"### `{path}` ({text})",
             "",
@@ -158,12 +178,15 @@ def render_datasheet(
         "",
         "## Collection and provenance",
         "",
-        "Testbed: server, router and client as Linux network namespaces joined by veth "
-        "pairs; the bottleneck on the router (kernel qdiscs, or the cga-emu link emulator for "
-        "disciplines the kernel lacks), propagation delay from a delay-only cga-emu hop; "
-        "tcpdump on the router's two interfaces. Each run's meta.json records everything "
-        "(configuration, calibration, hosts, commands, file checksums).",
+        "Testbed (`testbeds` below; docs/testbed.md): server, router and client as Linux "
+        "network namespaces joined by veth pairs (`netns`), or with the router a user-mode "
+        "Linux kernel (`uml`, `sim`) or in a VM (`vm`); the bottleneck on the router "
+        "(kernel qdiscs, or the cga-emu link emulator for disciplines the kernel lacks), "
+        "propagation delay from a delay-only hop (`delay_via`); captures on the router's "
+        "two interfaces. Each run's meta.json records everything (configuration, "
+        "calibration, hosts, commands, file checksums).",
         "",
+        f"- testbeds: {', '.join(map(str, provenance.get('testbeds', []))) or '?'}",
         f"- cganalysis versions: {', '.join(map(str, provenance['cganalysis_versions'])) or '?'}",
         f"- git commits: {', '.join(map(str, provenance['git_commits'])) or '?'}"
         + (" (uncommitted changes present)" if provenance["git_dirty"] else ""),
@@ -172,6 +195,7 @@ def render_datasheet(
         f"- propagation delay via: {', '.join(map(str, provenance['delay_via'])) or '?'}",
         *software_lines(provenance["python_software"]),
         "",
+        *(raw_data_lines(campaign, rerun_command) if published else []),
         "## How to cite",
         "",
         f"Cite this dataset as: *{title}*, cganalysis project, version "
@@ -185,7 +209,8 @@ def render_datasheet(
         "campaign": campaign,
         "runs": runs_table.get_column("run_id").to_list(),
         "provenance": provenance,
-        "schemas": {path: [c.__dict__ for c in tables[schema]] for path, schema, _ in TABLES}
+        "published": published,
+        "schemas": {path: [c.__dict__ for c in tables[schema]] for path, schema, _ in table_list}
         | {"runs.csv": [c.__dict__ for c in _runs_columns(runs_table)]},
         "files": dict(sorted(checksums.items())),
         "reproduces": papers_for(campaign),

@@ -14,6 +14,10 @@ and writes, for an archive such as Zenodo::
     DIR/datasheet.md, .json      schemas with units, provenance, how to cite
     DIR/SHA256SUMS               checksums of every file above
 
+With ``--published`` it writes the flavour committed under ``datasets/`` instead
+(cganalysis.dataset.published: no packets tables or captures; calibrations and time
+series), by default to ``datasets/<campaign>-<YYYY-MM-DD>``.
+
 The directory is built beside DIR and renamed into place when complete, so an
 interrupted export leaves nothing half written; an existing DIR is never overwritten.
 """
@@ -32,10 +36,17 @@ import polars as pl
 
 from cganalysis import __version__
 from cganalysis.dataset.datasheet import render_datasheet
+from cganalysis.dataset.published import (
+    DATASETS_DIR,
+    PUBLISHED_RUN_FILES,
+    calibration_of,
+    dated_name,
+)
+from cganalysis.dataset.rawcheck import campaign_command
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object, sha256_file
 from cganalysis.metrics.io import read_meta, read_metrics
-from cganalysis.schemas import FLOWS, PACKETS
+from cganalysis.schemas import FLOWS, PACKETS, RUN_TIMESERIES
 from cganalysis.tablefile import check_table_file
 
 #: Files copied per run: (source relative to the workspace, destination in the dataset).
@@ -60,6 +71,10 @@ def _check_table(path: Path) -> None:
     if path.name in TABLE_SCHEMAS:
         table, schema = TABLE_SCHEMAS[path.name]
         check_table_file(path, schema, table, make_with="remake it with `snakemake`")
+    elif path.name.endswith(".timeseries.parquet"):
+        check_table_file(
+            path, RUN_TIMESERIES, "time series", make_with="remake it with `snakemake`"
+        )
 
 
 @dataclass(frozen=True)
@@ -89,11 +104,13 @@ def campaign_runs(root: Path, campaign: str) -> list[str]:
     return runs
 
 
-def _missing(root: Path, campaign: str, runs: list[str]) -> list[str]:
+def _missing(
+    root: Path, campaign: str, runs: list[str], run_files: tuple[tuple[str, str], ...]
+) -> list[str]:
     return [
         src.format(c=campaign, r=r)
         for r in runs
-        for src, _ in RUN_FILES
+        for src, _ in run_files
         if not (root / src.format(c=campaign, r=r)).is_file()
     ]
 
@@ -186,6 +203,7 @@ def _provenance(
         "git_dirty": any(bool(g.get("dirty")) for g in gits),
         "python_software": software_used(software),
         "kernels": _distinct([h.get("kernel") for h in hosts]),
+        "testbeds": _distinct([(m.get("testbed") or {}).get("backend") for m in metas]),
         "bottleneck_backends": _distinct([m.get("bottleneck_backend") for m in metas]),
         "delay_via": _distinct([m.get("delay_via") for m in metas]),
         "exported_by": f"cganalysis {__version__}",
@@ -196,16 +214,26 @@ def _provenance(
 def export_campaign(
     root: Path,
     campaign: str,
-    output: Path,
+    output: Path | None,
     *,
     with_captures: bool = False,
     title: str | None = None,
+    published: bool = False,
 ) -> ExportSummary:
-    """Write the dataset of ``campaign`` (under workspace ``root``) to ``output``."""
+    """Write the dataset of ``campaign`` (under workspace ``root``) to ``output``; with
+    ``published``, the committed flavour, by default to datasets/<campaign>-<date>."""
+    if published and with_captures:
+        raise ConfigError("a published dataset has no captures (DVC keeps them): drop one flag")
+    runs = campaign_runs(root, campaign)
+    if output is None:
+        if not published:
+            raise ConfigError("no output directory: give -o DIR")
+        metas = [read_meta(root / "data" / "raw" / campaign / r / "meta.json") for r in runs]
+        output = root / DATASETS_DIR / dated_name(campaign, metas)
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise ConfigError(f"{output}: exists and is not empty; give a new directory")
-    runs = campaign_runs(root, campaign)
-    missing = _missing(root, campaign, runs)
+    run_files = PUBLISHED_RUN_FILES if published else RUN_FILES
+    missing = _missing(root, campaign, runs, run_files)
     if missing:
         shown = ", ".join(missing[:4]) + (
             f" and {len(missing) - 4} more" if len(missing) > 4 else ""
@@ -221,7 +249,7 @@ def export_campaign(
         metas, rows = [], []
         software: list[tuple[str, str, Any]] = []
         for r in runs:
-            for src, dst in RUN_FILES:
+            for src, dst in run_files:
                 target = tmp / dst.format(r=r)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 source = root / src.format(c=campaign, r=r)
@@ -231,6 +259,10 @@ def export_campaign(
             meta = read_meta(tmp / "meta" / f"{r}.json")
             (metrics,) = read_metrics([tmp / "metrics" / f"{r}.json"])
             metas.append(meta)
+            calibration = calibration_of(root, campaign, meta) if published else None
+            if calibration is not None:
+                (tmp / "calibration").mkdir(exist_ok=True)
+                (tmp / "calibration" / f"{r}.json").write_bytes(calibration)
             match = read_json_object(tmp / "match" / f"{r}.json", "match summary")
             software += [
                 ("experiment", r, (meta.get("controller") or {}).get("software")),
@@ -258,6 +290,8 @@ def export_campaign(
             provenance=provenance,
             with_captures=with_captures,
             checksums=checksums,
+            published=published,
+            rerun_command=campaign_command(root, campaign) if published else "",
         )
         (tmp / "datasheet.md").write_text(sheet_md, encoding="utf-8")
         (tmp / "datasheet.json").write_text(

@@ -1,0 +1,60 @@
+"""``cganalysis compare NEW --reference DATASET``: a run or campaign against a reference."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+HELP = "a new run or campaign against a reference dataset, cell by cell, with its spread"
+
+
+def add_parser(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "compare",
+        help=HELP,
+        description=(
+            "For every cell of the reference (its conditions times the papers' table rows: "
+            "TMA 2024 Table II per flow, utilisation; Xu & Claypool's delay, loss and frame "
+            "rate), print the new value, the reference's, its spread over repetitions "
+            "(min-max) and whether the new value lies within it (docs/datasets.md)."
+        ),
+    )
+    p.add_argument(
+        "new",
+        type=Path,
+        help=(
+            "a dataset folder, a raw campaign (data/raw/CAMPAIGN), a folder of metrics "
+            "files (results/metrics/CAMPAIGN) or one metrics file"
+        ),
+    )
+    p.add_argument(
+        "--reference",
+        type=Path,
+        required=True,
+        help="the reference dataset (e.g. datasets/tma2024-kernel-2026-11-26)",
+    )
+    p.add_argument(
+        "--by",
+        help="comma-separated labels naming a condition (default: those varying in the reference)",
+    )
+    p.add_argument("--csv", type=Path, help="also write the comparison as CSV")
+    p.add_argument(
+        "--all", action="store_true", help="also list the reference's cells the new runs lack"
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cganalysis.dataset.compare import compare, format_comparison, read_new
+    from cganalysis.dataset.reader import open_dataset
+
+    reference = open_dataset(args.reference)
+    name, docs = read_new(args.new)
+    by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
+    table = compare(docs, reference.metrics, campaign=reference.campaign, by=by)
+    print(f"{name} ({len(docs)} runs) against {reference.name} ({len(reference.runs)} runs)")
+    print(format_comparison(table, uncovered=args.all))
+    if args.csv is not None:
+        table.write_csv(args.csv)
+    return 0

@@ -1,0 +1,172 @@
+"""The numbers the documentation prints from a published dataset, checked against it.
+
+A Markdown table whose rows come from a dataset is preceded by a marker naming the
+dataset, the table it renders and the suffix of its rows' labels::
+
+    <!-- printed from datasets/tma2024-kernel-2026-11-26: tma_table2, rows ", kernel" -->
+    | | Drop-tail Cubic | Drop-tail BBR | ... |
+    | CG avg latency (ms), kernel | 16.64 | 14.67 | ... |
+
+Each such row (its label ends with the suffix) is a row of the rendered table: its name
+(``avg latency (ms)``, ``std. dev. (ms)``, ``% > 20 ms``, ``avg bitrate (Mbit/s)``,
+``loss (%)``, ``utilisation, total (%)``) after the flow, ``CG`` or ``TCP``, which the
+label starts with or the marker gives (``, flow CG``); its columns are the header's,
+matched to the table's by name ("Drop-tail Cubic" is "Droptail / Cubic"). Every printed
+number must be the rendered cell's, digit for digit. ``cganalysis dataset check-docs``
+(and the workflow's ``published`` profile) reports the differences; with ``--fix`` it
+writes the rendered numbers into the files. Adding a dataset and a marker extends the
+check; nothing here is specific to one campaign.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from cganalysis.dataset.reader import open_dataset
+from cganalysis.errors import ConfigError
+from cganalysis.report.tablefmt import Table
+from cganalysis.report.tables import STD_LABEL
+
+#: The files whose tables may print a dataset's numbers.
+PRINTING_FILES = ("README.md", "docs/results.md")
+
+MARKER = re.compile(
+    r'<!-- printed from (?P<dataset>\S+): (?P<table>\w+), rows "(?P<suffix>[^"]+)"'
+    r"(?:, flow (?P<flow>CG|TCP))? -->"
+)
+
+#: A printed row's name -> Table II's row label (the flow's block, or the link's).
+ROW_NAMES: dict[str, str] = {
+    "avg latency (ms)": "Avg Latency",
+    "std. dev. (ms)": STD_LABEL,
+    "% > 10 ms": "% > 10 ms",
+    "% > 20 ms": "% > 20 ms",
+    "% > 50 ms": "% > 50 ms",
+    "% > 100 ms": "% > 100 ms",
+    "avg bitrate (Mbit/s)": "Avg Bitrate",
+    "loss (%)": "Loss Rate",
+    "utilisation, total (%)": "Total",
+}
+BLOCKS = {"CG": "CG Traffic", "TCP": "TCP Traffic"}
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One printed number and the rendered one."""
+
+    file: str
+    line: int  # 1-based
+    column: str
+    row: str
+    printed: str
+    rendered: str | None  # None: the table has no such cell
+
+    def __str__(self) -> str:
+        want = "no such cell in the rendered table" if self.rendered is None else self.rendered
+        where = f"{self.file}:{self.line}: {self.row} / {self.column}"
+        return f"{where}: printed {self.printed}, rendered {want}"
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _cells(table: Table) -> dict[tuple[str, str, str], str]:
+    """(block, row label, column key) -> the cell's leading number, as printed."""
+    out: dict[tuple[str, str, str], str] = {}
+    columns = [_key(" ".join(labels)) for labels in table.leaf_labels()]
+    block = ""
+    for row in table.rows:
+        block = row.stub[0] or block
+        for column, text in zip(columns, row.cells, strict=True):
+            m = NUMBER.search(text or "")
+            if m:
+                out[(block, row.stub[-1], column)] = m.group()
+    return out
+
+
+def _split(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _rendered(repo: Path, dataset: str, table: str, where: str) -> dict[tuple[str, str, str], str]:
+    path = repo / dataset
+    if not path.is_relative_to(repo) or not (path / "datasheet.json").is_file():
+        raise ConfigError(f"{where}: no dataset {dataset} (a folder of datasets/ with a datasheet)")
+    tables = open_dataset(path).tables(table)
+    if len(tables) != 1:
+        raise ConfigError(f"{where}: {dataset} renders {len(tables)} {table} tables; print one")
+    return _cells(tables[0])
+
+
+def printed_cells(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[Cell]:
+    """Every number ``files`` print from a dataset, with the rendered one."""
+    out: list[Cell] = []
+    for name in files:
+        lines = (repo / name).read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            m = MARKER.search(line)
+            if not m:
+                continue
+            where = f"{name}:{i + 1}"
+            rendered = _rendered(repo, m["dataset"], m["table"], where)
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("|"):
+                j += 1
+            header = [_key(c) for c in _split(lines[j])] if j < len(lines) else []
+            found = 0
+            for k in range(j + 2, len(lines)):
+                if not lines[k].startswith("|"):
+                    break
+                cells = _split(lines[k])
+                label = cells[0]
+                if not label.endswith(m["suffix"]):
+                    continue
+                name_part = label.removesuffix(m["suffix"]).strip()
+                flow = m["flow"] or ""
+                first, _, rest = name_part.partition(" ")
+                if first in BLOCKS:
+                    flow, name_part = first, rest
+                if name_part not in ROW_NAMES:
+                    raise ConfigError(
+                        f"{name}:{k + 1}: row {label!r}: not a row this check knows "
+                        f"({', '.join(ROW_NAMES)})"
+                    )
+                row = ROW_NAMES[name_part]
+                block = "Link utilization" if row == "Total" else BLOCKS.get(flow, "")
+                for column, text in zip(header[1:], cells[1:], strict=False):
+                    out.append(
+                        Cell(name, k + 1, column, label, text, rendered.get((block, row, column)))
+                    )
+                found += 1
+            if not found:
+                raise ConfigError(f"{where}: no row ending in {m['suffix']!r} in the next table")
+    return out
+
+
+def mismatches(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[Cell]:
+    return [c for c in printed_cells(repo, files) if c.printed != c.rendered]
+
+
+def fix(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[Cell]:
+    """Writes the rendered numbers over the printed ones; the cells changed (a cell the
+    rendered table lacks is left, and reported by :func:`mismatches`)."""
+    changed = [c for c in mismatches(repo, files) if c.rendered is not None]
+    for name in {c.file for c in changed}:
+        path = repo / name
+        lines = path.read_text(encoding="utf-8").split("\n")
+        for c in (c for c in changed if c.file == name):
+            header_line = next(
+                j
+                for j in range(c.line - 1, -1, -1)
+                if lines[j].startswith("|") and (j == 0 or not lines[j - 1].startswith("|"))
+            )
+            index = [_key(h) for h in _split(lines[header_line])].index(c.column)
+            cells = _split(lines[c.line - 1])
+            cells[index] = str(c.rendered)
+            lines[c.line - 1] = "| " + " | ".join(cells) + " |"
+        path.write_text("\n".join(lines), encoding="utf-8")
+    return changed

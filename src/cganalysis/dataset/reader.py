@@ -1,0 +1,165 @@
+"""Reading a dataset back: ``open_dataset(DIR)`` (``cganalysis.open_dataset``).
+
+Works on both flavours ``cganalysis dataset export`` writes (a published one under
+``datasets/``, or a full export with packets tables); what it gives is what tables,
+figures and comparisons need: the runs' metrics documents and rows, metadata,
+calibrations, flow tables and time series. Opening checks every file against
+``SHA256SUMS`` first, so a table is never rendered from a file edited by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cganalysis.dataset.published import DATASETS_DIR
+from cganalysis.errors import ConfigError
+from cganalysis.io import read_json_object, sha256_file
+from cganalysis.metrics.io import read_meta, read_metrics
+from cganalysis.metrics.rows import role_rows, run_rows
+from cganalysis.report import artefacts
+from cganalysis.report.inputs import read_timeseries
+from cganalysis.report.style import Style, load_style
+from cganalysis.report.tablefmt import Table
+from cganalysis.schemas import FLOWS
+from cganalysis.tablefile import read_table
+
+
+def verify_checksums(directory: Path) -> None:
+    """Every file of ``SHA256SUMS`` present and unchanged, and no file left out of it."""
+    sums = directory / "SHA256SUMS"
+    if not sums.is_file():
+        raise ConfigError(f"dataset {directory}: no SHA256SUMS (not written by `dataset export`)")
+    listed: dict[str, str] = {}
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        listed[name] = digest
+    bad = [n for n, d in listed.items() if not (directory / n).is_file()]
+    bad += [n for n, d in listed.items() if n not in bad and sha256_file(directory / n) != d]
+    present = {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()} - {
+        "SHA256SUMS"
+    }
+    extra = sorted(present - set(listed))
+    if bad or extra:
+        raise ConfigError(
+            f"dataset {directory}: "
+            + "; ".join(
+                ([f"missing or changed: {', '.join(bad)}"] if bad else [])
+                + ([f"not in SHA256SUMS: {', '.join(extra)}"] if extra else [])
+            )
+            + " (a dataset is never edited: export it again under a new name)"
+        )
+
+
+@dataclasses.dataclass
+class Dataset:
+    """A dataset folder: its datasheet, its runs and their files."""
+
+    directory: Path
+    style_path: Path | None = None
+
+    @cached_property
+    def datasheet(self) -> dict[str, Any]:
+        return read_json_object(self.directory / "datasheet.json", "datasheet")
+
+    @property
+    def name(self) -> str:
+        """The folder's name (``<campaign>-<YYYY-MM-DD>`` for a published one)."""
+        return self.directory.name
+
+    @property
+    def campaign(self) -> str:
+        return str(self.datasheet["campaign"])
+
+    @property
+    def runs(self) -> list[str]:
+        return [str(r) for r in self.datasheet["runs"]]
+
+    @cached_property
+    def metrics(self) -> list[dict[str, Any]]:
+        """The runs' metrics documents, in the datasheet's order."""
+        return read_metrics([self.directory / "metrics" / f"{r}.json" for r in self.runs])
+
+    def run_rows(self) -> pl.DataFrame:
+        return run_rows(self.metrics)
+
+    def role_rows(self) -> pl.DataFrame:
+        return role_rows(self.metrics)
+
+    def meta(self, run: str) -> dict[str, Any]:
+        return read_meta(self._file("meta", f"{run}.json"))
+
+    def calibration(self, run: str) -> dict[str, Any] | None:
+        """The run's calibration (None for a run without one, e.g. a trace link)."""
+        path = self.directory / "calibration" / f"{run}.json"
+        return read_json_object(path, "calibration") if path.is_file() else None
+
+    def flows(self, run: str) -> pl.DataFrame:
+        return read_table(
+            self._file("flows", f"{run}.parquet"), FLOWS, "flow table", make_with="export again"
+        )
+
+    def timeseries(self, run: str) -> pl.DataFrame:
+        """Per role and bin (RUN_TIMESERIES): rates, queuing delay, loss."""
+        return read_timeseries(self._file("timeseries", f"{run}.parquet"))
+
+    def _file(self, folder: str, name: str) -> Path:
+        path = self.directory / folder / name
+        if not path.is_file():
+            raise ConfigError(f"dataset {self.directory}: no {folder}/{name}")
+        return path
+
+    @cached_property
+    def style(self) -> Style:
+        return load_style(self.style_path)
+
+    def tables(self, name: str) -> list[Table]:
+        """One of the papers' tables over the dataset's runs (``tma_table2``, ...), as the
+        workflow renders it (default options)."""
+        made = artefacts.by_name(name).make(self.metrics, self.style, artefacts.Options())
+        if not isinstance(made, list):
+            raise ConfigError(f"{name}: a figure, not a table")
+        return made
+
+    def compare(self, new: Any, *, by: Sequence[str] | None = None) -> pl.DataFrame:
+        """``new`` against this dataset, cell by cell (cganalysis.dataset.compare):
+        another Dataset, a run API Campaign or Run, or metrics documents."""
+        from cganalysis.dataset.compare import compare
+
+        if isinstance(new, Dataset):
+            docs = new.metrics
+        elif hasattr(new, "metrics"):  # a Campaign (documents) or a Run (one document)
+            docs = new.metrics if isinstance(new.metrics, list) else [new.metrics]
+        else:
+            docs = list(new)
+        return compare(docs, self.metrics, campaign=self.campaign, by=by)
+
+    def __repr__(self) -> str:
+        return f"Dataset({self.name}: {self.campaign}, {len(self.runs)} runs)"
+
+
+def open_dataset(
+    directory: Path | str, *, verify: bool = True, style: Path | None = None
+) -> Dataset:
+    """The dataset in ``directory`` (a folder with datasheet.json and SHA256SUMS, as
+    ``cganalysis dataset export`` writes it), its checksums checked unless ``verify`` is
+    False."""
+    path = Path(directory)
+    if not (path / "datasheet.json").is_file():
+        raise ConfigError(
+            f"dataset {path}: no datasheet.json (a folder written by `cganalysis dataset "
+            f"export`, e.g. {DATASETS_DIR}/<campaign>-<date>)"
+        )
+    if verify:
+        verify_checksums(path)
+    return Dataset(path, style)
+
+
+def published_datasets(repo: Path) -> list[Path]:
+    """The dataset folders committed under ``<repo>/datasets/``, sorted by name."""
+    return sorted(p.parent for p in (repo / DATASETS_DIR).glob("*/datasheet.json"))

@@ -1,0 +1,52 @@
+"""`snakemake --profile profiles/published` on a copy of the repository's layout without any
+raw run: the published datasets' tables, and the check of the numbers the docs print."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from cganalysis.dataset.reader import open_dataset, published_datasets
+from cganalysis.report.tablefmt import to_markdown
+from tests.conftest import REPO, need_tool
+
+
+def _snakemake(work: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["snakemake", "--profile", "profiles/published", "--cores", "1", "--quiet"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        check=False,
+    )
+
+
+def test_the_published_profile_renders_and_checks_without_raw_runs(tmp_path: Path) -> None:
+    need_tool("snakemake", "cganalysis")
+    for name in ("Snakefile", "workflow", "configs", "profiles", "datasets"):
+        (tmp_path / name).symlink_to(REPO / name)
+    for name in ("README.md", "docs/results.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / name, tmp_path / name)
+    done = _snakemake(tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (tmp_path / "data").exists()  # nothing run, nothing processed
+    report = (tmp_path / "results/published/printed-numbers.txt").read_text()
+    assert report.endswith("all as rendered\n"), report
+    for path in published_datasets(REPO):
+        (table,) = open_dataset(path).tables("tma_table2")
+        rendered = (tmp_path / "results/published" / path.name / "tma_table2.md").read_text()
+        assert to_markdown(table).strip() in rendered
+    # A printed number changed: the workflow fails and names it.
+    results = tmp_path / "docs/results.md"
+    text = results.read_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("| avg latency (ms), kernel"))
+    cells = row.split(" | ")
+    results.write_text(text.replace(row, " | ".join([cells[0], "99.99", *cells[2:]])))
+    failed = _snakemake(tmp_path)
+    assert failed.returncode != 0
+    log = (tmp_path / "logs/published_check_docs.log").read_text()
+    assert "printed 99.99" in log and "docs/results.md" in log

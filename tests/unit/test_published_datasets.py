@@ -1,0 +1,134 @@
+"""The datasets committed under datasets/: intact, small, read back; the numbers README.md
+and docs/results.md print from them equal the rendered tables; and a run compared with
+them cell by cell."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cganalysis.cli import main
+from cganalysis.dataset.compare import compare, condition_keys
+from cganalysis.dataset.printed import PRINTING_FILES, fix, mismatches, printed_cells
+from cganalysis.dataset.reader import open_dataset, published_datasets
+from cganalysis.errors import ConfigError
+from tests.conftest import REPO
+
+DATASETS = published_datasets(REPO)
+#: What a committed dataset may weigh in all (issue 30: tens of MB at most).
+MAX_TOTAL_BYTES = 40_000_000
+
+
+def test_there_is_a_published_dataset() -> None:
+    assert DATASETS, "no datasets/<campaign>-<date>/ with a datasheet"
+
+
+@pytest.mark.parametrize("path", DATASETS, ids=lambda p: p.name)
+def test_a_published_dataset_is_intact_and_complete(path: Path) -> None:
+    ds = open_dataset(path)  # every file against SHA256SUMS
+    assert path.name.startswith(f"{ds.campaign}-")
+    assert ds.datasheet["published"] is True
+    assert not (path / "packets").exists() and not (path / "captures").exists()
+    for run in ds.runs:
+        assert ds.meta(run)["run_id"] == run
+        assert ds.calibration(run) == ds.meta(run).get("calibration")
+        series = ds.timeseries(run)
+        assert {"cg", "competitor"} <= set(series.get_column("role"))
+        assert ds.flows(run).height > 0
+    assert len(ds.metrics) == len(ds.runs) and ds.run_rows().height == len(ds.runs)
+
+
+def test_published_datasets_stay_small() -> None:
+    total = sum(p.stat().st_size for d in DATASETS for p in d.rglob("*") if p.is_file())
+    assert total < MAX_TOTAL_BYTES, f"datasets/ holds {total / 1e6:.1f} MB"
+
+
+def test_a_changed_file_is_refused(tmp_path: Path) -> None:
+    copy_dir = tmp_path / DATASETS[0].name
+    shutil.copytree(DATASETS[0], copy_dir)
+    victim = next((copy_dir / "metrics").glob("*.json"))
+    victim.write_text(victim.read_text().replace('"bin_s": 0.5', '"bin_s": 1.0'))
+    (copy_dir / "notes.txt").write_text("added by hand")
+    with pytest.raises(ConfigError, match=rf"changed: metrics/{victim.name}.*notes.txt"):
+        open_dataset(copy_dir)
+
+
+def test_printed_numbers_equal_the_rendered_tables() -> None:
+    cells = printed_cells(REPO)
+    # Every committed dataset the docs print from is checked, cell by cell.
+    assert cells and {c.file for c in cells} <= set(PRINTING_FILES)
+    assert not mismatches(REPO), "\n".join(map(str, mismatches(REPO)))
+
+
+def test_a_changed_printed_number_is_caught_and_fixed(tmp_path: Path) -> None:
+    for name in PRINTING_FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "datasets", tmp_path / "datasets")
+    cell = printed_cells(tmp_path)[0]
+    path = tmp_path / cell.file
+    lines = path.read_text().split("\n")
+    lines[cell.line - 1] = lines[cell.line - 1].replace(f"| {cell.printed} |", "| 99.99 |", 1)
+    path.write_text("\n".join(lines))
+    (bad,) = mismatches(tmp_path)
+    assert (bad.file, bad.line, bad.printed, bad.rendered) == (
+        cell.file,
+        cell.line,
+        "99.99",
+        cell.printed,
+    )
+    assert main(["dataset", "check-docs", "--root", str(tmp_path)]) == 1
+    fix(tmp_path)
+    assert path.read_text() == (REPO / cell.file).read_text()
+
+
+def test_compare_says_within_outside_and_one_run(capsys: pytest.CaptureFixture[str]) -> None:
+    ds = open_dataset(DATASETS[0])
+    ref = ds.metrics
+    keys = condition_keys(ref)
+    assert keys and "repetition" not in keys
+    # One reference run per condition: no spread, and said so.
+    alone = compare(ref, ref, campaign=ds.campaign)
+    assert set(alone.get_column("verdict")) == {"no spread: one reference run"}
+    # A second repetition, 10 % slower: the spread is [x, 1.1 x].
+    second = copy.deepcopy(ref)
+    for doc in second:
+        doc["run"]["repetition"] = 2
+        doc["run"]["run_id"] += "-r2"
+        doc["roles"]["cg"]["delay_mean_ms"] *= 1.1
+    new_inside, new_outside = copy.deepcopy(ref), copy.deepcopy(ref)
+    for doc in new_inside:
+        doc["roles"]["cg"]["delay_mean_ms"] *= 1.05
+    for doc in new_outside:
+        doc["roles"]["cg"]["delay_mean_ms"] *= 1.2
+    for new, verdict in ((new_inside, "within"), (new_outside, "outside")):
+        table = compare(new, ref + second, campaign=ds.campaign)
+        latency = table.filter(table.get_column("metric") == "CG Avg Latency (ms)")
+        assert set(latency.get_column("verdict")) == {verdict}
+        assert latency.get_column("n_reference").to_list() == [2] * latency.height
+    # The command line on the dataset itself.
+    assert main(["compare", str(DATASETS[0]), "--reference", str(DATASETS[0])]) == 0
+    out = capsys.readouterr().out
+    assert "CG Avg Latency (ms)" in out and "no spread: one reference run" in out
+
+
+def test_raw_check_names_the_missing_runs_and_how_to_get_them(tmp_path: Path) -> None:
+    from cganalysis.dataset.rawcheck import check_raw
+
+    ds = open_dataset(DATASETS[0])
+    shutil.copytree(DATASETS[0], tmp_path / "datasets" / DATASETS[0].name)
+    shutil.copytree(REPO / "profiles", tmp_path / "profiles")
+    with pytest.raises(ConfigError, match=rf"data/raw/{ds.campaign}/: missing, .*dvc pull"):
+        check_raw(tmp_path, ds.campaign)
+    first, *rest = ds.runs
+    (tmp_path / "data" / "raw" / ds.campaign / first).mkdir(parents=True)
+    (tmp_path / "data" / "raw" / ds.campaign / first / "meta.json").write_text("{}")
+    with pytest.raises(ConfigError, match=rf"{len(rest)} runs missing \({rest[0]}, "):
+        check_raw(tmp_path, ds.campaign)
+    for run in rest:
+        (tmp_path / "data" / "raw" / ds.campaign / run).mkdir()
+        (tmp_path / "data" / "raw" / ds.campaign / run / "meta.json").write_text("{}")
+    assert check_raw(tmp_path, ds.campaign) == ds.runs

@@ -1,0 +1,40 @@
+# Published datasets (datasets/<campaign>-<YYYY-MM-DD>/, docs/datasets.md), rendered
+# without their raw runs: the tables their campaign asks for (`artefacts:`) into
+# results/published/<dataset>/<table>.{csv,md,tex,html}, and the check of the numbers
+# README.md and docs/results.md print from them (cganalysis dataset check-docs) into
+# results/published/printed-numbers.txt. `published:` names the datasets (`all`: every
+# folder of datasets/ with a datasheet); profiles/published renders them and runs nothing
+# else. The helpers (published_names, published_outputs, ...) are in rules/common.smk.
+
+
+rule published_table:
+    input:
+        metrics=lambda wc: published_metrics(wc.dataset),
+        checksums="datasets/{dataset}/SHA256SUMS",
+        style="configs/plotting.yaml",
+    output:
+        multiext("results/published/{dataset}/{table}", ".csv", ".md", ".tex", ".html"),
+    log:
+        "logs/published_table/{dataset}/{table}.log",
+    wildcard_constraints:
+        table=TABLE_NAMES,
+    conda:
+        "../envs/cganalysis.yaml"
+    params:
+        artefact=lambda wc: wc.table,
+    script:
+        "../scripts/artefact.py"
+
+
+rule published_check_docs:
+    input:
+        checksums=[f"datasets/{n}/SHA256SUMS" for n in published_names()],
+        docs=["README.md", "docs/results.md"],
+    output:
+        "results/published/printed-numbers.txt",
+    log:
+        "logs/published_check_docs.log",
+    conda:
+        "../envs/cganalysis.yaml"
+    shell:
+        "cganalysis dataset check-docs -o {output} > {log} 2>&1"
