@@ -46,8 +46,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cganalysis.dataset.compare import compare, format_comparison, read_new
-    from cganalysis.dataset.reader import open_dataset
+    from cganalysis.dataset.compare import compare, format_comparison
+    from cganalysis.dataset.reader import open_dataset, read_new
 
     reference = open_dataset(args.reference)
     name, docs = read_new(args.new)

@@ -16,13 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from cganalysis.errors import ConfigError
-from cganalysis.metrics.io import read_metrics
 from cganalysis.metrics.rows import WINDOW_PHASE, role_rows, run_rows
 from cganalysis.report.conditions import run_labels
 from cganalysis.report.tables import STD_LABEL, TMA2_ROWS
@@ -197,29 +195,3 @@ def format_comparison(table: pl.DataFrame, *, uncovered: bool = False) -> str:
     counts = total.group_by("verdict").len().sort("verdict")
     summary = ", ".join(f"{n} {v}" for v, n in counts.iter_rows())
     return "\n".join([*text, "", f"{total.height} cells: {summary}"])
-
-
-def read_new(path: Path) -> tuple[str, list[dict[str, Any]]]:
-    """(name, metrics documents) of what ``cganalysis compare`` is given: a dataset
-    folder, a raw campaign folder (``data/raw/<campaign>``: the workflow's metrics, or
-    computed), a folder of metrics files (``results/metrics/<campaign>``), or one metrics
-    file."""
-    if path.is_file():
-        return path.stem, read_metrics([path])
-    if (path / "datasheet.json").is_file():
-        from cganalysis.dataset.reader import open_dataset
-
-        ds = open_dataset(path)
-        return ds.name, ds.metrics
-    if any(path.glob("*/meta.json")):
-        from cganalysis.run import open_campaign
-
-        camp = open_campaign(path)
-        return camp.name, camp.metrics
-    files = sorted(p for p in path.glob("*.json"))
-    if files:
-        return path.name, read_metrics(files)
-    raise ConfigError(
-        f"{path}: not a dataset, a raw campaign (data/raw/<campaign>), a folder of metrics "
-        "files or a metrics file"
-    )

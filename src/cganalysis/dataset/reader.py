@@ -163,3 +163,27 @@ def open_dataset(
 def published_datasets(repo: Path) -> list[Path]:
     """The dataset folders committed under ``<repo>/datasets/``, sorted by name."""
     return sorted(p.parent for p in (repo / DATASETS_DIR).glob("*/datasheet.json"))
+
+
+def read_new(path: Path) -> tuple[str, list[dict[str, Any]]]:
+    """(name, metrics documents) of what ``cganalysis compare`` is given: a dataset
+    folder, a raw campaign folder (``data/raw/<campaign>``: the workflow's metrics, or
+    computed), a folder of metrics files (``results/metrics/<campaign>``), or one metrics
+    file."""
+    if path.is_file():
+        return path.stem, read_metrics([path])
+    if (path / "datasheet.json").is_file():
+        ds = open_dataset(path)
+        return ds.name, ds.metrics
+    if any(path.glob("*/meta.json")):
+        from cganalysis.run import open_campaign
+
+        camp = open_campaign(path)
+        return camp.name, camp.metrics
+    files = sorted(p for p in path.glob("*.json"))
+    if files:
+        return path.name, read_metrics(files)
+    raise ConfigError(
+        f"{path}: not a dataset, a raw campaign (data/raw/<campaign>), a folder of metrics "
+        "files or a metrics file"
+    )
