@@ -121,3 +121,16 @@ def test_a_sender_that_spins_on_the_clock_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"cg\.sender_args.*--spin-us 50.*simulated time"):
         run_in_sim("experiment", cfg, tmp_path / "run", RunOptions(run_id="run"))
     assert not (tmp_path / "run").exists()
+
+
+def test_a_sim_campaigns_dataset_is_named_by_the_hosts_day() -> None:
+    """A sim run's own times start at sim.start_utc (simulated): the dataset takes the day
+    the host ran it."""
+    from cganalysis.dataset.published import dated_name
+
+    sim_meta = {
+        "start_ns": 1_767_225_600 * 10**9,  # 2026-01-01, simulated
+        "testbed": {"sim": {"host_start_utc": "2026-11-26T19:46:13+00:00"}},
+    }
+    assert dated_name("tma2024-sim", [sim_meta]) == "tma2024-sim-2026-11-26"
+    assert dated_name("tma2024", [{"start_ns": 1_767_225_600 * 10**9}]) == "tma2024-2026-01-01"

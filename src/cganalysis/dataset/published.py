@@ -44,7 +44,11 @@ PUBLISHED_RUN_FILES: tuple[tuple[str, str], ...] = (
 
 
 def dated_name(campaign: str, metas: list[dict[str, Any]]) -> str:
-    """``<campaign>-<YYYY-MM-DD>``: the UTC day the campaign's first run started."""
+    """``<campaign>-<YYYY-MM-DD>``: the UTC day the campaign's first run started (on this
+    host's clock: a sim run's own times are simulated, its host's start is recorded)."""
+    hosts = [((m.get("testbed") or {}).get("sim") or {}).get("host_start_utc") for m in metas]
+    if hosts and all(isinstance(h, str) for h in hosts):
+        return f"{campaign}-{min(str(h) for h in hosts)[:10]}"
     starts = [int(m["start_ns"]) for m in metas if isinstance(m.get("start_ns"), int)]
     if not starts:
         raise ConfigError(

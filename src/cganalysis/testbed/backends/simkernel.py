@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,8 @@ def run_guest(
         f"init={sys.executable}", "--", "-m", "cganalysis.testbed.backends.simguest", GUEST_JOB,
     ]  # fmt: skip
     limit_s = 60.0 + opts.wall_s_per_sim_s * sim_s
+    # This host's clock at boot: the run's own times are simulated (sim.start_utc).
+    host_start = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     cpu0 = _children_cpu_s()
     with console.open("wb") as out:
@@ -141,6 +144,7 @@ def run_guest(
     return {
         "clock": "time-travel=inf-cpu",
         "start_utc": opts.start_utc,
+        "host_start_utc": host_start,
         "seed": seed,
         "kernel": kernel.to_dict(),
         "memory_mb": opts.memory_mb,
