@@ -192,12 +192,12 @@ def _match_in_memory(
 ) -> MatchSummary:
     if args.engine == "native":
         # Read, matched and written natively: no Python table in between.
-        from cganalysis.matching.native import match_files_native
+        from cganalysis.matching.native import match_files_native, write_flows
 
         native = match_files_native(args.ingress, args.egress, options, pending)
         native.write(args.output, eg_only)
         if args.flows:
-            _write_flows(args.output, args.flows, native.summary)
+            write_flows(args.output, args.flows, native.summary)
         return native.summary
 
     from cganalysis.io import write_parquet
@@ -210,14 +210,3 @@ def _match_in_memory(
     if args.flows:
         write_parquet(result.flows, args.flows, provenance)
     return result.summary
-
-
-def _write_flows(packets: Path, flows: Path, summary: MatchSummary) -> None:
-    """The flow table from the packet table just written."""
-    from cganalysis import schemas
-    from cganalysis.io import write_parquet
-    from cganalysis.matching.flows import flow_table
-    from cganalysis.tablefile import read_table
-
-    table = read_table(packets, schemas.PACKETS, "packets")
-    write_parquet(flow_table(table), flows, {"summary": summary.to_dict()})

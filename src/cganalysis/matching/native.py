@@ -64,7 +64,7 @@ def match_files_native(
     ]
     error = result.get("error")
     if error is not None:
-        raise _match_error(error, ingress, egress)
+        raise match_error(error, ingress, egress)
     span = result["span_ns"]
     summary = make_summary(
         infos[0],
@@ -77,7 +77,7 @@ def match_files_native(
     return NativeMatch(tables=tables, summary=summary)
 
 
-def _match_error(error: tuple[Any, ...], ingress: Path, egress: Path) -> MatchError:
+def match_error(error: tuple[Any, ...], ingress: Path, egress: Path) -> MatchError:
     """The Python pipeline's messages (cganalysis.matching.pipeline)."""
     if error[0] == "no_ip":
         path = (ingress, egress)[int(error[1])]
@@ -90,3 +90,14 @@ def _match_error(error: tuple[Any, ...], ingress: Path, egress: Path) -> MatchEr
         f"their ingress twin, {matched_in} follow it): were ingress and egress given the "
         "wrong way round? Pass the capture taken where packets enter the bottleneck first."
     )
+
+
+def write_flows(packets: Path, flows: Path, summary: MatchSummary) -> None:
+    """The flow table from the packet table just written."""
+    from cganalysis import schemas
+    from cganalysis.io import write_parquet
+    from cganalysis.matching.flows import flow_table
+    from cganalysis.tablefile import read_table
+
+    table = read_table(packets, schemas.PACKETS, "packets")
+    write_parquet(flow_table(table), flows, {"summary": summary.to_dict()})

@@ -138,6 +138,7 @@ pub(super) fn gather<T: Copy>(rows: &[usize], src: &[T]) -> Vec<T> {
 #[allow(clippy::too_many_arguments)]
 pub fn packet_table(
     mut ing: Point<'_>,
+    carry: &mut SeqCarry,
     eg: &Point<'_>,
     caps: Captures,
     kept: &[u32],
@@ -211,7 +212,7 @@ pub fn packet_table(
             }
             tally
         });
-        let ext = unwrap_rtp_seq(&s, &ids, flow_ids.len());
+        let ext = unwrap_rtp_seq(&s, &ids, flow_ids.len(), carry);
         (tally.join().expect("loss tally"), ext)
     });
 
@@ -324,13 +325,26 @@ pub fn packet_table(
     (t, tally)
 }
 
+/// Per flow id, the last RTP row's extended and 16-bit sequence numbers: a table made a
+/// row group at a time carries them from one group to the next.
+#[derive(Default)]
+pub struct SeqCarry(Vec<Option<(i64, u16)>>);
+
 /// RTP sequence numbers extended past 16 bits per flow in table order, each step the
 /// shortest way round the 16-bit circle (`cganalysis.capture.rtp.unwrap_rtp_seq`), and
 /// which rows are RTP.
-fn unwrap_rtp_seq(s: &Sources, ids: &[u32], flows: usize) -> (Vec<i64>, Vec<bool>) {
+fn unwrap_rtp_seq(
+    s: &Sources,
+    ids: &[u32],
+    flows: usize,
+    carry: &mut SeqCarry,
+) -> (Vec<i64>, Vec<bool>) {
     // RTP rows only: their sequence numbers (the column is shared with TCP flags).
     let seq = &s.caps.ingress.columns.tcp_flags_rtp_seq;
-    let mut last: Vec<Option<(i64, u16)>> = vec![None; flows];
+    let last = &mut carry.0;
+    if last.len() < flows {
+        last.resize(flows, None);
+    }
     s.rows
         .iter()
         .zip(ids)
