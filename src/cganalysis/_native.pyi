@@ -101,6 +101,8 @@ class StreamedTables:
 
     def finish(self, metadata: str) -> None:
         """Writes both footers, each with ``metadata`` (JSON) under the key cganalysis."""
+    def flow_table(self) -> dict[str, Any]:
+        """The flow table's columns (``flows=True``; once)."""
 
 class PendingStream:
     """A streaming match running on its own threads (``start_stream``)."""
@@ -119,6 +121,7 @@ def start_stream(
     max_delay_ns: int,
     end_guard_ns: int | None = None,
     chunk_packets: int = 131072,
+    flows: bool = False,
 ) -> PendingStream:
     """Starts matching both captures streaming into the tables at ``packets`` and
     ``egress_only`` (``cga_core::streaming``) and returns at once."""
@@ -128,6 +131,8 @@ class PairedTables:
 
     def write(self, packets: str, egress_only: str, metadata: str) -> None:
         """Writes both as Parquet (``metadata``: JSON under the key ``cganalysis``)."""
+    def flow_table(self) -> dict[str, Any]:
+        """The flow table's columns (``cganalysis.schemas.FLOWS``)."""
 
 class PendingMatch:
     """A match started by :func:`start_match`, running on threads of its own."""

@@ -60,12 +60,14 @@ pub struct Streamed {
 
 /// Matches `ingress` and `egress` into the packet table at `outputs[0]` and the
 /// egress-only table at `outputs[1]`, reading `chunk` packets at a time.
+/// `with_flows`: also the flow table (`Tables::flows`).
 pub fn stream_pair(
     ingress: &Path,
     egress: &Path,
     opts: PairOptions,
     chunk: usize,
     outputs: [&Path; 2],
+    with_flows: bool,
     progress: &Progress,
 ) -> Result<Streamed, StreamError> {
     assert!(chunk > 0, "a chunk must hold at least one packet");
@@ -103,6 +105,7 @@ pub fn stream_pair(
             &ing.streams,
             flow_ids(&ing, &reverse),
             span_ns,
+            with_flows,
         )
         .map_err(|(p, e)| StreamError::Write(p, e))?;
         let mut done = pass.run(tables).map_err(|e| match e {

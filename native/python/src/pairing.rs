@@ -1,10 +1,13 @@
 //! Binding of `cga_core::table`: both captures read, matched and written as Parquet
 //! without a Python table in between (`cganalysis packets`, in memory).
 
+use crate::flows::flow_table_dict;
 use crate::reading::{info_dict, os_error};
 use cga_core::parquet;
 use cga_core::pcap::{read_file, Capture, ReadError};
-use cga_core::table::{match_pair as core_match_pair, Counts, PairError, PairOptions, Paired};
+use cga_core::table::{
+    match_pair as core_match_pair, Counts, FlowStats, PairError, PairOptions, Paired,
+};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -55,6 +58,13 @@ fn write_table(
 
 #[pymethods]
 impl PairedTables {
+    /// The flow table of the packet table, as columns (`cganalysis.schemas.FLOWS`).
+    fn flow_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut stats = FlowStats::default();
+        py.detach(|| stats.add(&self.inner.packets));
+        flow_table_dict(py, stats)
+    }
+
     /// Writes the packet table and the egress-only table, each with `metadata` (JSON)
     /// under the key `cganalysis`.
     fn write(

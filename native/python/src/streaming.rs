@@ -1,6 +1,7 @@
 //! Bindings of the chunked reader (`cga_core::pcap::ChunkReader`) and the streaming match
 //! (`cga_core::streaming`).
 
+use crate::flows::flow_table_dict;
 use crate::pairing::{counts_dict, read_error, set_error};
 use crate::reading::{columns_to_dict, flow_keys_dict, info_dict, to_py_err};
 use cga_core::pcap::ChunkReader;
@@ -99,6 +100,16 @@ struct StreamedTables {
 
 #[pymethods]
 impl StreamedTables {
+    /// The flow table (started with `flows=True`), as columns (`cganalysis.schemas.FLOWS`).
+    fn flow_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = inner
+            .as_mut()
+            .and_then(|t| t.flows.take())
+            .ok_or_else(|| PyRuntimeError::new_err("no flow table: not asked for, or taken"))?;
+        flow_table_dict(py, stats)
+    }
+
     /// Writes both footers, each with `metadata` (JSON) under the key `cganalysis`.
     fn finish(&self, py: Python<'_>, metadata: String) -> PyResult<()> {
         let tables = self
@@ -185,7 +196,7 @@ impl PendingStream {
 /// `egress_only` (their rows; `StreamedTables.finish` writes the footers), reading
 /// `chunk_packets` packets at a time, and returns at once.
 #[pyfunction]
-#[pyo3(signature = (ingress, egress, packets, egress_only, max_delay_ns, end_guard_ns=None, chunk_packets=131072))]
+#[pyo3(signature = (ingress, egress, packets, egress_only, max_delay_ns, end_guard_ns=None, chunk_packets=131072, flows=false))]
 #[allow(clippy::too_many_arguments)]
 fn start_stream(
     ingress: PathBuf,
@@ -195,6 +206,7 @@ fn start_stream(
     max_delay_ns: i64,
     end_guard_ns: Option<i64>,
     chunk_packets: usize,
+    flows: bool,
 ) -> PyResult<PendingStream> {
     if max_delay_ns < 0 || end_guard_ns.is_some_and(|g| g < 0) {
         return Err(PyValueError::new_err(
@@ -220,6 +232,7 @@ fn start_stream(
                 opts,
                 chunk_packets,
                 [&packets, &egress_only],
+                flows,
                 &shared,
             )
         })

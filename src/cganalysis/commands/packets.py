@@ -197,7 +197,7 @@ def _match_in_memory(
         native = match_files_native(args.ingress, args.egress, options, pending)
         native.write(args.output, eg_only)
         if args.flows:
-            write_flows(args.output, args.flows, native.summary)
+            write_flows(native.flow_table(), args.flows, native.summary)
         return native.summary
 
     from cganalysis.io import write_parquet

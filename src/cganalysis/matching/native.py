@@ -27,6 +27,11 @@ class NativeMatch:
     tables: Any  # _native.PairedTables: the packet and egress-only tables, not yet written
     summary: MatchSummary
 
+    def flow_table(self) -> dict[str, Any]:
+        """The flow table's columns (``cganalysis.schemas.FLOWS``)."""
+        columns: dict[str, Any] = self.tables.flow_table()
+        return columns
+
     def write(self, packets: Path, egress_only: Path) -> None:
         """Writes both tables atomically, with the summary as their provenance."""
         provenance = json.dumps({"summary": self.summary.to_dict()}, default=str)
@@ -92,12 +97,15 @@ def match_error(error: tuple[Any, ...], ingress: Path, egress: Path) -> MatchErr
     )
 
 
-def write_flows(packets: Path, flows: Path, summary: MatchSummary) -> None:
-    """The flow table from the packet table just written."""
+def write_flows(columns: dict[str, Any], flows: Path, summary: MatchSummary) -> None:
+    """Writes the flow table a native match made (``flow_table()`` of its tables: the same
+    native code in memory and streaming, so both give the same file)."""
+    import polars as pl
+
     from cganalysis import schemas
     from cganalysis.io import write_parquet
-    from cganalysis.matching.flows import flow_table
-    from cganalysis.tablefile import read_table
 
-    table = read_table(packets, schemas.PACKETS, "packets")
-    write_parquet(flow_table(table), flows, {"summary": summary.to_dict()})
+    table = pl.DataFrame(columns, schema=schemas.FLOWS)
+    write_parquet(
+        schemas.check_schema(table, schemas.FLOWS, "flows"), flows, {"summary": summary.to_dict()}
+    )

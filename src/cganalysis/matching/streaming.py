@@ -65,6 +65,7 @@ def match_to_files(
             ms_to_ns(options.max_delay_ms),
             guard,
             chunk_packets,
+            flows is not None,
         )
         if progress and wanted():
             _follow(pending, ingress, egress)
@@ -91,14 +92,14 @@ def match_to_files(
             int(result["guard_ns"]),
             options.max_delay_ms,
         )
+        start = time.perf_counter()
+        flow_columns = tables.flow_table() if flows is not None else None
         tables.finish(json.dumps({"summary": summary.to_dict()}, default=str))
+    if flow_columns is not None and flows is not None:
+        write_flows(flow_columns, flows, summary)
     if timings is not None:
         timings.update(result["stages_s"], most_held=result["most_held"])
-    if flows is not None:
-        start = time.perf_counter()
-        write_flows(output, flows, summary)
-        if timings is not None:
-            timings["flows"] = time.perf_counter() - start
+        timings["flows and footers"] = time.perf_counter() - start
     return summary
 
 

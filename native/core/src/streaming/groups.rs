@@ -8,7 +8,7 @@ use crate::matcher::NONE;
 use crate::parquet::{GroupWriter, ROW_GROUP_ROWS};
 use crate::pcap::{Capture, Columns};
 use crate::table::rtp::Streams;
-use crate::table::{egress_only, packet_table, Captures, FlowIds, Point, SeqCarry};
+use crate::table::{egress_only, packet_table, Captures, FlowIds, FlowStats, Point, SeqCarry};
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
@@ -53,6 +53,8 @@ pub struct Tables {
     pub(crate) span_ns: Option<(i64, i64)>,
     /// (delivered, lost, unknown) of the rows written.
     pub(crate) tally: [u64; 3],
+    /// The flow table of the rows written, when asked for.
+    pub flows: Option<FlowStats>,
 }
 
 /// An error writing a file: the file and why.
@@ -70,6 +72,7 @@ impl Tables {
         streams: &Streams,
         flow_ids: FlowIds,
         span_ns: Option<(i64, i64)>,
+        with_flows: bool,
     ) -> Result<Tables, WriteError> {
         Ok(Tables {
             packets: named(Out::create(paths[0]), paths[0])?,
@@ -82,6 +85,7 @@ impl Tables {
             carry: SeqCarry::default(),
             span_ns,
             tally: [0; 3],
+            flows: with_flows.then(FlowStats::default),
         })
     }
 
@@ -170,6 +174,9 @@ impl Tables {
         );
         for (sum, t) in self.tally.iter_mut().zip(tally) {
             *sum += t;
+        }
+        if let Some(flows) = &mut self.flows {
+            flows.add(&table);
         }
         let out = &mut self.packets;
         if n > 0 {

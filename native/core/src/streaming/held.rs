@@ -55,16 +55,12 @@ fn split_front(c: &mut Columns, k: usize) -> Columns {
     let mut front = Columns::default();
     macro_rules! split {
         ($($f:ident),*) => {
-            $(let rest = c.$f.split_off(k); front.$f = std::mem::replace(&mut c.$f, rest);)*
+            $(front.$f = cut_vec(&mut c.$f, k);)*
         };
     }
     each_column!(split);
-    if c.interface_id.len() > k {
-        let rest = c.interface_id.split_off(k);
-        front.interface_id = std::mem::replace(&mut c.interface_id, rest);
-    } else {
-        front.interface_id = std::mem::take(&mut c.interface_id);
-    }
+    let ids = k.min(c.interface_id.len());
+    front.interface_id = cut_vec(&mut c.interface_id, ids);
     front
 }
 
@@ -190,10 +186,19 @@ impl Held {
     }
 }
 
-fn cut_vec<T>(v: &mut Vec<T>, k: usize) -> Vec<T> {
+/// The first `k` values of `v`, taken out of it. The longer part stays where it is: the
+/// rest moved down in place when it is the longer (fresh memory is zeroed page by page
+/// by the kernel, which cost more than the copy).
+fn cut_vec<T: Copy>(v: &mut Vec<T>, k: usize) -> Vec<T> {
     if v.is_empty() {
-        return Vec::new();
+        return Vec::new(); // a column the point does not have (egress streams)
     }
-    let rest = v.split_off(k);
-    std::mem::replace(v, rest)
+    if k <= v.len() / 2 {
+        let front = v[..k].to_vec();
+        v.drain(..k);
+        front
+    } else {
+        let rest = v.split_off(k);
+        std::mem::replace(v, rest)
+    }
 }

@@ -15,7 +15,8 @@ use crate::table::{PairOptions, Point};
 use crate::wordhash::WordMap;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 /// Per flow hash: matched ingress packets and their bytes, the largest delay; egress
 /// packets with a reverse twin and their bytes (which flows cross the taps the other way).
@@ -49,12 +50,65 @@ pub(crate) fn largest_delay(by_flow: &ByFlow, reverse: &HashSet<u64, WordMap>) -
         .unwrap_or(0)
 }
 
+/// A chunk read and decoded on its reader's thread: the packets as a capture with every
+/// flow, and its point (IP rows, streams, RTP marks) with the identity keys.
+struct Decoded {
+    host: Capture,
+    rows: Vec<u32>,
+    stream: Vec<u32>,
+    rtp_by_row: Vec<bool>,
+    keys: Vec<u64>,
+}
+
+type Chunks = Receiver<Result<Decoded, ReadError>>;
+
+/// Reads `path` a chunk at a time into `tx` (one chunk ahead of the matching thread).
+fn read_ahead(
+    path: &Path,
+    chunk: usize,
+    scan: &Scan,
+    streams: &Streams,
+    ingress: bool,
+    tx: &SyncSender<Result<Decoded, ReadError>>,
+    bytes: &AtomicUsize,
+) {
+    let mut reader = match ChunkReader::open(path) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
+    loop {
+        let cols = match reader.next_chunk(chunk) {
+            Ok(Some(c)) => c,
+            Ok(None) => return,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        bytes.store(reader.bytes_read(), Ordering::Relaxed);
+        let host = Held::capture(cols, &scan.cap);
+        let (p, keys) = Point::new(&host, streams, ingress);
+        let (rows, stream, rtp_by_row) = (p.rows, p.stream, p.rtp_by_row);
+        let decoded = Decoded {
+            host,
+            rows,
+            stream,
+            rtp_by_row,
+            keys,
+        };
+        if tx.send(Ok(decoded)).is_err() {
+            return; // the pass stopped
+        }
+    }
+}
+
 /// One capture read again, chunk by chunk, in step with its watermarks.
 struct Side<'a> {
-    reader: ChunkReader,
+    chunks: Chunks,
     scan: &'a Scan,
-    /// The chunk's packets as a capture with every flow (`Point` reads them so).
-    host: Capture,
     next: usize,
     /// Rows pushed into the matcher.
     pushed: u64,
@@ -63,15 +117,14 @@ struct Side<'a> {
 }
 
 impl<'a> Side<'a> {
-    fn open(path: &Path, scan: &'a Scan) -> Result<Side<'a>, ReadError> {
-        Ok(Side {
-            reader: ChunkReader::open(path)?,
+    fn new(chunks: Chunks, scan: &'a Scan) -> Side<'a> {
+        Side {
+            chunks,
             scan,
-            host: Held::capture(Default::default(), &scan.cap),
             next: 0,
             pushed: 0,
             left_out: 0,
-        })
+        }
     }
 
     fn done(&self) -> bool {
@@ -86,23 +139,25 @@ impl<'a> Side<'a> {
     /// The next chunk's IP packets outside `reverse`: pushed into the matcher and held.
     fn read(
         &mut self,
-        chunk: usize,
-        streams: &Streams,
         reverse: &HashSet<u64, WordMap>,
         m: &mut StreamMatcher,
         held: &mut Held,
         ingress: bool,
     ) -> Result<(), ReadError> {
-        let cols = self
-            .reader
-            .next_chunk(chunk)?
-            .ok_or_else(|| ReadError::Invalid {
+        let d = self.chunks.recv().unwrap_or_else(|_| {
+            Err(ReadError::Invalid {
                 message: "the capture changed while it was read".into(),
                 offset: 0,
-            })?;
+            })
+        })?;
         self.next += 1;
-        self.host.columns = cols;
-        let (p, keys) = Point::new(&self.host, streams, ingress);
+        let p = Point {
+            cap: &d.host,
+            rows: d.rows,
+            stream: d.stream,
+            rtp_by_row: d.rtp_by_row,
+        };
+        let keys = d.keys;
         let kept: Vec<u32> = (0..p.rows.len() as u32)
             .filter(|&k| {
                 reverse.is_empty() || !reverse.contains(&p.cap.flow_hash(p.row(k as usize)))
@@ -159,10 +214,31 @@ pub(crate) struct Pass<'a> {
 
 impl Pass<'_> {
     /// Reads both captures to their end, handing rows to `tables`.
-    pub(crate) fn run(&self, mut tables: Tables) -> Result<Passed, PassError> {
+    pub(crate) fn run(&self, tables: Tables) -> Result<Passed, PassError> {
+        let streams = &self.scans[0].streams;
+        std::thread::scope(|s| {
+            let mut sides = Vec::new();
+            for which in 0..2 {
+                let (tx, rx) = sync_channel(1);
+                let (path, scan) = (self.paths[which], self.scans[which]);
+                let bytes = &self.progress.bytes[which];
+                let chunk = self.chunk;
+                s.spawn(move || read_ahead(path, chunk, scan, streams, which == 0, &tx, bytes));
+                sides.push(Side::new(rx, scan));
+            }
+            let eg = sides.pop().expect("two sides");
+            let ing = sides.pop().expect("two sides");
+            self.matching(tables, ing, eg)
+        })
+    }
+
+    fn matching(
+        &self,
+        mut tables: Tables,
+        mut ing: Side<'_>,
+        mut eg: Side<'_>,
+    ) -> Result<Passed, PassError> {
         let read_err = |which: usize| move |e| PassError::Read(which, e);
-        let mut ing = Side::open(self.paths[0], self.scans[0]).map_err(read_err(0))?;
-        let mut eg = Side::open(self.paths[1], self.scans[1]).map_err(read_err(1))?;
         let max_delay = self.opts.max_delay_ns;
         let mut m = StreamMatcher::new(max_delay);
         let (mut ing_buf, mut eg_buf) = (Held::default(), Held::default());
@@ -178,32 +254,17 @@ impl Pass<'_> {
         };
         let mut guard = given.unwrap_or(max_delay);
         let file_order = self.scans[0].in_order;
-        let streams = &self.scans[0].streams;
         let mut most_held = 0;
         while !(ing.done() && eg.done()) {
             if !ing.done() && (eg.done() || ing.watermark() <= eg.watermark()) {
-                ing.read(
-                    self.chunk,
-                    streams,
-                    self.reverse,
-                    &mut m,
-                    &mut ing_buf,
-                    true,
-                )
-                .map_err(read_err(0))?;
+                ing.read(self.reverse, &mut m, &mut ing_buf, true)
+                    .map_err(read_err(0))?;
                 if !file_order {
                     ing_buf.sort_by_time();
                 }
             } else {
-                eg.read(
-                    self.chunk,
-                    streams,
-                    self.reverse,
-                    &mut m,
-                    &mut eg_buf,
-                    false,
-                )
-                .map_err(read_err(1))?;
+                eg.read(self.reverse, &mut m, &mut eg_buf, false)
+                    .map_err(read_err(1))?;
             }
             most_held = most_held.max(ing_buf.len() + eg_buf.len());
             let both = ing.done() && eg.done();
@@ -212,8 +273,6 @@ impl Pass<'_> {
             } else {
                 ing.watermark().min(eg.watermark())
             });
-            self.progress.bytes[0].store(ing.reader.bytes_read(), Ordering::Relaxed);
-            self.progress.bytes[1].store(eg.reader.bytes_read(), Ordering::Relaxed);
             drain_egress(&mut m, &mut eg_buf, &mut by_flow, &mut tables)
                 .map_err(PassError::Write)?;
             if ing_buf.is_empty() || both {

@@ -91,6 +91,18 @@ impl Table {
             .collect()
     }
 
+    /// What a packet table's rows read, and their flow ids (None: not a packet table).
+    pub(super) fn sources_and_ids(&self) -> Option<(&Sources, &[u32])> {
+        let ids = self
+            .columns
+            .iter()
+            .find_map(|(name, source)| match source {
+                Source::Owned(Owned::U32(ids), _) if *name == "flow_id" => Some(ids.as_slice()),
+                _ => None,
+            })?;
+        Some((self.sources.as_ref()?, ids))
+    }
+
     pub(super) fn push(&mut self, name: &'static str, v: Owned<'static>, valid: Option<Vec<bool>>) {
         self.columns.push((name, Source::Owned(v, valid)));
     }
