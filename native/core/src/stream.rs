@@ -95,6 +95,9 @@ pub struct StreamMatcher {
     pending: [Vec<Rec>; 2],
     /// Packets pushed since the last walk, in push order.
     fresh: [Vec<Rec>; 2],
+    /// The last walk's merged runs, kept for their memory (fresh memory is zeroed page by
+    /// page by the kernel: reused, the walk costs half).
+    spare: [Vec<Rec>; 2],
     ins: Rows<InFate>,
     egs: Rows<EgFate>,
     scratch: Scratch,
@@ -107,6 +110,7 @@ impl StreamMatcher {
             max_delay_ns,
             pending: Default::default(),
             fresh: Default::default(),
+            spare: Default::default(),
             ins: Rows {
                 base: 0,
                 fates: VecDeque::new(),
@@ -158,13 +162,18 @@ impl StreamMatcher {
         if watermark != i64::MAX && (fresh == 0 || fresh * 4 < pending) {
             return;
         }
-        let [ins, egs] = [0, 1].map(|p| {
-            let fresh = std::mem::take(&mut self.fresh[p]);
-            merged(std::mem::take(&mut self.pending[p]), sorted(fresh))
-        });
+        let mut all = std::mem::take(&mut self.spare);
+        for (p, all) in all.iter_mut().enumerate() {
+            let fresh = sorted(std::mem::take(&mut self.fresh[p]));
+            all.clear();
+            merge_into(&self.pending[p], &fresh, all);
+            self.pending[p].clear(); // now what the walk keeps
+            self.fresh[p] = fresh;
+            self.fresh[p].clear();
+        }
         let max_delay = self.max_delay_ns;
         let ready = |last: i64| watermark == i64::MAX || last.saturating_add(max_delay) < watermark;
-        let (mut keep_in, mut keep_eg) = (Vec::new(), Vec::new());
+        let [ins, egs] = &all;
         let (mut i, mut j) = (0usize, 0usize);
         while i < ins.len() || j < egs.len() {
             let key = match (ins.get(i), egs.get(j)) {
@@ -178,20 +187,21 @@ impl StreamMatcher {
             let (group_in, group_eg) = (&ins[i..i + gi], &egs[j..j + gj]);
             i += gi;
             j += gj;
-            let last = group_in
-                .iter()
-                .chain(group_eg)
+            // Each side's run is in time order: its last record is its latest.
+            let last = [group_in.last(), group_eg.last()]
+                .into_iter()
+                .flatten()
                 .map(|r| r.ts)
                 .max()
                 .unwrap_or(i64::MIN);
             if ready(last) {
                 self.resolve(group_in, group_eg);
             } else {
-                keep_in.extend_from_slice(group_in);
-                keep_eg.extend_from_slice(group_eg);
+                self.pending[0].extend_from_slice(group_in);
+                self.pending[1].extend_from_slice(group_eg);
             }
         }
-        self.pending = [keep_in, keep_eg];
+        self.spare = all;
     }
 
     fn resolve(&mut self, group_in: &[Rec], group_eg: &[Rec]) {
@@ -278,16 +288,10 @@ fn sorted(recs: Vec<Rec>) -> Vec<Rec> {
     out
 }
 
-/// Two runs sorted by (key, time, row), merged.
-fn merged(a: Vec<Rec>, b: Vec<Rec>) -> Vec<Rec> {
-    if a.is_empty() {
-        return b;
-    }
-    if b.is_empty() {
-        return a;
-    }
+/// Two runs sorted by (key, time, row), merged into `out`.
+fn merge_into(a: &[Rec], b: &[Rec], out: &mut Vec<Rec>) {
     let order = |r: &Rec| (r.key, r.ts, r.idx);
-    let mut out = Vec::with_capacity(a.len() + b.len());
+    out.reserve(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         if order(&a[i]) <= order(&b[j]) {
@@ -300,7 +304,6 @@ fn merged(a: Vec<Rec>, b: Vec<Rec>) -> Vec<Rec> {
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// Length of the run of records of `key` at the start of `recs` (sorted by key).
