@@ -104,23 +104,30 @@ def match_to_files(
 
 
 def _follow(pending: _native.PendingStream, ingress: Path, egress: Path) -> None:
-    """Shows each pass's progress (bytes of both captures read) until the match ends."""
+    """Shows each pass's progress (bytes of both captures read) until the match ends: a
+    line per pass, each shown even when the pass was too quick to be looked at."""
     total = ingress.stat().st_size + egress.stat().st_size
-    current = 0
-    line: Progress | None = None
-    done = 0
-    while not pending.done():
-        step, read_in, read_eg = pending.progress()
-        if step != current:
-            if line is not None:
+    titles = {1: "reading the captures (pass 1 of 2)", 2: "matching (pass 2 of 2)"}
+    current, done = 1, 0
+    line = Progress(titles[1], total)
+    line.__enter__()
+    try:
+        while True:
+            ended = pending.done()
+            step, read_in, read_eg = pending.progress()
+            # a pass reads both captures whole before the next starts; at the end, every
+            # pass was made
+            for nxt in range(current + 1, (2 if ended else step) + 1):
+                line.add(total - done)
                 line.__exit__(None, None, None)
-            current, done = step, 0
-            title = "reading the captures" if step == 1 else "matching"
-            line = Progress(f"{title} (pass {step} of 2)", total)
-            line.__enter__()
-        if line is not None:
-            line.add(read_in + read_eg - done)
-            done = read_in + read_eg
-        time.sleep(_POLL_S)
-    if line is not None:
+                current, done = nxt, 0
+                line = Progress(titles[nxt], total)
+                line.__enter__()
+            read = total if ended else read_in + read_eg
+            line.add(max(0, read - done))
+            done = max(done, read)
+            if ended:
+                return
+            time.sleep(_POLL_S)
+    finally:
         line.__exit__(None, None, None)
