@@ -122,6 +122,7 @@ def start_stream(
     end_guard_ns: int | None = None,
     chunk_packets: int = 131072,
     flows: bool = False,
+    keep_delays: int = 16777216,
 ) -> PendingStream:
     """Starts matching both captures streaming into the tables at ``packets`` and
     ``egress_only`` (``cga_core::streaming``) and returns at once."""

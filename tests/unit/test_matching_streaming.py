@@ -297,3 +297,30 @@ def test_streamed_files_are_the_in_memory_files_byte_for_byte(tmp_path: Path, ch
     assert summary.to_dict() == memory.summary.to_dict()
     for a, b in (("m.parquet", "s.parquet"), ("m.eo.parquet", "s.eo.parquet")):
         assert (tmp_path / a).read_bytes() == (tmp_path / b).read_bytes()
+
+
+@pytest.mark.parametrize("keep_delays", [0, 7])
+def test_the_flow_table_is_the_same_when_its_delays_spill_to_a_file(
+    tmp_path: Path, keep_delays: int
+) -> None:
+    """Beyond the delays kept in memory, the percentiles come from a radix search over
+    a file of them: the same flow table, and no file left."""
+    from cganalysis.matching.native import match_files_native
+
+    scenario = make_scenario(Knobs(seed=21, n_rtp=300, n_tcp=300, n_udp=100))
+    write_pcap(tmp_path / "in.pcap", scenario.ingress)
+    write_pcap(tmp_path / "eg.pcap", scenario.egress)
+    out = tmp_path / "out"
+    match_to_files(
+        tmp_path / "in.pcap",
+        tmp_path / "eg.pcap",
+        out / "p.parquet",
+        out / "e.parquet",
+        flows=out / "f.parquet",
+        chunk_packets=50,
+        keep_delays=keep_delays,
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["e.parquet", "f.parquet", "p.parquet"]
+    memory = match_files_native(tmp_path / "in.pcap", tmp_path / "eg.pcap")
+    expected = pl.DataFrame(memory.flow_table(), schema=pl.read_parquet(out / "f.parquet").schema)
+    assert_frame_equal(pl.read_parquet(out / "f.parquet"), expected)

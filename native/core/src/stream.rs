@@ -18,7 +18,7 @@
 //! and walks the keys once, pairing the groups that are ready and keeping the rest. A
 //! hash map of keys cost a cache miss or more per packet (a third of the streaming
 //! match's time); the walk reads memory in order. An `advance` waits until the packets
-//! pushed since the last one are half as many as those pending (or the captures end): every
+//! pushed since the last one are a quarter of those pending (or the captures end): every
 //! packet is then walked a few times at most, whatever the chunk size, and a key is
 //! paired at most that much later (which changes nothing: see above).
 
@@ -159,7 +159,7 @@ impl StreamMatcher {
     pub fn advance(&mut self, watermark: i64) {
         let fresh = self.fresh[0].len() + self.fresh[1].len();
         let pending = self.pending[0].len() + self.pending[1].len();
-        if watermark != i64::MAX && (fresh == 0 || fresh * 2 < pending) {
+        if watermark != i64::MAX && (fresh == 0 || fresh * 4 < pending) {
             return;
         }
         let mut all = std::mem::take(&mut self.spare);

@@ -13,6 +13,7 @@ mod groups;
 mod held;
 mod pass;
 mod prescan;
+mod side;
 
 pub use groups::Tables;
 pub use prescan::NO_WATERMARK;
@@ -60,14 +61,15 @@ pub struct Streamed {
 
 /// Matches `ingress` and `egress` into the packet table at `outputs[0]` and the
 /// egress-only table at `outputs[1]`, reading `chunk` packets at a time.
-/// `with_flows`: also the flow table (`Tables::flows`).
+/// `flows`: also the flow table (`Tables::flows`), keeping at most this many delays in
+/// memory (the rest go to a file next to the packet table).
 pub fn stream_pair(
     ingress: &Path,
     egress: &Path,
     opts: PairOptions,
     chunk: usize,
     outputs: [&Path; 2],
-    with_flows: bool,
+    flows: Option<usize>,
     progress: &Progress,
 ) -> Result<Streamed, StreamError> {
     assert!(chunk > 0, "a chunk must hold at least one packet");
@@ -105,7 +107,7 @@ pub fn stream_pair(
             &ing.streams,
             flow_ids(&ing, &reverse),
             span_ns,
-            with_flows,
+            flows,
         )
         .map_err(|(p, e)| StreamError::Write(p, e))?;
         let mut done = pass.run(tables).map_err(|e| match e {

@@ -8,6 +8,7 @@ mod columns;
 mod derived;
 mod egress;
 mod flowids;
+mod flowspill;
 mod flowstats;
 pub(crate) mod rtp;
 mod sources;
@@ -16,7 +17,7 @@ pub(crate) use columns::{packet_table, SeqCarry};
 pub use columns::{EgressOnly, PacketTable};
 pub(crate) use egress::egress_only;
 pub(crate) use flowids::{see_first, First, FlowIds, FIRST_NONE};
-pub use flowstats::{Delays, Flow, FlowStats, QUANTILES};
+pub use flowstats::{Delays, Flow, FlowStats, KEEP_DELAYS, QUANTILES};
 pub(crate) use sources::Captures;
 
 use crate::keys::{identity_key, KIND_OTHER, KIND_RTP, KIND_TCP};

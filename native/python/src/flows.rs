@@ -6,14 +6,16 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// The flow table's columns (`cganalysis.schemas.FLOWS`), one row per flow id in order.
-pub(crate) fn flow_table_dict(py: Python<'_>, mut stats: FlowStats) -> PyResult<Bound<'_, PyDict>> {
-    let mut flows: Vec<(u32, cga_core::table::Flow)> = stats
-        .flows
-        .drain(..)
-        .enumerate()
-        .filter_map(|(id, f)| f.map(|f| (id as u32, f)))
-        .collect();
-    let delays: Vec<_> = flows.iter_mut().map(|(_, f)| f.delays()).collect();
+pub(crate) fn flow_table_dict(py: Python<'_>, stats: FlowStats) -> PyResult<Bound<'_, PyDict>> {
+    let finished = py
+        .detach(|| stats.finish())
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+    let mut flows = Vec::with_capacity(finished.len());
+    let mut delays = Vec::with_capacity(finished.len());
+    for (id, flow, d) in finished {
+        flows.push((id, flow));
+        delays.push(d);
+    }
     let d = PyDict::new(py);
     macro_rules! column {
         ($name:expr, $f:expr) => {

@@ -6,7 +6,7 @@ use crate::pairing::{counts_dict, read_error, set_error};
 use crate::reading::{columns_to_dict, flow_keys_dict, info_dict, to_py_err};
 use cga_core::pcap::ChunkReader;
 use cga_core::streaming::{stream_pair, Progress, StreamError, Streamed, Tables};
-use cga_core::table::PairOptions;
+use cga_core::table::{PairOptions, KEEP_DELAYS};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -196,7 +196,7 @@ impl PendingStream {
 /// `egress_only` (their rows; `StreamedTables.finish` writes the footers), reading
 /// `chunk_packets` packets at a time, and returns at once.
 #[pyfunction]
-#[pyo3(signature = (ingress, egress, packets, egress_only, max_delay_ns, end_guard_ns=None, chunk_packets=131072, flows=false))]
+#[pyo3(signature = (ingress, egress, packets, egress_only, max_delay_ns, end_guard_ns=None, chunk_packets=131072, flows=false, keep_delays=KEEP_DELAYS))]
 #[allow(clippy::too_many_arguments)]
 fn start_stream(
     ingress: PathBuf,
@@ -207,6 +207,7 @@ fn start_stream(
     end_guard_ns: Option<i64>,
     chunk_packets: usize,
     flows: bool,
+    keep_delays: usize,
 ) -> PyResult<PendingStream> {
     if max_delay_ns < 0 || end_guard_ns.is_some_and(|g| g < 0) {
         return Err(PyValueError::new_err(
@@ -232,7 +233,7 @@ fn start_stream(
                 opts,
                 chunk_packets,
                 [&packets, &egress_only],
-                flows,
+                flows.then_some(keep_delays),
                 &shared,
             )
         })

@@ -42,12 +42,15 @@ def match_to_files(
     chunk_packets: int = DEFAULT_CHUNK_PACKETS,
     timings: dict[str, float] | None = None,
     progress: bool = False,
+    keep_delays: int | None = None,
 ) -> MatchSummary:
     """Matches two captures into the packet table (``output``), the egress-only table and,
     given ``flows``, the flow table; returns the summary (each file's provenance holds it,
     under "summary"). ``timings`` receives the seconds of each step (benchmarks);
     ``progress``: each pass's progress on a terminal (:mod:`cganalysis.progress`);
-    ``timings`` also receives ``most_held``, the most packets held at once."""
+    ``timings`` also receives ``most_held``, the most packets held at once.
+    ``keep_delays``: delays the flow table keeps in memory for its percentiles (the rest
+    go to a file; default ``cga_core::table::KEEP_DELAYS``, 16 M)."""
     options = options or MatchOptions()
     if chunk_packets <= 0:
         raise ValueError("chunk_packets must be positive")
@@ -66,6 +69,7 @@ def match_to_files(
             guard,
             chunk_packets,
             flows is not None,
+            **({} if keep_delays is None else {"keep_delays": keep_delays}),
         )
         if progress and wanted():
             _follow(pending, ingress, egress)

@@ -72,7 +72,7 @@ impl Tables {
         streams: &Streams,
         flow_ids: FlowIds,
         span_ns: Option<(i64, i64)>,
-        with_flows: bool,
+        keep_delays: Option<usize>,
     ) -> Result<Tables, WriteError> {
         Ok(Tables {
             packets: named(Out::create(paths[0]), paths[0])?,
@@ -85,7 +85,12 @@ impl Tables {
             carry: SeqCarry::default(),
             span_ns,
             tally: [0; 3],
-            flows: with_flows.then(FlowStats::default),
+            // the delays beyond `keep_delays` go to a file next to the packet table
+            flows: keep_delays.map(|keep| {
+                let mut spill = paths[0].as_os_str().to_owned();
+                spill.push(".delays.partial");
+                FlowStats::spilling(spill.into(), keep)
+            }),
         })
     }
 

@@ -5,12 +5,16 @@
 //! Delays are kept per flow as integer nanoseconds (4 bytes each while they fit, which
 //! they do below a `max_delay_ns` of 4.29 s) and the percentiles selected from them at
 //! the end: the linear interpolation of polars' `quantile`, on the same `delay_ms` values
-//! the packet table holds. The mean is the exact mean of the integer delays.
+//! the packet table holds. The mean is the exact mean of the integer delays. Beyond
+//! `KEEP_DELAYS` delays, a streaming match's are written to a file instead and the
+//! percentiles found by a radix search over it (`flowspill`): memory stays bounded.
 
 use super::columns::Table;
 use super::derived::verdict;
+use super::flowspill::Spill;
 use super::NO_TIMESTAMP;
 use crate::matcher::NONE;
+use std::path::PathBuf;
 
 /// The percentiles of the flow table, by column.
 pub const QUANTILES: [(&str, f64); 3] = [
@@ -43,6 +47,8 @@ pub struct Flow {
     delay_sum_ns: i128,
     delay_min_ns: i64,
     delay_max_ns: i64,
+    /// Delays measured (kept here, or spilled).
+    n_delay: u64,
     delays: Vec<u32>,
     wide_delays: Vec<i64>,
 }
@@ -57,9 +63,9 @@ pub struct Delays {
 }
 
 impl Flow {
-    /// Adds one row of the packet table.
-    #[allow(clippy::too_many_arguments)]
-    fn add(
+    /// Adds one row of the packet table; returns its delay if it is to be kept (below
+    /// 2^32 ns; a longer one is kept here).
+    pub(super) fn add(
         &mut self,
         size: u32,
         lost: Option<bool>,
@@ -67,7 +73,7 @@ impl Flow {
         ecn: u8,
         ce: bool,
         t: i64,
-    ) {
+    ) -> Option<u32> {
         self.packets_in += 1;
         self.bytes_in += u64::from(size);
         match lost {
@@ -84,52 +90,59 @@ impl Flow {
             self.t_first_ns = Some(self.t_first_ns.map_or(t, |f| f.min(t)));
             self.t_last_ns = Some(self.t_last_ns.map_or(t, |l| l.max(t)));
         }
-        if let Some(d) = delay_ns {
-            let n = self.delays.len() + self.wide_delays.len();
-            if n == 0 {
-                (self.delay_min_ns, self.delay_max_ns) = (d, d);
-            }
-            self.delay_min_ns = self.delay_min_ns.min(d);
-            self.delay_max_ns = self.delay_max_ns.max(d);
-            self.delay_sum_ns += i128::from(d);
-            match u32::try_from(d) {
-                Ok(d) => self.delays.push(d),
-                Err(_) => self.wide_delays.push(d),
+        let d = delay_ns?;
+        if self.n_delay == 0 {
+            (self.delay_min_ns, self.delay_max_ns) = (d, d);
+        }
+        self.n_delay += 1;
+        self.delay_min_ns = self.delay_min_ns.min(d);
+        self.delay_max_ns = self.delay_max_ns.max(d);
+        self.delay_sum_ns += i128::from(d);
+        match u32::try_from(d) {
+            Ok(d) => Some(d),
+            Err(_) => {
+                self.wide_delays.push(d);
+                None
             }
         }
     }
 
-    /// The delay statistics (consumes the kept delays).
-    pub fn delays(&mut self) -> Option<Delays> {
+    pub(super) fn n_delays(&self) -> u64 {
+        self.n_delay
+    }
+
+    pub(super) fn wide_delays(&self) -> &[i64] {
+        &self.wide_delays
+    }
+
+    /// The delay statistics from the kept delays (consumed).
+    fn delays_kept(&mut self) -> Option<Delays> {
         let mut all: Vec<i64> = std::mem::take(&mut self.wide_delays);
         let narrow = std::mem::take(&mut self.delays);
         all.reserve(narrow.len());
         all.extend(narrow.into_iter().map(i64::from));
-        let n = all.len();
+        let ranks = ranks(all.len() as u64);
+        // Each rank selected in what is left above the one before (linear time in all).
+        let mut at = 0;
+        for &r in &ranks {
+            let r = r as usize;
+            all[at..].select_nth_unstable(r - at);
+            at = r + 1; // the elements up to r are final
+        }
+        self.delay_stats(|r| all[r as usize])
+    }
+
+    /// The statistics, given the value of each rank of `ranks`.
+    fn delay_stats(&self, value: impl Fn(u64) -> i64) -> Option<Delays> {
+        let n = self.n_delay;
         if n == 0 {
             return None;
         }
         let ms = |d: i64| d as f64 / 1e6;
-        // Every rank the interpolations need, in order: each selected in what is left
-        // above the one before (linear time in all).
-        let mut ranks: Vec<usize> = QUANTILES
-            .iter()
-            .flat_map(|&(_, q)| {
-                let idx = (n - 1) as f64 * q;
-                [idx.floor() as usize, idx.ceil() as usize]
-            })
-            .collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        let mut at = 0;
-        for &r in &ranks {
-            all[at..].select_nth_unstable(r - at);
-            at = r + 1; // the elements up to r are final
-        }
         let quantiles = QUANTILES.map(|(_, q)| {
             let idx = (n - 1) as f64 * q;
             let (lo, hi) = (idx.floor(), idx.ceil());
-            let (v_lo, v_hi) = (ms(all[lo as usize]), ms(all[hi as usize]));
+            let (v_lo, v_hi) = (ms(value(lo as u64)), ms(value(hi as u64)));
             if lo == hi {
                 v_lo
             } else {
@@ -145,13 +158,93 @@ impl Flow {
     }
 }
 
+/// The ranks (0-based, in increasing order) whose values the percentiles of `n` delays
+/// interpolate between.
+pub(super) fn ranks(n: u64) -> Vec<u64> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut ranks: Vec<u64> = QUANTILES
+        .iter()
+        .flat_map(|&(_, q)| {
+            let idx = (n - 1) as f64 * q;
+            [idx.floor() as u64, idx.ceil() as u64]
+        })
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    ranks
+}
+
+/// Delays kept in memory at most (64 MB) by a match that may spill them.
+pub const KEEP_DELAYS: usize = 16 << 20;
+
 /// The flows of a packet table, by flow id.
 #[derive(Default)]
 pub struct FlowStats {
     pub flows: Vec<Option<Flow>>,
+    /// Where delays go beyond `keep` kept ones (None: all are kept).
+    spill: Option<Spill>,
+    kept: usize,
+    keep: usize,
 }
 
 impl FlowStats {
+    /// Flow statistics that keep at most `keep` delays in memory and write the rest to
+    /// the file `path` (removed when they are done).
+    pub fn spilling(path: PathBuf, keep: usize) -> FlowStats {
+        FlowStats {
+            spill: Some(Spill::new(path)),
+            keep,
+            ..FlowStats::default()
+        }
+    }
+
+    /// Every flow, by id, with its delay statistics.
+    pub fn finish(mut self) -> std::io::Result<Vec<(u32, Flow, Option<Delays>)>> {
+        let spilled = match self.spill.take() {
+            Some(spill) if spill.used() => Some(spill.values(&self.flows)?),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        for (id, flow) in self.flows.into_iter().enumerate() {
+            let Some(mut flow) = flow else { continue };
+            let delays = match &spilled {
+                Some(values) => {
+                    let v = &values[id];
+                    flow.delay_stats(|r| v.iter().find(|x| x.0 == r).map_or(0, |x| x.1))
+                }
+                None => flow.delays_kept(),
+            };
+            out.push((id as u32, flow, delays));
+        }
+        Ok(out)
+    }
+
+    /// Keeps a delay of flow `id`, or spills it (and all kept ones, the first time).
+    fn keep_delay(&mut self, id: usize, d: u32) {
+        match &mut self.spill {
+            Some(spill) if spill.used() || self.kept >= self.keep => {
+                if !spill.used() {
+                    for (f, flow) in self.flows.iter_mut().enumerate() {
+                        if let Some(flow) = flow {
+                            for d in std::mem::take(&mut flow.delays) {
+                                spill.push(f as u32, d);
+                            }
+                        }
+                    }
+                }
+                spill.push(id as u32, d);
+            }
+            _ => {
+                if let Some(flow) = &mut self.flows[id] {
+                    flow.delays.push(d);
+                }
+                self.kept += 1;
+            }
+        }
+    }
+
     /// Adds the rows of `table` (a packet table, or a row group of one, in table order).
     pub fn add(&mut self, table: &Table) {
         let Some((s, ids)) = table.sources_and_ids() else {
@@ -194,7 +287,9 @@ impl FlowStats {
             };
             let delay = (t != NO_TIMESTAMP && t_out != NO_TIMESTAMP).then(|| t_out.wrapping_sub(t));
             let ce = matched && ecn_out == 3 && c.ecn[i] != 3;
-            flow.add(c.ip_len[i], verdict(s, matched, t), delay, c.ecn[i], ce, t);
+            if let Some(d) = flow.add(c.ip_len[i], verdict(s, matched, t), delay, c.ecn[i], ce, t) {
+                self.keep_delay(id, d);
+            }
         }
     }
 }
