@@ -134,10 +134,11 @@ pub fn stream_pair(
         let guard_ns = opts
             .end_guard_ns
             .unwrap_or_else(|| largest_delay(by_flow, &reverse));
-        let (rest, twins) = std::mem::take(&mut done.rest);
+        let (mut rest, twins) = std::mem::take(&mut done.rest);
         let mut tables = done.tables;
+        let n = rest.len();
         tables
-            .add_packets(rest, &twins, guard_ns)
+            .add_packets(&mut rest, n, &twins, guard_ns)
             .and_then(|()| tables.flush(guard_ns))
             .map_err(|(p, e)| StreamError::Write(p, e))?;
         clock.lap("matching");

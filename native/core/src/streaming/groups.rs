@@ -94,15 +94,17 @@ impl Tables {
         })
     }
 
-    /// Packet-table rows (in table order) with their twins; `guard_ns`: the end guard, or
-    /// any guard that gives these rows the same verdicts.
+    /// The first `k` rows of `from` (in table order), moved to the packet table, with
+    /// their twins; `guard_ns`: the end guard, or any guard that gives these rows the
+    /// same verdicts.
     pub(crate) fn add_packets(
         &mut self,
-        rows: Held,
+        from: &mut Held,
+        k: usize,
         twins: &[Twin],
         guard_ns: i64,
     ) -> Result<(), WriteError> {
-        self.packets.rows.append(rows);
+        from.move_front_into(k, &mut self.packets.rows);
         self.twins.extend_from_slice(twins);
         while self.packets.rows.len() >= ROW_GROUP_ROWS {
             let group = self.packets.rows.take_front(ROW_GROUP_ROWS);

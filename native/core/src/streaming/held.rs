@@ -50,6 +50,33 @@ fn extend_rows(dst: &mut Columns, src: &Columns, rows: &[u32]) {
     }
 }
 
+/// Rows `0..k` of `src` added to the end of `dst` (slices copied whole).
+fn extend_front(dst: &mut Columns, src: &Columns, k: usize) {
+    let before = dst.len();
+    macro_rules! extend {
+        ($($f:ident),*) => {
+            $(dst.$f.extend_from_slice(&src.$f[..k]);)*
+        };
+    }
+    each_column!(extend);
+    if !src.interface_id.is_empty() || !dst.interface_id.is_empty() {
+        dst.interface_id.resize(before, 0);
+        dst.interface_id.extend((0..k).map(|i| src.interface_id(i)));
+    }
+}
+
+/// Removes the first `k` rows of `c` (the rest moved down in place).
+fn drain_front(c: &mut Columns, k: usize) {
+    macro_rules! drain {
+        ($($f:ident),*) => {
+            $(c.$f.drain(..k);)*
+        };
+    }
+    each_column!(drain);
+    let ids = k.min(c.interface_id.len());
+    c.interface_id.drain(..ids);
+}
+
 /// The first `k` rows of `c`, taken out of it.
 fn split_front(c: &mut Columns, k: usize) -> Columns {
     let mut front = Columns::default();
@@ -116,6 +143,27 @@ impl Held {
         self.hash.append(&mut other.hash);
         self.stream.append(&mut other.stream);
         self.rtp.append(&mut other.rtp);
+    }
+
+    /// Moves the first `k` packets to the end of `dst` (one copy, no fresh memory for
+    /// them but `dst`'s growth).
+    pub(crate) fn move_front_into(&mut self, k: usize, dst: &mut Held) {
+        if dst.is_empty() && k == self.len() {
+            std::mem::swap(self, dst);
+            return;
+        }
+        extend_front(&mut dst.cols, &self.cols, k);
+        drain_front(&mut self.cols, k);
+        for (to, from) in [
+            (&mut dst.row, &mut self.row),
+            (&mut dst.hash, &mut self.hash),
+        ] {
+            to.extend(from.drain(..k));
+        }
+        if !self.stream.is_empty() {
+            dst.stream.extend(self.stream.drain(..k));
+            dst.rtp.extend(self.rtp.drain(..k));
+        }
     }
 
     /// The first `k` packets, taken out.

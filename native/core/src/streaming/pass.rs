@@ -232,16 +232,14 @@ fn emit(
 ) -> Result<(), WriteError> {
     count_ingress(m, buf, k, by_flow);
     let twins = twins_of(m, buf, k);
-    let rows = buf.take_front(k);
     // The first row whose fate is still needed.
-    let first = buf
-        .row
+    let first = buf.row[k..]
         .iter()
         .copied()
         .min()
-        .unwrap_or_else(|| rows.row.iter().copied().max().map_or(0, |r| r + 1));
+        .unwrap_or_else(|| buf.row[..k].iter().copied().max().map_or(0, |r| r + 1));
     m.release_ingress(first);
-    tables.add_packets(rows, &twins, guard_ns)
+    tables.add_packets(buf, k, &twins, guard_ns)
 }
 
 /// Hands the egress rows whose fate is known (in file order) to the egress-only table if
