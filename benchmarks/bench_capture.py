@@ -1,10 +1,12 @@
-"""Reading and matching speed on a ~2 million packet dual-point pair, next to dpkt.
+"""Reading and matching speed on ~2 million packet dual-point pairs, next to dpkt.
 
     python -m benchmarks.bench_capture [--packets 2000000] [--dpkt-packets 200000]
     python -m benchmarks.bench_capture --pair-packets 100000000 [--tmpdir DIR]
 
-Generates a synthetic ingress/egress pair (snaplen 128, RTP + TCP + UDP through a model
-bottleneck), warms the page cache, then prints:
+Generates synthetic ingress/egress pairs of two traffic mixes (snaplen 128, RTP + TCP +
+UDP through a model bottleneck; `benchmarks.capture_pairs`: mix A, three flows; mix B,
+600 flows with drops, duplicates, retransmissions and reordering), warms the page cache,
+then prints for each mix:
 - the whole command as a user runs it: `cganalysis packets INGRESS EGRESS -o OUT` in a
   fresh process (start-up, reading, matching, writing parquet), packets of both captures
   per second next to dpkt's, with its peak memory (bytes per packet); writing new tables,
@@ -17,10 +19,13 @@ bottleneck), warms the page cache, then prints:
   on its first `--dpkt-packets` packets because it is ~100x slower;
 - the in-memory command's native steps (`cga_core::table`, as it times them: reading both
   captures, RTP streams, identity keys, pairing, the tables) and its Parquet writer;
-- the streaming command's steps (`cganalysis.matching.streaming`): the chunked
-  reader alone, the prescan of both captures, the matching pass (reading both again,
-  pairing, writing the packet table) and the flow table (`--flows`);
-- for comparison, the whole-capture matcher (identity keys and pairing) in memory.
+- the streaming command's steps (`cga_core::streaming`, as it times them): the first
+  pass over both captures, the matching pass (reading both again, pairing, writing the
+  tables) and the flow table with the footers;
+- for comparison, the whole-capture matcher (identity keys and pairing) in memory;
+- whether the streamed tables are the in-memory ones byte for byte;
+- at the end, the disk's own read rate for the capture files (their pages dropped from
+  the page cache first): the physical limit of a command reading them cold.
 Each figure is the median of `--repeat` runs.
 
 `--pair-packets N` instead generates a pair of N ingress packets (and their egress twins)
@@ -46,13 +51,12 @@ from typing import Any
 import dpkt  # type: ignore[import-untyped,unused-ignore]
 import polars as pl
 
+from benchmarks.capture_pairs import disk_read_rate, generate_pair, mix_a, mix_b, write_pair
 from cganalysis import _native
 from cganalysis.capture import read_capture
 from cganalysis.capture.chunks import CaptureChunks
-from cganalysis.capture.writer import pcap_header, pcap_records
 from cganalysis.matching.pairing import pair_packets
 from cganalysis.matching.streaming import match_to_files
-from tests.support.synthetic import Knobs, make_scenario
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -238,35 +242,12 @@ def stages(ingress: Path, egress: Path, args: argparse.Namespace) -> list[tuple[
             timings=steps[-1],
         )
     for name, what in (
-        ("prescan", "prescan (both captures)"),
-        ("match", "matching pass (read, pair, write)"),
-        ("flows", "flow table (--flows)"),
+        ("prescan", "streaming: first pass (both captures)"),
+        ("matching", "streaming: matching pass (read, pair, write)"),
+        ("flows and footers", "streaming: flow table, footers"),
     ):
         rows.append((what, n_both, statistics.median(s[name] for s in steps)))
     return rows
-
-
-def generate_pair(folder: Path, packets: int, slice_packets: int = 1_000_000) -> tuple[Path, Path]:
-    """A dual-point pair of ``packets`` ingress packets written slice by slice (memory of
-    one slice): each slice a fresh scenario, shifted in time to follow the previous one."""
-    ingress, egress = folder / "ingress.pcap", folder / "egress.pcap"
-    shift = 0
-    with ingress.open("wb") as fin, egress.open("wb") as feg:
-        fin.write(pcap_header())
-        feg.write(pcap_header())
-        for s, start in enumerate(range(0, packets, slice_packets)):
-            n = min(slice_packets, packets - start)
-            third = n // 3
-            sc = make_scenario(
-                Knobs(seed=s, n_rtp=third, n_tcp=third, n_udp=n - 2 * third, p_dup=0.0)
-            )
-            t0 = int(sc.ingress["t_ns"].min())  # type: ignore[arg-type]
-            offset = shift - t0 if s else 0
-            fin.write(pcap_records(sc.ingress.with_columns(pl.col("t_ns") + offset)))
-            feg.write(pcap_records(sc.egress.with_columns(pl.col("t_ns") + offset)))
-            shift = int(sc.ingress["t_ns"].max()) + offset + 1_000_000  # type: ignore[arg-type]
-            print(f"  generated {start + n:,} of {packets:,} ingress packets", flush=True)
-    return ingress, egress
 
 
 def _count_records(path: Path) -> int:
@@ -293,12 +274,74 @@ def big_pair(args: argparse.Namespace) -> None:
         n_dpkt = args.dpkt_packets
         t_dpkt, _ = timed(lambda: dpkt_read(ingress, n_dpkt), 1)
         whole, cpu, peak = whole_command(ingress, egress, folder / "out.parquet", args.repeat)
+        disk = disk_read_rate((ingress, egress)) if args.disk else float("nan")
     reference = n_dpkt / t_dpkt
     print(f"\nwhole `cganalysis packets`: {whole:.1f} s for {n_both:,} packets of both captures")
     print(f"  {n_both / whole / 1e6:.2f} M packets/s, {n_both / whole / reference:,.0f}x dpkt")
     print(f"  CPU time (user + sys, all threads): {cpu:.1f} s")
     print(f"  peak memory: {peak / 1e6:,.0f} MB, {peak / n_both:,.1f} bytes per packet")
     print(f"dpkt (first {n_dpkt:,} packets): {reference / 1e6:.3f} M packets/s")
+    print(
+        f"the disk reads the captures at {disk / 1e6:,.0f} MB/s cold ({size_gb * 1e9 / disk:.1f} s)"
+    )
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    names = ("out.parquet", "out.egress-only.parquet")
+    return all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
+
+
+def measure_mix(
+    name: str, pair: tuple[pl.DataFrame, pl.DataFrame], args: argparse.Namespace
+) -> float:
+    """Prints one mix's figures; returns its pair's bytes (for the disk's rate)."""
+    n_both = pair[0].height + pair[1].height
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        ingress, egress = write_pair(folder, pair)
+        size = ingress.stat().st_size + egress.stat().st_size
+        print(f"mix {name}: {n_both:,} packets in both captures, {size / 1e6:.0f} MB", flush=True)
+        ingress.read_bytes()  # into the page cache
+        egress.read_bytes()
+        rows: list[tuple[str, int, float]] = []
+        if name == "A" or args.all_stages:
+            rows = stages(ingress, egress, args)
+        n_in = pair[0].height
+        n_dpkt = min(args.dpkt_packets, n_in)
+        t_dpkt, _ = timed(lambda: dpkt_read(ingress, n_dpkt), max(1, args.repeat // 2))
+        reference = n_dpkt / t_dpkt
+        (folder / "mem").mkdir()
+        (folder / "stream").mkdir()
+        whole, cpu, peak = whole_command(
+            ingress, egress, folder / "mem" / "out.parquet", args.repeat
+        )
+        rows.append(("whole `cganalysis packets` (both)", n_both, whole))
+        forced = ("--stream-above-mb", "0")
+        streamed = whole_command(
+            ingress, egress, folder / "stream" / "out.parquet", args.repeat, forced
+        )
+        rows.append(("  the same, streaming (forced)", n_both, streamed[0]))
+        same = _same_bytes(folder / "mem", folder / "stream")
+        disk = disk_read_rate((ingress, egress)) if args.disk else float("nan")
+    print(f"\nmix {name}")
+    print(f"{'what':<44} {'packets':>11} {'seconds':>9} {'M packets/s':>12}")
+    for what, n, seconds in rows:
+        print(f"{what:<44} {n:>11,} {seconds:>9.3f} {n / seconds / 1e6:>12.2f}")
+    print(f"dpkt (first {n_dpkt:,} packets, this run): {reference / 1e6:.3f} M packets/s")
+    print(f"whole command / dpkt: {n_both / whole / reference:,.0f}x (target 100x)")
+    print(f"streaming (forced) / dpkt: {n_both / streamed[0] / reference:,.0f}x (target 60x)")
+    print(f"streamed tables are the in-memory ones byte for byte: {same}")
+    for how, (_, seconds_cpu, bytes_peak) in (("", (whole, cpu, peak)), (" streaming", streamed)):
+        print(
+            f"peak memory{how}: {bytes_peak / 1e6:,.0f} MB "
+            f"({bytes_peak / n_both:,.0f} bytes per packet); CPU {seconds_cpu:.2f} s"
+        )
+    if args.disk:
+        print(
+            f"the disk reads these captures at {disk / 1e6:,.0f} MB/s cold: "
+            f"{n_both / (size / disk) / 1e6:.2f} M packets/s ({size / disk:.2f} s)"
+        )
+    return size
 
 
 def main() -> None:
@@ -306,6 +349,9 @@ def main() -> None:
     parser.add_argument("--packets", type=int, default=2_000_000)
     parser.add_argument("--dpkt-packets", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--mix", choices=("A", "B", "both"), default="both")
+    parser.add_argument("--all-stages", action="store_true", help="per-stage figures of mix B too")
+    parser.add_argument("--no-disk", dest="disk", action="store_false", help="skip the cold read")
     parser.add_argument(
         "--pair-packets", type=int, help="only the whole command, on a pair this large"
     )
@@ -314,50 +360,13 @@ def main() -> None:
     if args.pair_packets:
         big_pair(args)
         return
-
-    third = args.packets // 3
-    print(f"generating a {args.packets:,} packet dual-point pair ...", flush=True)
-    scenario = make_scenario(
-        Knobs(seed=1, n_rtp=third, n_tcp=third, n_udp=args.packets - 2 * third, p_dup=0.0)
-    )
-    n_both = scenario.ingress.height + scenario.egress.height
-    with tempfile.TemporaryDirectory() as tmp:
-        ingress, egress = scenario.write(Path(tmp))
-        del scenario
-        size_mb = ingress.stat().st_size / 1e6
-        print(f"ingress: {size_mb:.0f} MB; both captures: {n_both:,} packets", flush=True)
-        ingress.read_bytes()  # into the page cache
-        egress.read_bytes()
-        rows = stages(ingress, egress, args)
-        help_argv = [sys.executable, "-m", "cganalysis.cli", "--help"]
-        startup = statistics.median(run_process(help_argv) for _ in range(args.repeat))
-        out = Path(tmp) / "out.parquet"
-        whole, cpu, peak = whole_command(ingress, egress, out, args.repeat)
-        rows.append(("whole `cganalysis packets` (both)", n_both, whole))
-        replacing = whole_command(ingress, egress, out, args.repeat, over_existing=True)[0]
-        rows.append(("  the same, over existing tables", n_both, replacing))
-        streamed = whole_command(ingress, egress, out, args.repeat, ("--stream-above-mb", "0"))
-        rows.append(("  the same, streaming (forced)", n_both, streamed[0]))
-
-    print(f"\n{'what':<36} {'packets':>11} {'seconds':>9} {'M packets/s':>12}")
-    for name, n, seconds in rows:
-        print(f"{name:<36} {n:>11,} {seconds:>9.3f} {n / seconds / 1e6:>12.2f}")
-    native = rows[0][1] / rows[0][2]
-    reference = rows[2][1] / rows[2][2]
-    print(f"\nnative reader / dpkt: {native / reference:,.0f}x")
-    print(f"whole command / dpkt: {n_both / whole / reference:,.0f}x (target 100x)")
-    print(f"  over existing tables: {n_both / replacing / reference:,.0f}x")
-    print(f"whole command CPU time (user + sys, all threads): {cpu:.2f} s")
+    help_argv = [sys.executable, "-m", "cganalysis.cli", "--help"]
+    startup = statistics.median(run_process(help_argv) for _ in range(args.repeat))
     print(f"start-up (cganalysis --help): {startup:.3f} s (target < 0.3 s)")
-    for how, (_, seconds_cpu, bytes_peak) in (
-        ("", (whole, cpu, peak)),
-        (" (streaming, forced)", streamed),
-    ):
-        print(
-            f"peak memory of the whole command{how}: {bytes_peak / 1e6:,.0f} MB, "
-            f"{bytes_peak / n_both:,.0f} bytes per packet of both captures; "
-            f"CPU {seconds_cpu:.2f} s"
-        )
+    for name, make in (("A", mix_a), ("B", mix_b)):
+        if args.mix in (name, "both"):
+            print(f"generating mix {name}, {args.packets:,} ingress packets ...", flush=True)
+            measure_mix(name, make(args.packets), args)
 
 
 if __name__ == "__main__":

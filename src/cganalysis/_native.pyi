@@ -96,46 +96,44 @@ class CaptureChunks:
         """After the last chunk: the dict of :func:`read_capture` without ``"columns"``
         and ``"flows"`` (format, interfaces, stats, warnings, quirks)."""
 
-class StreamMatcher:
-    """:func:`match_points` over packets pushed in chunks (``native/core/src/stream.rs``).
+class StreamedTables:
+    """The tables of a streaming match: every row written, the footers not yet."""
 
-    Rows are numbered densely from 0 per point in the order pushed. A key's packets are
-    paired once :meth:`advance` is given a watermark (no packet still to be pushed is
-    earlier) beyond their last time plus ``max_delay_ns``; each row's fate is kept until
-    released."""
+    def finish(self, metadata: str) -> None:
+        """Writes both footers, each with ``metadata`` (JSON) under the key cganalysis."""
+    def flow_table(self) -> dict[str, Any]:
+        """The flow table's columns (``flows=True``; once)."""
 
-    def __init__(self, max_delay_ns: int) -> None: ...
-    def push_ingress(self, key: NDArray[np.uint64], ts: NDArray[np.int64]) -> None: ...
-    def push_egress(
-        self, key: NDArray[np.uint64], ts: NDArray[np.int64], tos: NDArray[np.uint8]
-    ) -> None:
-        """``tos``: each packet's IP TOS byte (DSCP << 2 | ECN), handed to its twin's fate."""
+class PendingStream:
+    """A streaming match running on its own threads (``start_stream``)."""
 
-    def advance(self, watermark: int) -> None:
-        """Pairs what can no longer change; ``2**63 - 1``: both captures have ended."""
+    def progress(self) -> tuple[int, int, int]:
+        """(pass: 1 or 2, bytes of the ingress capture read, of the egress capture)."""
+    def done(self) -> bool: ...
+    def result(self) -> tuple[StreamedTables | None, dict[str, Any]]:
+        """As ``match_pair``'s result, once the match has ended."""
 
-    def ingress_fates(
-        self, rows: NDArray[np.uint64]
-    ) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64], NDArray[np.uint8]]:
-        """(resolved, matched, twin's egress time, twin's egress TOS byte) per row."""
-
-    def egress_fates(
-        self, rows: NDArray[np.uint64]
-    ) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
-        """(resolved, matched, reverse twin) per row."""
-
-    def release_ingress(self, row: int) -> None:
-        """Forgets the ingress rows before ``row``."""
-
-    def release_egress(self, row: int) -> None: ...
-    def pending(self) -> int:
-        """Packets pushed and not yet paired."""
+def start_stream(
+    ingress: str,
+    egress: str,
+    packets: str,
+    egress_only: str,
+    max_delay_ns: int,
+    end_guard_ns: int | None = None,
+    chunk_packets: int = 131072,
+    flows: bool = False,
+    keep_delays: int = 16777216,
+) -> PendingStream:
+    """Starts matching both captures streaming into the tables at ``packets`` and
+    ``egress_only`` (``cga_core::streaming``) and returns at once."""
 
 class PairedTables:
     """The packet and egress-only tables of :func:`match_pair`, held natively."""
 
     def write(self, packets: str, egress_only: str, metadata: str) -> None:
         """Writes both as Parquet (``metadata``: JSON under the key ``cganalysis``)."""
+    def flow_table(self) -> dict[str, Any]:
+        """The flow table's columns (``cganalysis.schemas.FLOWS``)."""
 
 class PendingMatch:
     """A match started by :func:`start_match`, running on threads of its own."""

@@ -12,8 +12,7 @@ import polars as pl
 import pytest
 
 from cganalysis import schemas
-from cganalysis.io import atomic_path, new_partial
-from cganalysis.matching.sink import ParquetSink
+from cganalysis.io import atomic_path, new_partial, write_parquet
 
 
 @pytest.fixture
@@ -34,9 +33,7 @@ def test_outputs_take_the_umask_like_any_file(tmp_path: Path) -> None:
     with atomic_path(tmp_path / "a.json") as tmp:
         tmp.write_text("{}")
     empty = schemas.empty(schemas.EGRESS_ONLY)
-    with ParquetSink(tmp_path / "b.parquet", schemas.EGRESS_ONLY) as sink:
-        sink.write(empty)
-        sink.commit()
+    write_parquet(empty, tmp_path / "b.parquet")
     (tmp_path / "c").write_text("")  # how the umask shows on a file made plainly
     assert _mode(tmp_path / "a.json") == _mode(tmp_path / "b.parquet") == _mode(tmp_path / "c")
     assert _mode(tmp_path / "c") == 0o640

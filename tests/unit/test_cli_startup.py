@@ -75,13 +75,13 @@ def test_listed_help_is_each_commands_own() -> None:
 
 def test_packets_defaults_are_the_libraries() -> None:
     from cganalysis.capture import ENGINES
-    from cganalysis.capture.chunks import DEFAULT_CHUNK
     from cganalysis.commands import packets
     from cganalysis.matching import MatchOptions
+    from cganalysis.matching.options import DEFAULT_CHUNK_PACKETS
 
     assert packets.ENGINES == ENGINES
     assert MatchOptions.max_delay_ms == packets.DEFAULT_MAX_DELAY_MS
-    assert packets.DEFAULT_CHUNK_PACKETS == DEFAULT_CHUNK
+    assert packets.DEFAULT_CHUNK_PACKETS == DEFAULT_CHUNK_PACKETS
 
 
 def test_unknown_command_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:

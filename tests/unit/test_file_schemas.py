@@ -155,3 +155,25 @@ def test_the_docs_examples_pass_their_formats_schema(where: str, doc: Any, tmp_p
         check_document({"campaigns": ["example"], **doc}, schema, where)
     else:
         assert "campaign" in doc, f"{where}: an example of no known format: {sorted(doc)}"
+
+
+def test_validating_does_not_build_the_iri_grammars() -> None:
+    """jsonschema imports rfc3987_syntax when installed, which builds 38 lark grammars
+    (seconds per process); the project checks no formats, so it is left out."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from cganalysis.errors import ConfigError\n"
+        "from cganalysis.jsoncheck import check_document\n"
+        "schema = {'type': 'object', 'required': ['a']}\n"
+        "check_document({'a': 1}, schema, 'x')\n"
+        "try:\n"
+        "    check_document({}, schema, 'x')\n"
+        "except ConfigError as e:\n"
+        "    print(e)\n"
+        "print('rfc3987_syntax' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["x: key a: 'a' is a required property", "False"]

@@ -54,3 +54,20 @@ def test_rtp_jitter_in_ms_per_flow() -> None:
     assert j.packets == 4
     assert j.mean_ms == pytest.approx(np.mean(units) / 90)
     assert j.last_ms == pytest.approx((units[1] + 0.0) / 2 / 90)
+
+
+def test_the_jitter_filter_is_scipys_lfilter_bit_for_bit() -> None:
+    """The running jitter is the first-order IIR filter scipy.signal.lfilter computes (run
+    without importing scipy.signal, which takes seconds)."""
+    import numpy as np
+    from scipy.signal import lfilter
+
+    from cganalysis.metrics.single import jitter_trace
+
+    rng = np.random.default_rng(3)
+    arrival = np.cumsum(rng.integers(100_000, 40_000_000, 5_000)).astype(np.int64)
+    rtp_ts = (np.arange(5_000) * 1_500 + rng.integers(0, 9_000, 5_000)) % 2**32
+    ds = (np.diff(rtp_ts.astype(np.int64)) + 2**31) % 2**32 - 2**31
+    dr = np.diff(arrival).astype(np.float64) * 90_000 / 1e9
+    expected = lfilter([1.0 / 16.0], [1.0, -15.0 / 16.0], np.abs(dr - ds.astype(np.float64)))
+    assert np.array_equal(jitter_trace(arrival, rtp_ts), expected)

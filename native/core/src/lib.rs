@@ -11,6 +11,7 @@ pub mod matcher;
 pub mod parquet;
 pub mod pcap;
 pub mod stream;
+pub mod streaming;
 pub mod table;
 mod wordhash;
 

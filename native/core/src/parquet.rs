@@ -15,10 +15,12 @@
 
 mod column;
 mod encode;
+mod groups;
 mod pages;
 mod thrift;
 
 pub use column::{Column, Computed, Owned, Rows, Values};
+pub use groups::GroupWriter;
 
 use pages::{column_chunk, Chunk};
 
@@ -78,7 +80,7 @@ pub fn write<W: Write>(
         .step_by(ROW_GROUP_ROWS)
         .map(|start| (start, (start + ROW_GROUP_ROWS).min(rows)))
         .collect();
-    let mut groups: Vec<(i64, Vec<ChunkMeta<'_>>)> = spans
+    let mut groups: Vec<(i64, Vec<ChunkMeta>)> = spans
         .iter()
         .map(|&(start, end)| ((end - start) as i64, Vec::with_capacity(columns.len())))
         .collect();
@@ -87,7 +89,7 @@ pub fn write<W: Write>(
         let (values, metas) = &mut groups[group];
         metas.push(ChunkMeta {
             physical: col.physical().0,
-            name: col.name,
+            name: col.name.to_owned(),
             values: *values,
             bytes: chunk.len() as i64,
             offset,
@@ -100,16 +102,32 @@ pub fn write<W: Write>(
         offset += chunk.len() as i64;
         Ok(())
     })?;
-    let footer = footer(columns, rows as i64, &groups, metadata, created_by);
+    let footer = footer(
+        &schema_of(columns),
+        rows as i64,
+        &groups,
+        metadata,
+        created_by,
+    );
     out.write_all(&footer)?;
     out.write_all(&(footer.len() as u32).to_le_bytes())?;
     out.write_all(b"PAR1")?;
     out.flush()
 }
 
-struct ChunkMeta<'a> {
+/// A column's name and (Parquet physical type, unsigned integer bits, is a string).
+type SchemaColumn = (String, (i32, Option<i8>, bool));
+
+fn schema_of(columns: &[Column<'_>]) -> Vec<SchemaColumn> {
+    columns
+        .iter()
+        .map(|c| (c.name.to_owned(), c.physical()))
+        .collect()
+}
+
+struct ChunkMeta {
     physical: i32,
-    name: &'a str,
+    name: String,
     values: i64,
     bytes: i64,
     offset: i64,
@@ -250,9 +268,9 @@ fn contiguous_runs(columns: &[Column<'_>], spans: &[(usize, usize)]) -> Vec<Vec<
 }
 
 fn footer(
-    columns: &[Column<'_>],
+    columns: &[SchemaColumn],
     rows: i64,
-    groups: &[(i64, Vec<ChunkMeta<'_>>)],
+    groups: &[(i64, Vec<ChunkMeta>)],
     metadata: &[(&str, &str)],
     created_by: &str,
 ) -> Vec<u8> {
@@ -263,12 +281,12 @@ fn footer(
     w.binary(4, b"schema");
     w.i32(5, columns.len() as i32);
     w.end();
-    for col in columns {
-        let (physical, int_bits, string) = col.physical();
+    for (name, (physical, int_bits, string)) in columns {
+        let (physical, int_bits, string) = (*physical, *int_bits, *string);
         w.begin_elem();
         w.i32(1, physical);
         w.i32(3, OPTIONAL);
-        w.binary(4, col.name.as_bytes());
+        w.binary(4, name.as_bytes());
         if string {
             w.i32(6, UTF8);
             w.begin(10);

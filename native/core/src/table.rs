@@ -7,10 +7,18 @@
 mod columns;
 mod derived;
 mod egress;
-mod rtp;
+mod flowids;
+mod flowspill;
+mod flowstats;
+pub(crate) mod rtp;
 mod sources;
 
+pub(crate) use columns::{packet_table, SeqCarry};
 pub use columns::{EgressOnly, PacketTable};
+pub(crate) use egress::egress_only;
+pub(crate) use flowids::{see_first, First, FlowIds, FIRST_NONE};
+pub use flowstats::{Delays, Flow, FlowStats, KEEP_DELAYS, QUANTILES};
+pub(crate) use sources::Captures;
 
 use crate::keys::{identity_key, KIND_OTHER, KIND_RTP, KIND_TCP};
 use crate::matcher::{match_keys, Pairs, NONE};
@@ -88,21 +96,25 @@ impl Stages {
 
 /// One capture's IP packets: their rows in the capture, and at ingress the stream each
 /// belongs to and the RTP marks.
-struct Point<'a> {
-    cap: &'a Capture,
+pub(crate) struct Point<'a> {
+    pub(crate) cap: &'a Capture,
     /// The capture row of each IP packet ("IP row" `k` below is an index into this).
-    rows: Vec<u32>,
+    pub(crate) rows: Vec<u32>,
     /// Ingress only (egress: empty): each IP row's stream, a dense index (a flow's
     /// `flow_idx`, or past the capture's flows an RTP stream's number).
-    stream: Vec<u32>,
+    pub(crate) stream: Vec<u32>,
     /// Ingress only: the RTP marks of every capture row (the packet table reads them).
-    rtp_by_row: Vec<bool>,
+    pub(crate) rtp_by_row: Vec<bool>,
 }
 
 impl<'a> Point<'a> {
     /// The point's IP rows (with, at ingress, their streams and RTP marks) and their
     /// identity keys, in one pass over the capture instead of one per vector.
-    fn new(cap: &'a Capture, streams: &rtp::Streams, ingress: bool) -> (Point<'a>, Vec<u64>) {
+    pub(crate) fn new(
+        cap: &'a Capture,
+        streams: &rtp::Streams,
+        ingress: bool,
+    ) -> (Point<'a>, Vec<u64>) {
         let c = &cap.columns;
         let n = c.len();
         let flows = cap.flows.len() as u32;
@@ -149,12 +161,12 @@ impl<'a> Point<'a> {
     }
 
     /// The capture time of IP row `k`.
-    fn t(&self, k: usize) -> i64 {
+    pub(crate) fn t(&self, k: usize) -> i64 {
         self.cap.columns.t_ns[self.rows[k] as usize]
     }
 
     /// The capture row of IP row `k`.
-    fn row(&self, k: usize) -> usize {
+    pub(crate) fn row(&self, k: usize) -> usize {
         self.rows[k] as usize
     }
 }
@@ -224,6 +236,7 @@ pub fn match_pair(
     let (ip_in, ip_out) = (ing.rows.len() as u64, eg.rows.len() as u64);
     let (packets, [delivered, lost, unknown]) = columns::packet_table(
         ing,
+        &mut SeqCarry::default(),
         &eg,
         sources::Captures {
             ingress: Arc::clone(ingress),
@@ -304,65 +317,6 @@ fn reverse_flows(
         .collect())
 }
 
-/// Flow ids, numbered by each flow's first packet: earliest time (flows with no time
-/// last), then first row. A "flow" is a stream key (`rtp::stream_key`): the 5-tuple,
-/// and for RTP also the SSRC.
-pub struct FlowIds {
-    /// By ingress stream index (`Point::stream`); `NONE` for streams with no kept packet.
-    by_stream: Vec<u32>,
-    /// By stream key, for packets of the other capture.
-    by_key: HashMap<u64, u32, WordMap>,
-}
-
-impl FlowIds {
-    fn number(ing: &Point<'_>, kept: &[u32], streams: &rtp::Streams) -> FlowIds {
-        let flows = ing.cap.flows.len();
-        // per stream: (no time yet, earliest time, first IP row)
-        let mut first = vec![(true, i64::MAX, usize::MAX); flows + streams.len()];
-        for &k in kept {
-            let k = k as usize;
-            let t = ing.t(k);
-            let e = &mut first[ing.stream[k] as usize];
-            if t != NO_TIMESTAMP && (e.0 || t < e.1) {
-                (e.0, e.1) = (false, t);
-            }
-            e.2 = e.2.min(k);
-        }
-        let mut order: Vec<(usize, (bool, i64, usize))> = first
-            .into_iter()
-            .enumerate()
-            .filter(|(_, f)| f.2 != usize::MAX)
-            .collect();
-        order.sort_by_key(|&(_, v)| v);
-        let mut key_of: Vec<u64> = ing.cap.flows.hashes.clone();
-        key_of.resize(flows + streams.len(), 0);
-        for (&key, &number) in streams {
-            key_of[flows + number as usize] = key;
-        }
-        let mut by_stream = vec![NONE; key_of.len()];
-        let mut by_key = HashMap::default();
-        for (id, (stream, _)) in order.into_iter().enumerate() {
-            by_stream[stream] = id as u32;
-            by_key.insert(key_of[stream], id as u32);
-        }
-        FlowIds { by_stream, by_key }
-    }
-
-    /// The id of the flow of ingress IP row `k` (a kept row).
-    fn of_ingress(&self, ing: &Point<'_>, k: usize) -> u32 {
-        self.by_stream[ing.stream[k] as usize]
-    }
-
-    /// The id of a flow, if ingress saw it.
-    fn find(&self, key: u64) -> Option<u32> {
-        self.by_key.get(&key).copied()
-    }
-
-    fn len(&self) -> usize {
-        self.by_key.len()
-    }
-}
-
 /// The largest time through the bottleneck of a matched packet (0 when none matched).
 fn largest_delay_ns(ing: &Point<'_>, eg: &Point<'_>, kept: &[u32], in_to_eg: &[u32]) -> i64 {
     let known = |t: i64| if t == NO_TIMESTAMP { 0 } else { t };
@@ -374,7 +328,7 @@ fn largest_delay_ns(ing: &Point<'_>, eg: &Point<'_>, kept: &[u32], in_to_eg: &[u
         .unwrap_or(0)
 }
 
-fn stats_span(cap: &Capture) -> Option<(i64, i64)> {
+pub(crate) fn stats_span(cap: &Capture) -> Option<(i64, i64)> {
     let start = cap.stats.iter().filter_map(|s| s.start_ns).min()?;
     let end = cap.stats.iter().filter_map(|s| s.end_ns).max()?;
     Some((start, end))

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 #[global_allocator]
 static ALLOCATOR: cga_core::hugepages::HugePages = cga_core::hugepages::HugePages;
 
+mod flows;
 mod matching;
 mod pairing;
 mod reading;

@@ -1,10 +1,13 @@
 //! Binding of `cga_core::table`: both captures read, matched and written as Parquet
 //! without a Python table in between (`cganalysis packets`, in memory).
 
+use crate::flows::flow_table_dict;
 use crate::reading::{info_dict, os_error};
 use cga_core::parquet;
 use cga_core::pcap::{read_file, Capture, ReadError};
-use cga_core::table::{match_pair as core_match_pair, PairError, PairOptions, Paired};
+use cga_core::table::{
+    match_pair as core_match_pair, Counts, FlowStats, PairError, PairOptions, Paired,
+};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -16,7 +19,7 @@ use std::thread::JoinHandle;
 
 /// A read error naming its file: `OSError` with the file name, or
 /// `ValueError(message, byte_offset, path)`.
-fn read_error(e: ReadError, path: &Path) -> PyErr {
+pub(crate) fn read_error(e: ReadError, path: &Path) -> PyErr {
     match e {
         ReadError::Io(e) => os_error(e, path),
         ReadError::Invalid { message, offset } => {
@@ -55,6 +58,13 @@ fn write_table(
 
 #[pymethods]
 impl PairedTables {
+    /// The flow table of the packet table, as columns (`cganalysis.schemas.FLOWS`).
+    fn flow_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut stats = FlowStats::default();
+        py.detach(|| stats.add(&self.inner.packets));
+        flow_table_dict(py, stats)
+    }
+
     /// Writes the packet table and the egress-only table, each with `metadata` (JSON)
     /// under the key `cganalysis`.
     fn write(
@@ -76,6 +86,33 @@ impl PairedTables {
         })
         .map_err(|(e, p)| PyOSError::new_err(format!("{}: {e}", p.display())))
     }
+}
+
+/// `result["error"]`: `("no_ip", 0|1)` or `("swapped", reverse_egress, matched_ingress)`.
+pub(crate) fn set_error(d: &Bound<'_, PyDict>, e: PairError) -> PyResult<()> {
+    match e {
+        PairError::NoIpPackets(which) => d.set_item("error", ("no_ip", which)),
+        PairError::Swapped {
+            reverse_egress,
+            matched_ingress,
+        } => d.set_item("error", ("swapped", reverse_egress, matched_ingress)),
+    }
+}
+
+/// The summary's counts as a dict (`cganalysis.matching.summary.SummaryCounts`).
+pub(crate) fn counts_dict<'py>(py: Python<'py>, c: &Counts) -> PyResult<Bound<'py, PyDict>> {
+    let counts = PyDict::new(py);
+    counts.set_item("packets_in", c.packets_in)?;
+    counts.set_item("packets_delivered", c.packets_delivered)?;
+    counts.set_item("packets_lost", c.packets_lost)?;
+    counts.set_item("packets_unknown", c.packets_unknown)?;
+    counts.set_item("egress_only_packets", c.egress_only_packets)?;
+    counts.set_item("reverse_packets_in", c.reverse_packets_in)?;
+    counts.set_item("reverse_packets_out", c.reverse_packets_out)?;
+    counts.set_item("non_ip_packets_in", c.non_ip_packets_in)?;
+    counts.set_item("non_ip_packets_out", c.non_ip_packets_out)?;
+    counts.set_item("truncated_packets_in", c.truncated_packets_in)?;
+    Ok(counts)
 }
 
 /// What the matching thread leaves: each capture (or why it could not be read), and the
@@ -142,31 +179,12 @@ impl PendingMatch {
         d.set_item("egress", info_dict(py, &eg)?)?;
         let paired = match outcome.paired.expect("both captures were read") {
             Ok(p) => p,
-            Err(PairError::NoIpPackets(which)) => {
-                d.set_item("error", ("no_ip", which))?;
-                return Ok((None, d));
-            }
-            Err(PairError::Swapped {
-                reverse_egress,
-                matched_ingress,
-            }) => {
-                d.set_item("error", ("swapped", reverse_egress, matched_ingress))?;
+            Err(e) => {
+                set_error(&d, e)?;
                 return Ok((None, d));
             }
         };
-        let c = &paired.counts;
-        let counts = PyDict::new(py);
-        counts.set_item("packets_in", c.packets_in)?;
-        counts.set_item("packets_delivered", c.packets_delivered)?;
-        counts.set_item("packets_lost", c.packets_lost)?;
-        counts.set_item("packets_unknown", c.packets_unknown)?;
-        counts.set_item("egress_only_packets", c.egress_only_packets)?;
-        counts.set_item("reverse_packets_in", c.reverse_packets_in)?;
-        counts.set_item("reverse_packets_out", c.reverse_packets_out)?;
-        counts.set_item("non_ip_packets_in", c.non_ip_packets_in)?;
-        counts.set_item("non_ip_packets_out", c.non_ip_packets_out)?;
-        counts.set_item("truncated_packets_in", c.truncated_packets_in)?;
-        d.set_item("counts", counts)?;
+        d.set_item("counts", counts_dict(py, &paired.counts)?)?;
         d.set_item("span_ns", paired.span_ns)?;
         d.set_item("guard_ns", paired.guard_ns)?;
         let stages = PyDict::new(py);

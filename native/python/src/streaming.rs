@@ -1,14 +1,19 @@
-//! Bindings of the chunked reader (`cga_core::pcap::ChunkReader`) and the streaming
-//! matcher (`cga_core::stream::StreamMatcher`).
+//! Bindings of the chunked reader (`cga_core::pcap::ChunkReader`) and the streaming match
+//! (`cga_core::streaming`).
 
+use crate::flows::flow_table_dict;
+use crate::pairing::{counts_dict, read_error, set_error};
 use crate::reading::{columns_to_dict, flow_keys_dict, info_dict, to_py_err};
 use cga_core::pcap::ChunkReader;
-use cga_core::stream::StreamMatcher;
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::PyValueError;
+use cga_core::streaming::{stream_pair, Progress, StreamError, Streamed, Tables};
+use cga_core::table::{PairOptions, KEEP_DELAYS};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 /// A capture read a chunk at a time (see `_native.pyi`).
 #[pyclass(module = "cganalysis._native")]
@@ -79,125 +84,171 @@ impl CaptureChunks {
     }
 }
 
-/// Pairs packets pushed in chunks (see `_native.pyi`).
-#[pyclass(module = "cganalysis._native", name = "StreamMatcher")]
-struct PyStreamMatcher(StreamMatcher);
+/// A streaming match running on its own threads, started by `start_stream`.
+#[pyclass(module = "cganalysis._native")]
+struct PendingStream {
+    thread: Mutex<Option<JoinHandle<Result<Streamed, StreamError>>>>,
+    progress: Arc<Progress>,
+    paths: (PathBuf, PathBuf),
+}
 
-type Arr<'py, T> = Bound<'py, PyArray1<T>>;
+/// The tables of a streaming match: every row written, the footers not yet.
+#[pyclass(module = "cganalysis._native")]
+struct StreamedTables {
+    inner: Mutex<Option<Tables>>,
+}
 
 #[pymethods]
-impl PyStreamMatcher {
-    #[new]
-    fn new(max_delay_ns: i64) -> PyResult<PyStreamMatcher> {
-        if max_delay_ns < 0 {
-            return Err(PyValueError::new_err("max_delay_ns must not be negative"));
-        }
-        Ok(PyStreamMatcher(StreamMatcher::new(max_delay_ns)))
+impl StreamedTables {
+    /// The flow table (started with `flows=True`), as columns (`cganalysis.schemas.FLOWS`).
+    fn flow_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = inner
+            .as_mut()
+            .and_then(|t| t.flows.take())
+            .ok_or_else(|| PyRuntimeError::new_err("no flow table: not asked for, or taken"))?;
+        flow_table_dict(py, stats)
     }
 
-    fn push_ingress(
-        &mut self,
-        key: PyReadonlyArray1<'_, u64>,
-        ts: PyReadonlyArray1<'_, i64>,
-    ) -> PyResult<()> {
-        let (k, t) = (key.as_slice()?, ts.as_slice()?);
-        if k.len() != t.len() {
-            return Err(PyValueError::new_err("key and ts differ in length"));
-        }
-        self.0.push_ingress(k, t);
-        Ok(())
+    /// Writes both footers, each with `metadata` (JSON) under the key `cganalysis`.
+    fn finish(&self, py: Python<'_>, metadata: String) -> PyResult<()> {
+        let tables = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("the tables were already finished"))?;
+        py.detach(|| tables.finish(&metadata))
+            .map_err(|(p, e)| PyOSError::new_err(format!("{}: {e}", p.display())))
+    }
+}
+
+#[pymethods]
+impl PendingStream {
+    /// (pass: 1 or 2, bytes of the ingress capture read, bytes of the egress one).
+    fn progress(&self) -> (usize, usize, usize) {
+        let p = &self.progress;
+        (
+            p.pass.load(Ordering::Relaxed),
+            p.bytes[0].load(Ordering::Relaxed),
+            p.bytes[1].load(Ordering::Relaxed),
+        )
     }
 
-    fn push_egress(
-        &mut self,
-        key: PyReadonlyArray1<'_, u64>,
-        ts: PyReadonlyArray1<'_, i64>,
-        tos: PyReadonlyArray1<'_, u8>,
-    ) -> PyResult<()> {
-        let (k, t, s) = (key.as_slice()?, ts.as_slice()?, tos.as_slice()?);
-        if k.len() != t.len() || k.len() != s.len() {
-            return Err(PyValueError::new_err("key, ts and tos differ in length"));
-        }
-        self.0.push_egress(k, t, s);
-        Ok(())
+    /// Whether the match has ended (`result` then returns at once).
+    fn done(&self) -> bool {
+        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner());
+        thread.as_ref().map_or(true, JoinHandle::is_finished)
     }
 
-    fn advance(&mut self, py: Python<'_>, watermark: i64) {
-        let m = &mut self.0;
-        py.detach(|| m.advance(watermark));
-    }
-
-    /// For ingress rows: (resolved, matched, twin time, twin TOS byte).
-    #[allow(clippy::type_complexity)]
-    fn ingress_fates<'py>(
+    /// Waits for the match; returns `(tables, result)` as `match_pair` does (once only).
+    fn result<'py>(
         &self,
         py: Python<'py>,
-        rows: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<(Arr<'py, bool>, Arr<'py, bool>, Arr<'py, i64>, Arr<'py, u8>)> {
-        let rows = rows.as_slice()?;
-        let n = rows.len();
-        let (mut resolved, mut matched) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let (mut ts, mut tos) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        for &r in rows {
-            let f = self
-                .0
-                .ingress_fate(r)
-                .ok_or_else(|| PyValueError::new_err(format!("ingress row {r} is not kept")))?;
-            resolved.push(f.resolved);
-            matched.push(f.twin >= 0);
-            ts.push(f.twin_ts);
-            tos.push(f.twin_tos);
+    ) -> PyResult<(Option<StreamedTables>, Bound<'py, PyDict>)> {
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("the match's result was already taken"))?;
+        let outcome = py
+            .detach(|| thread.join())
+            .map_err(|_| PyRuntimeError::new_err("the matching thread panicked"))?;
+        let d = PyDict::new(py);
+        let s = match outcome {
+            Ok(s) => s,
+            Err(StreamError::Read(which, e)) => {
+                let path = if which == 0 {
+                    &self.paths.0
+                } else {
+                    &self.paths.1
+                };
+                return Err(read_error(e, path));
+            }
+            Err(StreamError::Pair(e)) => {
+                set_error(&d, e)?;
+                return Ok((None, d));
+            }
+            Err(StreamError::Write(p, e)) => {
+                return Err(PyOSError::new_err(format!("{}: {e}", p.display())));
+            }
+        };
+        d.set_item("ingress", info_dict(py, &s.ingress)?)?;
+        d.set_item("egress", info_dict(py, &s.egress)?)?;
+        d.set_item("counts", counts_dict(py, &s.counts)?)?;
+        d.set_item("span_ns", s.span_ns)?;
+        d.set_item("guard_ns", s.guard_ns)?;
+        let stages = PyDict::new(py);
+        for (name, secs) in &s.stages {
+            stages.set_item(*name, secs)?;
         }
-        Ok((
-            resolved.into_pyarray(py),
-            matched.into_pyarray(py),
-            ts.into_pyarray(py),
-            tos.into_pyarray(py),
-        ))
+        d.set_item("stages_s", stages)?;
+        d.set_item("most_held", s.most_held)?;
+        let tables = StreamedTables {
+            inner: Mutex::new(Some(s.tables)),
+        };
+        Ok((Some(tables), d))
     }
+}
 
-    /// For egress rows: (resolved, matched, reverse).
-    #[allow(clippy::type_complexity)]
-    fn egress_fates<'py>(
-        &self,
-        py: Python<'py>,
-        rows: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<(Arr<'py, bool>, Arr<'py, bool>, Arr<'py, bool>)> {
-        let rows = rows.as_slice()?;
-        let n = rows.len();
-        let (mut resolved, mut matched) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let mut reverse = Vec::with_capacity(n);
-        for &r in rows {
-            let f = self
-                .0
-                .egress_fate(r)
-                .ok_or_else(|| PyValueError::new_err(format!("egress row {r} is not kept")))?;
-            resolved.push(f.resolved);
-            matched.push(f.twin >= 0);
-            reverse.push(f.reverse);
-        }
-        Ok((
-            resolved.into_pyarray(py),
-            matched.into_pyarray(py),
-            reverse.into_pyarray(py),
-        ))
+/// Starts matching `ingress` and `egress` streaming into the tables at `packets` and
+/// `egress_only` (their rows; `StreamedTables.finish` writes the footers), reading
+/// `chunk_packets` packets at a time, and returns at once.
+#[pyfunction]
+#[pyo3(signature = (ingress, egress, packets, egress_only, max_delay_ns, end_guard_ns=None, chunk_packets=131072, flows=false, keep_delays=KEEP_DELAYS))]
+#[allow(clippy::too_many_arguments)]
+fn start_stream(
+    ingress: PathBuf,
+    egress: PathBuf,
+    packets: PathBuf,
+    egress_only: PathBuf,
+    max_delay_ns: i64,
+    end_guard_ns: Option<i64>,
+    chunk_packets: usize,
+    flows: bool,
+    keep_delays: usize,
+) -> PyResult<PendingStream> {
+    if max_delay_ns < 0 || end_guard_ns.is_some_and(|g| g < 0) {
+        return Err(PyValueError::new_err(
+            "max_delay_ns and end_guard_ns must not be negative",
+        ));
     }
-
-    fn release_ingress(&mut self, row: u64) {
-        self.0.release_ingress(row);
+    if chunk_packets == 0 {
+        return Err(PyValueError::new_err("chunk_packets must be positive"));
     }
-
-    fn release_egress(&mut self, row: u64) {
-        self.0.release_egress(row);
-    }
-
-    fn pending(&self) -> usize {
-        self.0.pending()
-    }
+    let opts = PairOptions {
+        max_delay_ns,
+        end_guard_ns,
+    };
+    let progress = Arc::new(Progress::default());
+    let shared = Arc::clone(&progress);
+    let paths = (ingress.clone(), egress.clone());
+    let thread = std::thread::Builder::new()
+        .name("cga-stream".into())
+        .spawn(move || {
+            stream_pair(
+                &ingress,
+                &egress,
+                opts,
+                chunk_packets,
+                [&packets, &egress_only],
+                flows.then_some(keep_delays),
+                &shared,
+            )
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the matching thread: {e}")))?;
+    Ok(PendingStream {
+        thread: Mutex::new(Some(thread)),
+        progress,
+        paths,
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CaptureChunks>()?;
-    m.add_class::<PyStreamMatcher>()?;
+    m.add_class::<PendingStream>()?;
+    m.add_class::<StreamedTables>()?;
+    m.add_function(wrap_pyfunction!(start_stream, m)?)?;
     Ok(())
 }

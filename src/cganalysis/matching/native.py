@@ -27,6 +27,11 @@ class NativeMatch:
     tables: Any  # _native.PairedTables: the packet and egress-only tables, not yet written
     summary: MatchSummary
 
+    def flow_table(self) -> dict[str, Any]:
+        """The flow table's columns (``cganalysis.schemas.FLOWS``)."""
+        columns: dict[str, Any] = self.tables.flow_table()
+        return columns
+
     def write(self, packets: Path, egress_only: Path) -> None:
         """Writes both tables atomically, with the summary as their provenance."""
         provenance = json.dumps({"summary": self.summary.to_dict()}, default=str)
@@ -64,7 +69,7 @@ def match_files_native(
     ]
     error = result.get("error")
     if error is not None:
-        raise _match_error(error, ingress, egress)
+        raise match_error(error, ingress, egress)
     span = result["span_ns"]
     summary = make_summary(
         infos[0],
@@ -77,7 +82,7 @@ def match_files_native(
     return NativeMatch(tables=tables, summary=summary)
 
 
-def _match_error(error: tuple[Any, ...], ingress: Path, egress: Path) -> MatchError:
+def match_error(error: tuple[Any, ...], ingress: Path, egress: Path) -> MatchError:
     """The Python pipeline's messages (cganalysis.matching.pipeline)."""
     if error[0] == "no_ip":
         path = (ingress, egress)[int(error[1])]
@@ -89,4 +94,18 @@ def _match_error(error: tuple[Any, ...], ingress: Path, egress: Path) -> MatchEr
         f"most packets reach {egress} before {ingress} ({reverse_eg} egress packets precede "
         f"their ingress twin, {matched_in} follow it): were ingress and egress given the "
         "wrong way round? Pass the capture taken where packets enter the bottleneck first."
+    )
+
+
+def write_flows(columns: dict[str, Any], flows: Path, summary: MatchSummary) -> None:
+    """Writes the flow table a native match made (``flow_table()`` of its tables: the same
+    native code in memory and streaming, so both give the same file)."""
+    import polars as pl
+
+    from cganalysis import schemas
+    from cganalysis.io import write_parquet
+
+    table = pl.DataFrame(columns, schema=schemas.FLOWS)
+    write_parquet(
+        schemas.check_schema(table, schemas.FLOWS, "flows"), flows, {"summary": summary.to_dict()}
     )

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: Packets read at a time per capture by the streaming match: memory grows with it and
+#: with the traffic of ``max_delay_ms``, never with the captures.
+DEFAULT_CHUNK_PACKETS = 1 << 17
+
 
 @dataclass(frozen=True)
 class MatchOptions:

@@ -130,6 +130,16 @@ impl FlowTable {
         self.keys.is_empty()
     }
 
+    /// The flows and their hashes, without the index that interns new ones (a table's
+    /// copy of a capture's flows).
+    pub fn copy_keys(&self) -> FlowTable {
+        FlowTable {
+            keys: self.keys.clone(),
+            hashes: self.hashes.clone(),
+            ..FlowTable::default()
+        }
+    }
+
     /// The directional hash of flow `idx`; 0 for `NO_FLOW` (a packet that is not IP).
     #[inline]
     pub fn hash_of(&self, idx: u32) -> u64 {

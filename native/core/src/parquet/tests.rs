@@ -168,3 +168,36 @@ fn an_indexed_column_is_its_dictionary_and_the_indices() {
     let data = chunk.pieces.last().expect("a data page");
     assert_eq!(&data[data.len() - 4..], &[2, 3, 0b0110_0010, 0]);
 }
+
+/// The first `n` rows of the test table's direct columns (a row group's worth).
+fn direct_rows<'a>(t: &'a [i64], v: &'a [u32], ok: &'a [bool]) -> Vec<Column<'a>> {
+    vec![
+        Column::direct("t", Values::I64(t), None),
+        Column::direct("v", Values::U32(v), Some(ok)),
+    ]
+}
+
+#[test]
+fn a_file_written_a_row_group_at_a_time_is_the_whole_write_byte_for_byte() {
+    let rows = 2 * ROW_GROUP_ROWS + 123;
+    let (t, v, ok, _) = table(rows);
+    let mut whole = Vec::new();
+    write(&mut whole, &direct_rows(&t, &v, &ok), &[("k", "m")], "x").unwrap();
+    let mut groups = GroupWriter::new(Vec::new()).unwrap();
+    for start in (0..rows).step_by(ROW_GROUP_ROWS) {
+        let end = (start + ROW_GROUP_ROWS).min(rows);
+        let cols = direct_rows(&t[start..end], &v[start..end], &ok[start..end]);
+        groups.group(&cols).unwrap();
+    }
+    let schema = direct_rows(&[], &[], &[]);
+    let pieces = groups.finish(&schema, &[("k", "m")], "x").unwrap();
+    assert_eq!(pieces, whole);
+    // an empty table: no row group, the schema alone
+    let mut empty = Vec::new();
+    write(&mut empty, &schema, &[], "x").unwrap();
+    let none = GroupWriter::new(Vec::new()).unwrap();
+    assert_eq!(none.finish(&schema, &[], "x").unwrap(), empty);
+    // a group of no rows is refused
+    let mut w = GroupWriter::new(Vec::new()).unwrap();
+    assert!(w.group(&schema).is_err());
+}

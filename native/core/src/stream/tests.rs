@@ -165,3 +165,14 @@ fn released_rows_are_forgotten_and_pending_packets_counted() {
     m.advance(i64::MAX);
     assert_eq!(m.ingress_fate(1).unwrap().twin, -1);
 }
+
+#[test]
+fn the_end_pairs_what_is_pending_with_nothing_new() {
+    let mut m = StreamMatcher::new(2_000_000_000);
+    m.push_ingress(&[5], &[200]);
+    m.push_egress(&[5], &[2_200], &[0]);
+    m.advance(1_200); // too early for key 5
+    m.advance(i64::MAX); // nothing pushed since: the end still pairs it
+    let f = m.ingress_fate(0).unwrap();
+    assert_eq!((f.resolved, f.twin, f.twin_ts), (true, 0, 2_200));
+}

@@ -91,6 +91,18 @@ impl Table {
             .collect()
     }
 
+    /// What a packet table's rows read, and their flow ids (None: not a packet table).
+    pub(super) fn sources_and_ids(&self) -> Option<(&Sources, &[u32])> {
+        let ids = self
+            .columns
+            .iter()
+            .find_map(|(name, source)| match source {
+                Source::Owned(Owned::U32(ids), _) if *name == "flow_id" => Some(ids.as_slice()),
+                _ => None,
+            })?;
+        Some((self.sources.as_ref()?, ids))
+    }
+
     pub(super) fn push(&mut self, name: &'static str, v: Owned<'static>, valid: Option<Vec<bool>>) {
         self.columns.push((name, Source::Owned(v, valid)));
     }
@@ -138,6 +150,7 @@ pub(super) fn gather<T: Copy>(rows: &[usize], src: &[T]) -> Vec<T> {
 #[allow(clippy::too_many_arguments)]
 pub fn packet_table(
     mut ing: Point<'_>,
+    carry: &mut SeqCarry,
     eg: &Point<'_>,
     caps: Captures,
     kept: &[u32],
@@ -211,7 +224,7 @@ pub fn packet_table(
             }
             tally
         });
-        let ext = unwrap_rtp_seq(&s, &ids, flow_ids.len());
+        let ext = unwrap_rtp_seq(&s, &ids, flow_ids.len(), carry);
         (tally.join().expect("loss tally"), ext)
     });
 
@@ -324,13 +337,26 @@ pub fn packet_table(
     (t, tally)
 }
 
+/// Per flow id, the last RTP row's extended and 16-bit sequence numbers: a table made a
+/// row group at a time carries them from one group to the next.
+#[derive(Default)]
+pub struct SeqCarry(Vec<Option<(i64, u16)>>);
+
 /// RTP sequence numbers extended past 16 bits per flow in table order, each step the
 /// shortest way round the 16-bit circle (`cganalysis.capture.rtp.unwrap_rtp_seq`), and
 /// which rows are RTP.
-fn unwrap_rtp_seq(s: &Sources, ids: &[u32], flows: usize) -> (Vec<i64>, Vec<bool>) {
+fn unwrap_rtp_seq(
+    s: &Sources,
+    ids: &[u32],
+    flows: usize,
+    carry: &mut SeqCarry,
+) -> (Vec<i64>, Vec<bool>) {
     // RTP rows only: their sequence numbers (the column is shared with TCP flags).
     let seq = &s.caps.ingress.columns.tcp_flags_rtp_seq;
-    let mut last: Vec<Option<(i64, u16)>> = vec![None; flows];
+    let last = &mut carry.0;
+    if last.len() < flows {
+        last.resize(flows, None);
+    }
     s.rows
         .iter()
         .zip(ids)

@@ -1,6 +1,7 @@
 //! Which UDP packets are RTP, decided per stream (flow and SSRC) at the ingress point and
 //! applied to both points: `cganalysis.capture.rtp` in Python, the same rule.
 
+use crate::decode::FlowTable;
 use crate::pcap::{Capture, Columns, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
 use std::collections::HashMap;
@@ -31,7 +32,7 @@ pub fn stream_key(flow_hash: u64, ssrc: Option<u32>) -> u64 {
 
 /// RTCP multiplexed on the RTP port (RFC 5761): packet types 200-206 read as marker +
 /// payload type 72-78.
-fn rtcp_like(c: &Columns, i: usize) -> bool {
+pub(crate) fn rtcp_like(c: &Columns, i: usize) -> bool {
     c.rtp_marker[i] && (72..=78).contains(&c.rtp_pt[i])
 }
 
@@ -125,6 +126,11 @@ pub fn classify(cap: &Capture) -> Streams {
             streams
         }
     };
+    rtp_streams(streams)
+}
+
+/// The streams of `streams` that pass the rule, numbered in key order.
+fn rtp_streams(streams: Tally) -> Streams {
     let mut rtp: Vec<u64> = streams
         .into_iter()
         .filter(|(_, r)| {
@@ -149,6 +155,94 @@ fn join_runs(mut head: Tally, tail: Tally) -> Tally {
             .or_insert(t);
     }
     head
+}
+
+/// The RTP rule over a capture read a chunk at a time: the candidates' runs, taken in
+/// file order, and whether that was time order (else `classify_sorted` decides).
+pub(crate) struct Classifier {
+    streams: Tally,
+    last: Option<(bool, i64)>,
+    pub(crate) in_order: bool,
+}
+
+impl Default for Classifier {
+    fn default() -> Classifier {
+        Classifier {
+            streams: Tally::default(),
+            last: None,
+            in_order: true,
+        }
+    }
+}
+
+impl Classifier {
+    /// A chunk's packets (`flows`: the capture's flows so far), in file order.
+    pub(crate) fn add(&mut self, c: &Columns, flows: &FlowTable) {
+        for i in 0..c.len() {
+            let Some(key) = candidate_key(c, flows, i) else {
+                continue;
+            };
+            let t = order_t(c.t_ns[i]);
+            if self.last.is_some_and(|last| t < last) {
+                self.in_order = false;
+            }
+            self.last = Some(t);
+            if self.in_order {
+                self.see(key, c.rtp_seq(i));
+            }
+        }
+    }
+
+    fn see(&mut self, key: u64, seq: u16) {
+        self.streams
+            .entry(key)
+            .and_modify(|r| {
+                r.in_order += in_order(r.last_seq, seq);
+                r.packets += 1;
+                r.last_seq = seq;
+            })
+            .or_insert(Run {
+                packets: 1,
+                in_order: 0,
+                first_seq: seq,
+                last_seq: seq,
+            });
+    }
+
+    /// The RTP streams (the candidates were in time order).
+    pub(crate) fn streams(self) -> Streams {
+        rtp_streams(self.streams)
+    }
+}
+
+/// An RTP candidate: (time order key, stream key, sequence number).
+pub(crate) type Candidate = ((bool, i64), u64, u16);
+
+/// The candidates' (time order key, stream key, sequence number), in file order, of a
+/// chunk: what `classify_sorted` takes when a capture is not in time order.
+pub(crate) fn candidates(c: &Columns, flows: &FlowTable, out: &mut Vec<Candidate>) {
+    for i in 0..c.len() {
+        if let Some(key) = candidate_key(c, flows, i) {
+            out.push((order_t(c.t_ns[i]), key, c.rtp_seq(i)));
+        }
+    }
+}
+
+/// The RTP streams of candidates given in file order, taken in time order.
+pub(crate) fn classify_sorted(mut cands: Vec<Candidate>) -> Streams {
+    cands.sort_by_key(|&(t, _, _)| t); // stable: ties keep file order
+    let mut c = Classifier::default();
+    for (_, key, seq) in cands {
+        c.see(key, seq);
+    }
+    c.streams()
+}
+
+/// The stream key of packet `i` if it is an RTP candidate (`candidate`).
+fn candidate_key(c: &Columns, flows: &FlowTable, i: usize) -> Option<u64> {
+    let flow = flows.keys.get(c.flow_idx[i] as usize)?;
+    (c.has_rtp[i] && !rtcp_like(c, i) && flow.proto() == UDP)
+        .then(|| stream_key(flows.hash_of(c.flow_idx[i]), Some(c.rtp_ssrc(i))))
 }
 
 /// Sort key of a time: unknown times after every known one.

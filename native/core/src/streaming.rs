@@ -1,0 +1,190 @@
+//! The whole dual-point match of `cganalysis packets` with memory that does not grow with
+//! the captures: both read a chunk at a time, twice (`prescan`, then `pass`), the tables
+//! written a row group at a time as their rows become final (`groups`). The tables and
+//! counts are those of `table::match_pair` on the whole captures (tests check it, and
+//! that the files are the same bytes).
+//!
+//! Memory holds the packets of about `max_delay_ns` plus two chunks (plus a capture's
+//! disorder), a row group of each table, and a few words per flow. Flows found at the end
+//! to cross the taps the other way are left out by a second matching pass that leaves
+//! them out from the start (only when there are any).
+
+mod groups;
+mod held;
+mod pass;
+mod prescan;
+mod side;
+
+pub use groups::Tables;
+pub use prescan::NO_WATERMARK;
+
+use crate::pcap::{Capture, ReadError};
+use crate::table::rtp::stream_key;
+use crate::table::{stats_span, Counts, FlowIds, PairError, PairOptions, Stages, FIRST_NONE};
+use crate::wordhash::WordMap;
+use pass::{largest_delay, reverse_of, Pass, PassError};
+use prescan::Scan;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How far a streaming match is: its pass (1 or 2) and the bytes of each capture read.
+#[derive(Default)]
+pub struct Progress {
+    pub pass: AtomicUsize,
+    pub bytes: [AtomicUsize; 2],
+}
+
+#[derive(Debug)]
+pub enum StreamError {
+    /// Reading a capture (0 ingress, 1 egress) failed.
+    Read(usize, ReadError),
+    Pair(PairError),
+    /// Writing a table failed.
+    Write(PathBuf, std::io::Error),
+}
+
+/// A streaming match done: the tables' rows are written, their footers are not (they hold
+/// the summary, which the caller makes from the rest).
+pub struct Streamed {
+    pub tables: Tables,
+    pub counts: Counts,
+    /// What each file says about itself (columns empty).
+    pub ingress: Capture,
+    pub egress: Capture,
+    pub span_ns: Option<(i64, i64)>,
+    pub guard_ns: i64,
+    pub stages: Vec<(&'static str, f64)>,
+    /// The most packets held at once (memory's measure, for tests).
+    pub most_held: usize,
+}
+
+/// Matches `ingress` and `egress` into the packet table at `outputs[0]` and the
+/// egress-only table at `outputs[1]`, reading `chunk` packets at a time.
+/// `flows`: also the flow table (`Tables::flows`), keeping at most this many delays in
+/// memory (the rest go to a file next to the packet table).
+pub fn stream_pair(
+    ingress: &Path,
+    egress: &Path,
+    opts: PairOptions,
+    chunk: usize,
+    outputs: [&Path; 2],
+    flows: Option<usize>,
+    progress: &Progress,
+) -> Result<Streamed, StreamError> {
+    assert!(chunk > 0, "a chunk must hold at least one packet");
+    let mut clock = Stages::start();
+    progress.pass.store(1, Ordering::Relaxed);
+    let (ing, eg) = std::thread::scope(|s| {
+        let eg = s.spawn(|| prescan::scan(egress, chunk, false, &progress.bytes[1]));
+        let ing = prescan::scan(ingress, chunk, true, &progress.bytes[0]);
+        (ing, eg.join().expect("prescan thread"))
+    });
+    let ing = ing.map_err(|e| StreamError::Read(0, e))?;
+    let eg = eg.map_err(|e| StreamError::Read(1, e))?;
+    for (which, scan) in [&ing, &eg].into_iter().enumerate() {
+        if scan.ip_rows == 0 {
+            return Err(StreamError::Pair(PairError::NoIpPackets(which)));
+        }
+    }
+    clock.lap("prescan");
+    let span_ns = stats_span(&eg.cap).or(eg.t_span);
+    let mut reverse = HashSet::default();
+    loop {
+        progress.pass.store(2, Ordering::Relaxed);
+        let pass = Pass {
+            paths: [ingress, egress],
+            scans: [&ing, &eg],
+            opts,
+            chunk,
+            reverse: &reverse,
+            progress,
+        };
+        let tables = Tables::create(
+            outputs,
+            &ing.cap,
+            &eg.cap,
+            &ing.streams,
+            flow_ids(&ing, &reverse),
+            span_ns,
+            flows,
+        )
+        .map_err(|(p, e)| StreamError::Write(p, e))?;
+        let mut done = pass.run(tables).map_err(|e| match e {
+            PassError::Read(which, e) => StreamError::Read(which, e),
+            PassError::Write((p, e)) => StreamError::Write(p, e),
+        })?;
+        let by_flow = &done.by_flow;
+        let (fwd_bytes, rev_bytes) = by_flow
+            .values()
+            .fold((0, 0), |(f, r), c| (f + c.fwd_bytes, r + c.rev_bytes));
+        if rev_bytes > fwd_bytes {
+            return Err(StreamError::Pair(PairError::Swapped {
+                reverse_egress: by_flow.values().map(|c| c.rev).sum(),
+                matched_ingress: by_flow.values().map(|c| c.fwd).sum(),
+            }));
+        }
+        let found = reverse_of(by_flow);
+        if !found.is_empty() {
+            // Flows that cross the taps the other way: the pass again, without them.
+            reverse.extend(found);
+            clock.lap("matching (with the flows that cross the other way)");
+            continue;
+        }
+        let guard_ns = opts
+            .end_guard_ns
+            .unwrap_or_else(|| largest_delay(by_flow, &reverse));
+        let (mut rest, twins) = std::mem::take(&mut done.rest);
+        let mut tables = done.tables;
+        let n = rest.len();
+        tables
+            .add_packets(&mut rest, n, &twins, guard_ns)
+            .and_then(|()| tables.flush(guard_ns))
+            .map_err(|(p, e)| StreamError::Write(p, e))?;
+        clock.lap("matching");
+        let [packets_delivered, packets_lost, packets_unknown] = tables.tally;
+        let [packets_in, egress_only_packets] = tables.written();
+        let counts = Counts {
+            packets_in,
+            packets_delivered,
+            packets_lost,
+            packets_unknown,
+            egress_only_packets,
+            reverse_packets_in: done.left_out[0],
+            reverse_packets_out: done.left_out[1],
+            non_ip_packets_in: ing.rows - ing.ip_rows,
+            non_ip_packets_out: eg.rows - eg.ip_rows,
+            truncated_packets_in: ing.truncated_ip_rows,
+        };
+        crate::hugepages::release_cache();
+        return Ok(Streamed {
+            tables,
+            counts,
+            ingress: ing.cap,
+            egress: eg.cap,
+            span_ns,
+            guard_ns,
+            stages: clock.done,
+            most_held: done.most_held,
+        });
+    }
+}
+
+/// Flow ids numbered by each stream's first packet, flows in `reverse` left out.
+fn flow_ids(ing: &Scan, reverse: &HashSet<u64, WordMap>) -> FlowIds {
+    let flows = &ing.cap.flows;
+    let mut first = vec![FIRST_NONE; flows.len() + ing.streams.len()];
+    for (&(flow_idx, ssrc), f) in &ing.firsts {
+        let hash = flows.hash_of(flow_idx);
+        if reverse.contains(&hash) {
+            continue;
+        }
+        let rtp = ssrc.and_then(|s| ing.streams.get(&stream_key(hash, Some(s))));
+        let e = &mut first[rtp.map_or(flow_idx as usize, |&n| flows.len() + n as usize)];
+        if !f.0 && (e.0 || f.1 < e.1) {
+            (e.0, e.1) = (false, f.1);
+        }
+        e.2 = e.2.min(f.2);
+    }
+    FlowIds::of_firsts(first, &flows.hashes, &ing.streams)
+}

@@ -1,0 +1,278 @@
+//! The second pass: both captures read again side by side in time (whichever's next chunk
+//! may hold the earlier packets), each chunk's identity keys pushed into the streaming
+//! matcher, and each packet-table row handed to the writer once its fate and its place in
+//! time order are final. Rows of the last `max_delay_ns` of the egress capture wait for
+//! the end guard (the largest delay), unless every egress packet's fate is known first.
+
+use super::groups::{Tables, Twin, WriteError};
+use super::held::Held;
+use super::prescan::{Scan, NO_WATERMARK};
+use super::side::{read_ahead, Side};
+use super::Progress;
+use crate::pcap::{ReadError, NO_TIMESTAMP};
+use crate::stream::StreamMatcher;
+use crate::table::PairOptions;
+use crate::wordhash::WordMap;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::mpsc::sync_channel;
+
+/// Per flow hash: matched ingress packets and their bytes, the largest delay; egress
+/// packets with a reverse twin and their bytes (which flows cross the taps the other way).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FlowCounts {
+    pub(crate) fwd: u64,
+    pub(crate) fwd_bytes: u64,
+    pub(crate) max_delay_ns: Option<i64>,
+    pub(crate) rev: u64,
+    pub(crate) rev_bytes: u64,
+}
+
+pub(crate) type ByFlow = HashMap<u64, FlowCounts, WordMap>;
+
+/// The flows whose packets reach the egress tap first.
+pub(crate) fn reverse_of(by_flow: &ByFlow) -> HashSet<u64, WordMap> {
+    by_flow
+        .iter()
+        .filter(|(_, c)| c.rev > c.fwd)
+        .map(|(&f, _)| f)
+        .collect()
+}
+
+/// The largest delay of a matched packet outside `reverse` (0: none).
+pub(crate) fn largest_delay(by_flow: &ByFlow, reverse: &HashSet<u64, WordMap>) -> i64 {
+    by_flow
+        .iter()
+        .filter(|(f, _)| !reverse.contains(f))
+        .filter_map(|(_, c)| c.max_delay_ns)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Why a pass stopped.
+pub(crate) enum PassError {
+    Read(usize, ReadError),
+    Write(WriteError),
+}
+
+/// What a pass leaves: the tables with every row handed over (not yet flushed) and the
+/// counts per flow.
+pub(crate) struct Passed {
+    pub(crate) tables: Tables,
+    pub(crate) by_flow: ByFlow,
+    /// Ingress rows still held (their end guard was not decided).
+    pub(crate) rest: (Held, Vec<Twin>),
+    pub(crate) left_out: [u64; 2],
+    /// The most packets held at once (both points; memory's measure).
+    pub(crate) most_held: usize,
+}
+
+pub(crate) struct Pass<'a> {
+    pub(crate) paths: [&'a Path; 2],
+    pub(crate) scans: [&'a Scan; 2],
+    pub(crate) opts: PairOptions,
+    pub(crate) chunk: usize,
+    pub(crate) reverse: &'a HashSet<u64, WordMap>,
+    pub(crate) progress: &'a Progress,
+}
+
+impl Pass<'_> {
+    /// Reads both captures to their end, handing rows to `tables`.
+    pub(crate) fn run(&self, tables: Tables) -> Result<Passed, PassError> {
+        let streams = &self.scans[0].streams;
+        std::thread::scope(|s| {
+            let mut sides = Vec::new();
+            for which in 0..2 {
+                let (tx, rx) = sync_channel(1);
+                let (path, scan) = (self.paths[which], self.scans[which]);
+                let bytes = &self.progress.bytes[which];
+                let chunk = self.chunk;
+                s.spawn(move || read_ahead(path, chunk, scan, streams, which == 0, &tx, bytes));
+                sides.push(Side::new(rx, scan));
+            }
+            let eg = sides.pop().expect("two sides");
+            let ing = sides.pop().expect("two sides");
+            self.matching(tables, ing, eg)
+        })
+    }
+
+    fn matching(
+        &self,
+        mut tables: Tables,
+        mut ing: Side<'_>,
+        mut eg: Side<'_>,
+    ) -> Result<Passed, PassError> {
+        let read_err = |which: usize| move |e| PassError::Read(which, e);
+        let max_delay = self.opts.max_delay_ns;
+        let mut m = StreamMatcher::new(max_delay);
+        let (mut ing_buf, mut eg_buf) = (Held::default(), Held::default());
+        let mut by_flow = ByFlow::default();
+        let span = tables.span_ns;
+        let given = self.opts.end_guard_ns;
+        // Rows that entered in the last max-delay of the egress capture wait for the end
+        // guard: their verdict may depend on it; no other's does (any guard up to
+        // max-delay gives them the same).
+        let mut hold = match (given, span) {
+            (None, Some((_, end))) => Some((end.saturating_sub(max_delay), end)),
+            _ => None,
+        };
+        let mut guard = given.unwrap_or(max_delay);
+        let file_order = self.scans[0].in_order;
+        let mut most_held = 0;
+        while !(ing.done() && eg.done()) {
+            if !ing.done() && (eg.done() || ing.watermark() <= eg.watermark()) {
+                ing.read(self.reverse, &mut m, &mut ing_buf, true)
+                    .map_err(read_err(0))?;
+                if !file_order {
+                    ing_buf.sort_by_time();
+                }
+            } else {
+                eg.read(self.reverse, &mut m, &mut eg_buf, false)
+                    .map_err(read_err(1))?;
+            }
+            most_held = most_held.max(ing_buf.len() + eg_buf.len());
+            let both = ing.done() && eg.done();
+            m.advance(if both {
+                NO_WATERMARK
+            } else {
+                ing.watermark().min(eg.watermark())
+            });
+            drain_egress(&mut m, &mut eg_buf, &mut by_flow, &mut tables)
+                .map_err(PassError::Write)?;
+            if ing_buf.is_empty() || both {
+                continue;
+            }
+            if hold.is_some() && eg.done() && eg_buf.is_empty() {
+                // Every egress packet's fate is known: so are every pair and reverse twin,
+                // and with them the end guard.
+                let mut known = by_flow.clone();
+                let n = ready_len(&m, &ing_buf, true, NO_WATERMARK, None);
+                count_ingress(&m, &ing_buf, n, &mut known);
+                let reverse = reverse_of(&known);
+                guard = given.unwrap_or_else(|| largest_delay(&known, &reverse));
+                hold = None;
+            }
+            let wm = ing.watermark();
+            let k = ready_len(&m, &ing_buf, file_order, wm, hold);
+            if k > 0 {
+                emit(&mut m, &mut ing_buf, k, &mut by_flow, &mut tables, guard)
+                    .map_err(PassError::Write)?;
+            }
+        }
+        m.advance(NO_WATERMARK);
+        drain_egress(&mut m, &mut eg_buf, &mut by_flow, &mut tables).map_err(PassError::Write)?;
+        let n = ing_buf.len();
+        count_ingress(&m, &ing_buf, n, &mut by_flow);
+        let twins = twins_of(&m, &ing_buf, n);
+        Ok(Passed {
+            tables,
+            by_flow,
+            rest: (ing_buf, twins),
+            left_out: [ing.left_out, eg.left_out],
+            most_held,
+        })
+    }
+}
+
+/// How many of the first held ingress rows are ready: fate known, place in time order
+/// final (no ingress packet still to be read is earlier than `watermark`), not waiting
+/// for the end guard (entered in `hold`, `(start, end]`); and so are the rows before.
+fn ready_len(
+    m: &StreamMatcher,
+    buf: &Held,
+    file_order: bool,
+    watermark: i64,
+    hold: Option<(i64, i64)>,
+) -> usize {
+    let ordered = file_order || watermark == NO_WATERMARK;
+    (0..buf.len())
+        .position(|i| {
+            let t = buf.cols.t_ns[i];
+            let known = t != NO_TIMESTAMP;
+            let resolved = m.ingress_fate(buf.row[i]).is_some_and(|f| f.resolved);
+            let placed = ordered || (known && t <= watermark);
+            let held = hold.is_some_and(|(a, b)| known && t > a && t <= b);
+            !(resolved && placed && !held)
+        })
+        .unwrap_or(buf.len())
+}
+
+fn twins_of(m: &StreamMatcher, buf: &Held, k: usize) -> Vec<Twin> {
+    buf.row[..k]
+        .iter()
+        .map(|&r| {
+            let f = m
+                .ingress_fate(r)
+                .expect("a held row is kept by the matcher");
+            (f.twin >= 0).then_some((f.twin_ts, f.twin_tos))
+        })
+        .collect()
+}
+
+/// Adds the first `k` held ingress rows' matches to the counts per flow.
+fn count_ingress(m: &StreamMatcher, buf: &Held, k: usize, by_flow: &mut ByFlow) {
+    for (i, twin) in twins_of(m, buf, k).into_iter().enumerate() {
+        let Some((t_out, _)) = twin else { continue };
+        let e = by_flow.entry(buf.hash[i]).or_default();
+        e.fwd += 1;
+        e.fwd_bytes += u64::from(buf.cols.ip_len[i]);
+        let d = t_out - buf.cols.t_ns[i];
+        e.max_delay_ns = Some(e.max_delay_ns.map_or(d, |x| x.max(d)));
+    }
+}
+
+/// Hands the first `k` held ingress rows to the tables.
+fn emit(
+    m: &mut StreamMatcher,
+    buf: &mut Held,
+    k: usize,
+    by_flow: &mut ByFlow,
+    tables: &mut Tables,
+    guard_ns: i64,
+) -> Result<(), WriteError> {
+    count_ingress(m, buf, k, by_flow);
+    let twins = twins_of(m, buf, k);
+    // The first row whose fate is still needed.
+    let first = buf.row[k..]
+        .iter()
+        .copied()
+        .min()
+        .unwrap_or_else(|| buf.row[..k].iter().copied().max().map_or(0, |r| r + 1));
+    m.release_ingress(first);
+    tables.add_packets(buf, k, &twins, guard_ns)
+}
+
+/// Hands the egress rows whose fate is known (in file order) to the egress-only table if
+/// they have no twin.
+fn drain_egress(
+    m: &mut StreamMatcher,
+    buf: &mut Held,
+    by_flow: &mut ByFlow,
+    tables: &mut Tables,
+) -> Result<(), WriteError> {
+    let k = buf
+        .row
+        .iter()
+        .position(|&r| !m.egress_fate(r).is_some_and(|f| f.resolved))
+        .unwrap_or(buf.len());
+    if k == 0 {
+        return Ok(());
+    }
+    let mut alone = Vec::new();
+    for i in 0..k {
+        let f = m
+            .egress_fate(buf.row[i])
+            .expect("a held row is kept by the matcher");
+        if f.reverse {
+            let e = by_flow.entry(buf.hash[i]).or_default();
+            e.rev += 1;
+            e.rev_bytes += u64::from(buf.cols.ip_len[i]);
+        }
+        if f.twin < 0 {
+            alone.push(i);
+        }
+    }
+    m.release_egress(buf.row[k - 1] + 1);
+    let done = buf.take_front(k);
+    tables.add_egress_only(done.select(&alone))
+}
