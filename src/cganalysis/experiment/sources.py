@@ -29,30 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.cg import ecgp, ecgp_game, reference, rtp_cbr
+from cganalysis.cg.udpsink import UDP_SINK
 from cganalysis.experiment.cgcheck import ecgp_flags, pacing_flags, reference_flags
 from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
 from cganalysis.testbed.backends.hosts import Host, Proc, TestbedError, wait_for_text
 from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.measure.probe import which
 from cganalysis.testbed.spec.validate import Section
-
-#: The UDP sink: counts what arrives; prints a JSON summary when stopped.
-UDP_SINK = """\
-import json, signal, socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-s.bind((sys.argv[1], int(sys.argv[2])))
-n = b = 0
-def done(*_):
-    print(json.dumps({"packets": n, "bytes": b}), flush=True)
-    sys.exit(0)
-signal.signal(signal.SIGTERM, done)
-signal.signal(signal.SIGINT, done)
-print("sink: ready", file=sys.stderr, flush=True)
-while True:
-    b += len(s.recv(65535))
-    n += 1
-"""
 
 
 @dataclass
