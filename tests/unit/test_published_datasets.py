@@ -5,6 +5,7 @@ them cell by cell."""
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 from pathlib import Path
 
@@ -132,3 +133,10 @@ def test_raw_check_names_the_missing_runs_and_how_to_get_them(tmp_path: Path) ->
         (tmp_path / "data" / "raw" / ds.campaign / run).mkdir()
         (tmp_path / "data" / "raw" / ds.campaign / run / "meta.json").write_text("{}")
     assert check_raw(tmp_path, ds.campaign) == ds.runs
+
+
+def test_committed_datasets_name_no_path_of_the_machine_that_ran_them() -> None:
+    """The published export keeps program names, not the runner's absolute paths."""
+    for meta_file in sorted(REPO.glob("datasets/*/meta/*.json")):
+        argv = json.loads(meta_file.read_text())["controller"]["argv"]
+        assert not [a for a in argv if str(a).startswith("/")], (meta_file, argv)

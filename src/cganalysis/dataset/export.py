@@ -44,7 +44,7 @@ from cganalysis.dataset.published import (
 )
 from cganalysis.dataset.rawcheck import campaign_command
 from cganalysis.errors import ConfigError
-from cganalysis.io import read_json_object, sha256_file
+from cganalysis.io import read_json_object, sha256_file, write_json
 from cganalysis.metrics.io import read_meta, read_metrics
 from cganalysis.schemas import FLOWS, PACKETS, RUN_TIMESERIES
 from cganalysis.tablefile import check_table_file
@@ -64,6 +64,20 @@ TABLE_SCHEMAS = {
     "packets.parquet": ("packets table", PACKETS),
     "flows.parquet": ("flows table", FLOWS),
 }
+
+
+def _local_paths_out(meta_file: Path) -> None:
+    """A committed dataset names no path of the machine that ran it: the controller's
+    command line keeps each program's name (``/home/x/.venv/bin/cganalysis`` becomes
+    ``cganalysis``). Everything else of meta.json is the run's own."""
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    controller = meta.get("controller") or {}
+    argv = controller.get("argv")
+    if isinstance(argv, list):
+        controller["argv"] = [
+            Path(a).name if isinstance(a, str) and a.startswith("/") else a for a in argv
+        ]
+        write_json(meta, meta_file)
 
 
 def _check_table(path: Path) -> None:
@@ -255,6 +269,8 @@ def export_campaign(
                 source = root / src.format(c=campaign, r=r)
                 _check_table(source)
                 shutil.copyfile(source, target)
+            if published:
+                _local_paths_out(tmp / "meta" / f"{r}.json")
             # Published only if they pass the schemas their readers check them against.
             meta = read_meta(tmp / "meta" / f"{r}.json")
             (metrics,) = read_metrics([tmp / "metrics" / f"{r}.json"])
