@@ -59,10 +59,14 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
     allowed = max(tol.drop_tolerance_packets, tol.drop_tolerance_ratio * max(qdisc_drops, 1))
     diff = s.packets_lost - qdisc_drops
     # A uml router counts what its input dropped before its kernel read it
-    # (testbed/backends/uml.py).
-    counters_uml = (session.record.testbed or {}).get("uml_counters") or {}
-    router_in = (session.record.topology or {}).get("router_in")
-    input_drops = (counters_uml.get("socket_drops") or {}).get(router_in)
+    # (testbed/backends/uml.py), from its start: the capture's share is the difference
+    # (calibration's line-rate bursts before the capture overflow it too).
+    c0, c1 = counters["at_capture_start"], counters["at_capture_end"]
+    input_drops = (
+        c1["router_input_drops"] - c0["router_input_drops"]
+        if "router_input_drops" in c0 and "router_input_drops" in c1
+        else None
+    )
     out = {
         "capture_lost": s.packets_lost,
         "capture_unknown": s.packets_unknown,

@@ -117,7 +117,7 @@ class Session:
                 rate,
             ),
         ]
-        c0 = bn.counters()
+        c0 = {**bn.counters(), **_input_drops(topo)}
         events = self._events(sched, steps)
         t0_ns = time.time_ns()
         t0 = time.monotonic()
@@ -149,7 +149,7 @@ class Session:
         for proc in self.senders:
             proc.wait(15.0)
         self._drain(bn)
-        c1 = bn.counters()
+        c1 = {**bn.counters(), **_input_drops(topo)}
         self.record.times.end_ns = time.time_ns()
         self.record.times.end_utc = _now()
         stop_taps(topo.taps, self.taps)
@@ -239,9 +239,16 @@ def _where(elapsed: float, sched: Schedule, steps: list[competitor.Step]) -> str
     )
 
 
+def _input_drops(topo: Topology) -> dict[str, int]:
+    return {} if topo.input_drops is None else {"router_input_drops": topo.input_drops()}
+
+
 def _slim(c: dict[str, Any]) -> dict[str, Any]:
     keys = ("sent_bytes", "sent_packets", "dropped", "overlimits", "marked", "backlog_packets")
-    return {k: c.get(k) for k in keys}
+    out = {k: c.get(k) for k in keys}
+    if "router_input_drops" in c:
+        out["router_input_drops"] = c["router_input_drops"]
+    return out
 
 
 def _now() -> str:

@@ -8,6 +8,7 @@ both captures run: ``-Q in`` on ``router_in`` (the server side) and ``-Q out`` o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -42,6 +43,10 @@ class Topology:
     #: shell, ``-Q in`` on the device mm-link writes to; one kernel, one clock).
     egress_host: Host | None = None
     egress_direction: str = "out"
+    #: Packets the router dropped on input before its qdisc saw them, a running count
+    #: (uml: this machine's raw socket feeding the router's kernel overflowed). Read at
+    #: both ends of the capture: such a packet is captured at ingress and never at egress.
+    input_drops: Callable[[], int] | None = None
 
     @property
     def taps(self) -> Host:

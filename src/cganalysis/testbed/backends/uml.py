@@ -170,8 +170,12 @@ class UmlTestbed(NetnsTestbed):
                 "uml": self.kernel.facts,
             },
             tap_host=self.hosts["rtr"],
+            input_drops=self._input_drops,
         )
         return self.topology
+
+    def _input_drops(self) -> int:
+        return socket_drops(self._ss()).get("rtr0", 0)
 
     def down(self) -> None:
         """Processes on this machine, the kernel (powered off, then killed), namespaces."""
@@ -181,17 +185,20 @@ class UmlTestbed(NetnsTestbed):
             self.kernel.stop(console_to=self.workdir / "uml-console.log")
         super().down()
 
-    def counters(self) -> dict[str, Any]:
-        """The router's own losses, outside any qdisc: this machine's raw sockets (packets
-        the kernel was too slow to read) and the kernel's interface counters."""
-        if self.kernel is None or not self.created:
-            return {}
-        ss = subprocess.run(
+    def _ss(self) -> str:
+        return subprocess.run(
             ["ip", "netns", "exec", self.ns("rtr"), "ss", "-0", "-m", "-n"],
             capture_output=True,
             text=True,
             check=False,
         ).stdout
+
+    def counters(self) -> dict[str, Any]:
+        """The router's own losses, outside any qdisc: this machine's raw sockets (packets
+        the kernel was too slow to read) and the kernel's interface counters."""
+        if self.kernel is None or not self.created:
+            return {}
+        ss = self._ss()
         links: dict[str, Any] = {}
         try:
             router = UmlHost("router", self.kernel, self.workdir)
