@@ -183,3 +183,33 @@ def test_calibration_swaps_a_short_htb_for_tbf(tmp_path: Path) -> None:
     assert cal["flags"] and "metrics use the measured capacity" in cal["flags"][0]
     assert cal["idle_delay_floor"]["packets"] >= 40
     assert cal["idle_delay_floor"]["median_ms"] < 1.0
+
+
+def test_calibration_of_an_htb_whose_default_class_cannot_fill_the_link(tmp_path: Path) -> None:
+    """The calibration's flow enters the default class; capped below the link (TMA's
+    best effort at ceil 20 of 50), it measures that class against its ceil, and the link
+    keeps its configured rate (no "shaper delivers 40 %" flag, no 8-Mbit/s capacity)."""
+    need_root()
+    need_tool(*TOOLS)
+    classes = [
+        {"classid": "10", "rate_mbit": 4, "ceil_mbit": 20, "prio": 0,
+         "leaf": {"kind": "pfifo", "limit": 63}, "match": {"proto": "udp", "port": CG_PORT}},
+        {"classid": "20", "rate_mbit": 8, "ceil_mbit": 8, "prio": 1,
+         "leaf": {"kind": "pfifo", "limit": 100}},
+    ]  # fmt: skip
+    doc = short_run(
+        "test-cal-class",
+        **{
+            "bottleneck.rate_mbit": 20,
+            "bottleneck.qdisc": {"kind": "htb", "default": "20", "classes": classes},
+        },
+    )
+    out = tmp_path / "cal"
+    res = cli("testbed", "calibrate", write(doc, tmp_path / "run.yaml"), "-o", out)
+    assert res.returncode == 0, res.stderr
+    cal = json.loads((out / "calibration.json").read_text())
+    assert cal["measured_class"] == "20" and cal["measured_class_ceil_mbps"] == 8
+    assert 0.85 * 8 < cal["delivered_capture_mbps"] < 1.05 * 8, cal["attempts"]
+    assert cal["ratio"] == cal["attempts"][0]["ratio"] > 0.85, cal
+    assert "capacity_measured_mbps" not in cal and not cal["flags"], cal
+    assert "metrics use the configured link rate" in cal["note"]

@@ -431,3 +431,11 @@ def test_mahimahi_user_is_configurable_and_never_root(monkeypatch: pytest.Monkey
     monkeypatch.setenv(USER_ENV, "no-such-user-cga")
     with pytest.raises(ConfigError, match="no user 'no-such-user-cga'"):
         unprivileged_user()
+
+
+def test_the_htb_class_a_flow_enters() -> None:
+    htb = load_run(RUNS / "quick-htb.yaml").bottleneck.forward.qdisc
+    assert isinstance(htb, Htb)
+    assert htb.class_of("udp", 30002).classid == "10"  # the CG class's match
+    assert htb.class_of("udp", 5299).classid == "20"  # else the default
+    assert htb.class_of("tcp", 30002).classid == "20"  # its match is UDP only

@@ -164,6 +164,7 @@ def game_argv(
     frames: str,
     proxy_log: str,
     proxy: list[str],
+    encoder: list[str] | None = None,
 ) -> list[str]:
     """Our game server (``ecgp_game.py``, run by the host's ``python3``), which starts the
     proxy server (``proxy``) itself; the encoder's limits are the proxy's."""
@@ -188,6 +189,7 @@ def game_argv(
         frames,
         "--proxy-log",
         proxy_log,
+        *(encoder or []),
         "--",
         *proxy,
     ]

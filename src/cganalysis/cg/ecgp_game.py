@@ -190,6 +190,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pt", type=int, default=96)
     p.add_argument("--payload", type=int, default=1200, help="largest RTP payload, bytes")
     p.add_argument("--seed", type=int, default=1)
+    # The encoder (cganalysis.cg.encoders; the defaults are its "model", as cga-cg's).
+    p.add_argument("--size-cv", type=float, default=0.1, help="frame-size variability")
+    p.add_argument("--lag-ms", type=float, default=100.0, help="rate control's lag")
+    p.add_argument("--keyframe-factor", type=float, default=4.0, help="I-frame / P-frame")
     p.add_argument("--commands", required=True, help="CSV of the proxy's commands")
     p.add_argument("--frames", required=True, help="CSV of the frames sent")
     p.add_argument("--proxy-log", required=True, help="the proxy's output, timestamped")
@@ -277,7 +281,16 @@ def _serve(
         output.drain()
     cmds.write("t_ns,target_bps\n")
     frames.write("t_ns,frame,size_bytes,packets,keyframe,target_bps,encoder_bps\n")
-    enc = Encoder(a.fps, a.start_bps, a.min_bps, a.max_bps, seed=a.seed)
+    enc = Encoder(
+        a.fps,
+        a.start_bps,
+        a.min_bps,
+        a.max_bps,
+        lag_s=a.lag_ms / 1000.0,
+        size_cv=a.size_cv,
+        keyframe_factor=a.keyframe_factor,
+        seed=a.seed,
+    )
     reader, target = CommandReader(), a.start_bps
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     dest = (GAME_IP, a.video_port)

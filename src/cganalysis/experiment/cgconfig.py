@@ -28,6 +28,9 @@ class CgConfig:
     #: Further sender options (cga-cg: `cga-cg send`'s, e.g. ["--l4s-alpha-gain", "0.0625"];
     #: scream-reference: scream_bw_test_tx's, e.g. ["-key", "2", "4"]).
     sender_args: tuple[str, ...] = ()
+    #: The encoder behind the sender, a name of cganalysis.cg.encoders.ENCODERS (None: the
+    #: source's own: cga-cg's and our game server's model, Ericsson's constant frames).
+    encoder: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cganalysis.cg.encoders import ENCODERS
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
 from cganalysis.experiment.schedule import Schedule, parse_schedule
@@ -135,6 +136,7 @@ def parse_cg(sec: Section) -> CgConfig:
         max_mbit=sec.opt_number("max_mbit", minimum=0.0, exclusive_minimum=True),
         ssrc=sec.integer("ssrc", d.ssrc, minimum=0, maximum=2**32 - 1),
         sender_args=tuple(_sender_args(sec)),
+        encoder=sec.choice("encoder", tuple(ENCODERS)) if sec.has("encoder") else None,
     )
     from cganalysis.experiment.sources import SOURCES
 

@@ -32,6 +32,7 @@ from typing import Any
 from cganalysis.errors import CganalysisError, ConfigError
 from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
+from cganalysis.experiment.sources import SOURCES
 from cganalysis.interrupts import signals_raise
 from cganalysis.io import write_json
 from cganalysis.testbed.backends.hosts import TestbedError
@@ -45,9 +46,10 @@ ENTRY = f"{__name__}:run_job"
 RUN = "run"
 
 
-def _guest_env() -> dict[str, str]:
+def _guest_env(cfg: RunConfig) -> dict[str, str]:
     """PATH for the guest: the kernel tools (a tc that knows DualPI2), this interpreter's
-    folder (cganalysis), then the system's."""
+    folder (cganalysis), then the system's; and the CG source's programs as this machine
+    finds them (a user's build on their PATH is not on the guest's)."""
     path = [KERNEL_TOOLS, str(Path(sys.executable).parent)]
     path += ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
     return {
@@ -55,6 +57,7 @@ def _guest_env() -> dict[str, str]:
         "CGANALYSIS_PROGRESS": "0",
         "LANG": "C.UTF-8",
         "HOME": "/root",
+        **SOURCES[cfg.cg.source].program_env(),
     }
 
 
@@ -87,7 +90,7 @@ def _run(
         with (ctl / "job.pkl").open("wb") as fh:
             pickle.dump((canonical, mode, plain), fh)
         facts = {"seed": seed, "start_utc": sim.start_utc, "clock": "time-travel=inf-cpu"}
-        job = {"entry": ENTRY, "pickle": "job.pkl", "env": _guest_env(), "sim": facts}
+        job = {"entry": ENTRY, "pickle": "job.pkl", "env": _guest_env(cfg), "sim": facts}
         (ctl / "job.json").write_text(json.dumps(job), encoding="utf-8")
         schedule = cfg.schedule.scaled(opts.time_scale).fit(opts.max_duration_s)
         # The guest's own span: the schedule, calibration and set-up (a generous bound).
@@ -122,9 +125,16 @@ def _run(
 
 
 def _refuse_clock_spinning(cfg: RunConfig) -> None:
-    """``cga-cg --spin-us`` busy-waits on the clock before each packet: on simulated time
-    each clock read advances it 256 ns, so the run would crawl (about 100 wall seconds per
-    simulated second) for nothing (the simulated clock wakes a sleeper on time)."""
+    """A CG source that spins (its ``sim_refusal``: a loop without sleep or clock read
+    stops simulated time), and ``cga-cg --spin-us``, which busy-waits on the clock before
+    each packet: on simulated time each clock read advances it 256 ns, so the run would
+    crawl (about 100 wall seconds per simulated second) for nothing (the simulated clock
+    wakes a sleeper on time)."""
+    refusal = SOURCES[cfg.cg.source].sim_refusal
+    if refusal is not None:
+        raise ConfigError(
+            f"{cfg.source}: key cg.source: {cfg.cg.source} cannot run on sim: {refusal}"
+        )
     args = list(cfg.cg.sender_args)
     if "--spin-us" in args:
         i = args.index("--spin-us")

@@ -35,7 +35,7 @@ from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, KernelBottleneck
 from cganalysis.testbed.measure.capture import Tap, start_tap, stop_taps
 from cganalysis.testbed.spec.config import Calibration, Capture
-from cganalysis.testbed.spec.qdisc import Htb
+from cganalysis.testbed.spec.qdisc import Htb, HtbClass
 
 CALIBRATION_PORT = 5299
 #: Seconds iperf3's own duration exceeds the longest the window can need (a safety bound:
@@ -270,6 +270,11 @@ def calibrate(
     if d.rate_mbit is None:
         out["note"] = "no rate configured (line rate): nothing to calibrate"
         return out, bn
+    cls = d.qdisc.class_of("udp", CALIBRATION_PORT) if isinstance(d.qdisc, Htb) else None
+    if cls is not None and cls.ceil_mbit < d.rate_mbit:
+        # One flow can only fill its own class: the ratio checks the shaper against that
+        # class's ceil; the link's rate stays the configured one (for utilisation).
+        return _class_only(topo, bn, cap, cal, local_dir, cls, out, progress), bn
     attempt = _measure(topo, bn, cap, cal, local_dir, d.shaper, progress)
     out["attempts"].append(attempt)
     if "problem" in attempt:
@@ -317,6 +322,45 @@ def calibrate(
     return out, chosen
 
 
+def _class_only(
+    topo: Topology,
+    bn: AnyBottleneck,
+    cap: Capture,
+    cal: Calibration,
+    local_dir: Path,
+    cls: HtbClass,
+    out: dict[str, Any],
+    progress: Any,
+) -> dict[str, Any]:
+    d = bn.forward
+    label = f"htb class 1:{cls.classid}"
+    attempt = _measure(topo, bn, cap, cal, local_dir, "htb", progress, cls.ceil_mbit)
+    out["attempts"].append(attempt)
+    out.update(
+        shaper=d.shaper,
+        burst_bytes=d.burst_bytes,
+        measured_class=cls.classid,
+        measured_class_ceil_mbps=cls.ceil_mbit,
+        note=f"the calibration's flow fills {label} alone, whose ceil ({cls.ceil_mbit:g} "
+        f"Mbit/s) is below the link's {d.rate_mbit:g}: the ratio is against that ceil; the "
+        "metrics use the configured link rate",
+    )
+    if "problem" in attempt:
+        out["flags"].append(f"calibration measured nothing: {attempt['problem']}")
+        return out
+    out.update(
+        delivered_qdisc_mbps=attempt["delivered_qdisc_mbps"],
+        delivered_capture_mbps=attempt["delivered_capture_mbps"],
+        ratio=attempt["ratio"],
+    )
+    if attempt["ratio"] < cal.min_ratio:
+        out["flags"].append(
+            f"shaper delivers {attempt['ratio']:.1%} of {label}'s ceil {cls.ceil_mbit:g} "
+            f"Mbit/s (< {cal.min_ratio:.0%})"
+        )
+    return out
+
+
 def _measure(
     topo: Topology,
     bn: AnyBottleneck,
@@ -325,8 +369,10 @@ def _measure(
     local_dir: Path,
     label: str,
     progress: Any,
+    expected_mbit: float | None = None,
 ) -> dict[str, Any]:
-    rate = bn.forward.rate_mbit
+    """``expected_mbit``: what the flow can get (default: the configured rate)."""
+    rate = expected_mbit if expected_mbit is not None else bn.forward.rate_mbit
     assert rate is not None
     progress(f"calibration: saturating {label} at {rate * cal.offered_factor:g} Mbit/s")
     res = saturate(topo, bn, cap, cal, rate, local_dir, label)

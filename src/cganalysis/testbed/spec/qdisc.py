@@ -97,6 +97,23 @@ class Htb:
     classes: tuple[HtbClass, ...]
     kind: str = "htb"
 
+    def class_of(self, proto: str, dport: int) -> HtbClass:
+        """The class a flow to ``dport`` from a port of the kernel's choosing, DSCP and
+        ECN 0, enters: the first class whose match is sure to take it, else the default."""
+        for c in self.classes:
+            m = c.match
+            if (
+                m is not None
+                and m.proto in (None, proto)
+                and m.port in (None, dport)
+                and m.dport in (None, dport)
+                and m.sport is None
+                and m.dscp in (None, 0)
+                and m.ecn in (None, 0)
+            ):
+                return c
+        return next(c for c in self.classes if c.classid == self.default)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "htb",

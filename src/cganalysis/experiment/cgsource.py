@@ -1,0 +1,71 @@
+"""What every CG source is (:class:`CgSource`) and what starting one gives back
+(:class:`Started`); the sources themselves are in sources.py (the registry) and
+usersources.py (programs the user builds)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cganalysis.cg import rtp_cbr
+from cganalysis.experiment.cgconfig import CgConfig
+from cganalysis.testbed.backends.hosts import Host, Proc
+from cganalysis.testbed.backends.topology import Topology
+from cganalysis.testbed.spec.validate import Section
+
+
+@dataclass
+class Started:
+    procs: list[Proc]
+    files: list[tuple[Host, str]]  # (host, path) to fetch into the run directory
+    info: dict[str, Any] = field(default_factory=dict)  # for meta.json's cg_source
+
+
+class CgSource:
+    """A CG source; subclasses drive one. The defaults: no sender options, no flags."""
+
+    name: str
+    #: ``cg.sender_args`` are passed to its sender (else a run file giving them is refused).
+    takes_sender_args = False
+    #: Why it cannot run on the sim testbed's simulated time, if it cannot.
+    sim_refusal: str | None = None
+    #: The ``cg.encoder`` values it can run (cganalysis.cg.encoders); none: no encoder.
+    encoders: tuple[str, ...] = ()
+
+    def check_config(self, cfg: CgConfig, sec: Section) -> None:
+        """Refuses (``sec.error``: the file and key) a ``cg`` section this source cannot
+        run, when the run file is read."""
+        if cfg.sender_args and not self.takes_sender_args:
+            from cganalysis.experiment.sources import SOURCES
+
+            takers = " or ".join(n for n, s in SOURCES.items() if s.takes_sender_args)
+            raise sec.error("sender_args", f"options of the CG sender: only with source: {takers}")
+        if cfg.encoder is not None and cfg.encoder not in self.encoders:
+            runs = f"runs only {', '.join(self.encoders)}" if self.encoders else "has no encoder"
+            raise sec.error("encoder", f"{cfg.encoder!r}: source {self.name} {runs}")
+
+    def check(self, host: Host) -> None:
+        """Raises TestbedError naming what is missing, before anything is touched
+        (``host``: this machine for netns, the router of an ssh testbed)."""
+
+    def program_env(self) -> dict[str, str]:
+        """The environment that names this source's programs as found on this machine, for
+        a guest whose PATH is the project's own (the sim testbed's kernel)."""
+        return {}
+
+    def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started:
+        raise NotImplementedError
+
+    def start_sender(self, topo: Topology, cfg: CgConfig, duration_s: float) -> Started:
+        raise NotImplementedError
+
+    def post_run_flags(self, info: dict[str, Any], workdir: Path) -> list[str]:
+        """Flags for meta.json from the source's files in ``workdir`` after the run; fills
+        ``info`` (meta.json's ``cg_source``) with what it read."""
+        return []
+
+
+def rtp_sender_path() -> Path:
+    """The stand-in's source file, shipped in the package and staged on the sending host."""
+    return Path(rtp_cbr.__file__)
