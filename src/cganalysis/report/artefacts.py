@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 
 from cganalysis.metrics.rows import role_rows, run_rows
 from cganalysis.report.conditions import require_one_condition
+from cganalysis.report.factors import factor_table
 from cganalysis.report.figures import (
     adaptation_heatmaps,
     adaptiveness_scatter,
@@ -78,6 +79,10 @@ def _tma_table2(docs: Docs, style: Style, options: Options) -> list[Table]:
         paper_labels=options.paper_labels,
         ci=options.ci,
     )
+
+
+def _tma_factors(docs: Docs, style: Style, options: Options) -> list[Table]:
+    return [factor_table(docs, style=style, ccas=_ccas(docs, style, options))]
 
 
 def _tma_table1(docs: Docs, style: Style, options: Options) -> list[Table]:
@@ -141,6 +146,15 @@ _XU_FIGURES = (
 ARTEFACTS: tuple[Artefact, ...] = (
     Artefact("tma_table1", "tma-table1", "table", _TMA, "Table I", "tma_table1", _tma_table1),
     Artefact("tma_table2", "tma-table2", "table", _TMA, "Table II", "tma_table2", _tma_table2),
+    Artefact(
+        "tma_factors",
+        "tma-factors",
+        "table",
+        _TMA,
+        "Table II by factor",
+        "tma_factors",
+        _tma_factors,
+    ),
     *(
         Artefact(
             f"xu_table{n}",

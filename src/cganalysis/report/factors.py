@@ -1,0 +1,99 @@
+"""A factor table: TMA 2024 Table II's headline cells for each combination of a factor
+campaign's labels (``configs/campaigns/tma2024-factors.yaml``: queue x encoder), per
+competing CCA, under the paper's own values.
+
+Each cell is the mean over the combination's repetitions and, with more than one, their
+range (``14.7 (14.6-14.9)``): on simulated time two repetitions are two draws of the
+same set-up, and the range is what a reader needs to tell a factor's effect from a seed's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cganalysis.metrics.rows import WINDOW_PHASE
+from cganalysis.report.style import Style
+from cganalysis.report.tablefmt import Row, Table
+from cganalysis.report.tables import num2
+
+#: The cells (label, role, metric, scale): those a reader of Table II checks first.
+CELLS: tuple[tuple[str, str, str, float], ...] = (
+    ("CG latency (ms)", "cg", "delay_mean_ms", 1.0),
+    ("CG bitrate (Mbit/s)", "cg", "bitrate_mean_mbps", 1.0),
+    ("CG loss (%)", "cg", "loss_rate", 100.0),
+    ("TCP latency (ms)", "competitor", "delay_mean_ms", 1.0),
+    ("TCP bitrate (Mbit/s)", "competitor", "bitrate_mean_mbps", 1.0),
+)
+
+#: TMA 2024 Table II (seed 004), the cells above per (queue discipline, CCA).
+PAPER: dict[tuple[str, str], tuple[float, ...]] = {
+    ("pfifo", "cubic"): (44.9, 12.83, 0.25, 44.45, 33.34),
+    ("pfifo", "bbr"): (26.5, 15.18, 0.33, 25.96, 31.66),
+    ("htb", "cubic"): (1.16, 28.64, 0.24, 99.78, 19.56),
+    ("htb", "bbr"): (0.61, 28.66, 0.05, 67.38, 19.28),
+    ("dualpi2", "cubic"): (0.53, 24.25, 0.08, 4.68, 16.43),
+    ("dualpi2", "bbr"): (0.31, 21.66, 0.1, 7.57, 21.68),
+}
+
+#: The labels a factor campaign varies besides the CCA (the rows' keys).
+DEFAULT_FACTORS = ("queue", "encoder")
+
+
+def _cell(values: Sequence[float]) -> str | None:
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return num2(mean)
+    return f"{num2(mean)} ({num2(min(values))}-{num2(max(values))})"
+
+
+def _value(doc: Mapping[str, Any], role: str, metric: str) -> float | None:
+    value = (doc.get("roles") or {}).get(role, {}).get(metric)
+    return None if value is None else float(value)
+
+
+def factor_table(
+    docs: Sequence[Mapping[str, Any]],
+    *,
+    style: Style,
+    ccas: Sequence[str],
+    factors: Sequence[str] = DEFAULT_FACTORS,
+) -> Table:
+    """One row per combination of ``factors`` (in the order the runs come), grouped under
+    the paper's row of their queue discipline; columns: the cells per CCA."""
+    combos: dict[tuple[str, ...], str] = {}  # combination -> its queue discipline
+    for doc in docs:
+        run = doc.get("run", {})
+        combos.setdefault(tuple(str(run.get(f, "")) for f in factors), str(run.get("qdisc")))
+    rows: list[Row] = []
+    seen: set[str] = set()
+    for combo, qdisc in sorted(combos.items(), key=lambda kv: (kv[1] != "pfifo", kv[1])):
+        if qdisc not in seen:
+            seen.add(qdisc)
+            paper = [PAPER.get((qdisc, c)) for c in ccas]
+            cells = tuple(
+                None if p is None else num2(p[i]) for p in paper for i in range(len(CELLS))
+            )
+            stub = (f"paper, {style.label('qdisc', qdisc, short=True)}",) + ("",) * (
+                len(factors) - 1
+            )
+            rows.append(Row(stub, cells))
+        mine = [
+            d for d in docs if tuple(str(d.get("run", {}).get(f, "")) for f in factors) == combo
+        ]
+        out: list[str | None] = []
+        for cca in ccas:
+            runs = [d for d in mine if d.get("run", {}).get("cca") == cca]
+            for _, role, metric, scale in CELLS:
+                values = [v * scale for d in runs if (v := _value(d, role, metric)) is not None]
+                out.append(_cell(values))
+        rows.append(Row(combo, tuple(out)))
+    header = (
+        tuple((style.label("cca", c), len(CELLS)) for c in ccas),
+        tuple((label, 1) for _ in ccas for label, *_ in CELLS),
+    )
+    notes = (f"Analysis window ({WINDOW_PHASE}); each cell: mean over the repetitions (range).",)
+    caption = "Table II's cells per " + " x ".join(factors) + ", against the paper"
+    return Table(header, tuple(factors), tuple(rows), caption, notes)

@@ -1,0 +1,61 @@
+"""The factor table (cganalysis.report.factors): one row per combination of the factor
+labels, each cell the mean and range over its repetitions, under the paper's row of its
+queue discipline; through the artefact registry into Markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cganalysis.report.artefacts import Options, by_name
+from cganalysis.report.factors import CELLS, PAPER, factor_table
+from cganalysis.report.style import load_style
+from cganalysis.report.tablefmt import to_markdown
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _doc(queue: str, qdisc: str, encoder: str, cca: str, rep: int, cg_ms: float) -> dict[str, Any]:
+    return {
+        "run": {"queue": queue, "qdisc": qdisc, "encoder": encoder, "cca": cca, "repetition": rep},
+        "roles": {
+            "cg": {"delay_mean_ms": cg_ms, "bitrate_mean_mbps": 15.0, "loss_rate": 0.012},
+            "competitor": {"delay_mean_ms": 100.0 + rep, "bitrate_mean_mbps": 19.6},
+        },
+    }
+
+
+def test_cells_are_means_with_their_range_under_the_papers_row() -> None:
+    docs = [
+        _doc("htb-ceil-20", "htb", "model", "cubic", 1, 3.2),
+        _doc("htb-ceil-20", "htb", "model", "cubic", 2, 3.4),
+        _doc("htb-ceil-20", "htb", "model", "bbr", 1, 3.0),
+        _doc("htb-ceil-20", "htb", "cbr", "cubic", 1, 1.5),
+        _doc("pfifo", "pfifo", "model", "cubic", 1, 14.0),
+    ]
+    style = load_style(REPO / "configs" / "plotting.yaml")
+    t = factor_table(docs, style=style, ccas=("cubic", "bbr"))
+    stubs = [r.stub for r in t.rows]
+    # drop-tail first, each queue discipline under the paper's row
+    assert stubs[0][0].startswith("paper, ") and stubs[1] == ("pfifo", "model")
+    assert stubs[2][0].startswith("paper, ") and set(stubs[3:]) == {
+        ("htb-ceil-20", "model"),
+        ("htb-ceil-20", "cbr"),
+    }
+    model = next(r for r in t.rows if r.stub == ("htb-ceil-20", "model"))
+    n = len(CELLS)
+    assert model.cells[0] == "3.3 (3.2-3.4)"  # CG latency, Cubic: two repetitions
+    assert model.cells[2] == "1.2 (1.2-1.2)"  # loss as a percentage
+    assert model.cells[3] == "101.5 (101-102)"
+    assert model.cells[n] == "3" and model.cells[n + 4] == "19.6"  # BBR: one repetition
+    cbr = next(r for r in t.rows if r.stub == ("htb-ceil-20", "cbr"))
+    assert cbr.cells[n:] == (None,) * n  # no BBR run: missing, not zero
+    assert t.rows[2].cells[:n] == tuple(str(v) for v in PAPER[("htb", "cubic")])
+
+
+def test_the_registry_writes_it() -> None:
+    style = load_style(REPO / "configs" / "plotting.yaml")
+    docs = [_doc("pfifo", "pfifo", "constant", "bbr", 1, 12.5)]
+    (table,) = by_name("tma-factors").make(docs, style, Options(ccas=("cubic", "bbr")))
+    md = to_markdown(table)
+    assert "| pfifo | constant |" in md and "12.5" in md and "26.5" in md
