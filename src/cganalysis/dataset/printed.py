@@ -7,7 +7,10 @@ dataset, the table it renders and the suffix of its rows' labels::
     | | Drop-tail Cubic | Drop-tail BBR | ... |
     | CG avg latency (ms), kernel | 16.64 | 14.67 | ... |
 
-Each such row (its label ends with the suffix) is a row of the rendered table: its name
+A marker without ``rows`` prints the rendered table itself (``tma_factors``): each printed
+row is the rendered row with the same row labels, every cell as rendered, text and all.
+
+Otherwise each row whose label ends with the suffix is a row of the rendered table: its name
 (``avg latency (ms)``, ``std. dev. (ms)``, ``% > 20 ms``, ``avg bitrate (Mbit/s)``,
 ``loss (%)``, ``utilisation, total (%)``) after the flow, ``CG`` or ``TCP``, which the
 label starts with or the marker gives (``, flow CG``); its columns are the header's,
@@ -26,15 +29,15 @@ from pathlib import Path
 
 from cganalysis.dataset.reader import open_dataset
 from cganalysis.errors import ConfigError
-from cganalysis.report.tablefmt import Table
+from cganalysis.report.tablefmt import MISSING_TEXT, Table
 from cganalysis.report.tables import STD_LABEL
 
 #: The files whose tables may print a dataset's numbers.
 PRINTING_FILES = ("README.md", "docs/results.md")
 
 MARKER = re.compile(
-    r'<!-- printed from (?P<dataset>\S+): (?P<table>\w+), rows "(?P<suffix>[^"]+)"'
-    r"(?:, flow (?P<flow>CG|TCP))? -->"
+    r"<!-- printed from (?P<dataset>\S+): (?P<table>\w+)"
+    r'(?:, rows "(?P<suffix>[^"]+)")?(?:, flow (?P<flow>CG|TCP))? -->'
 )
 
 #: A printed row's name -> Table II's row label (the flow's block, or the link's).
@@ -92,14 +95,38 @@ def _split(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def _rendered(repo: Path, dataset: str, table: str, where: str) -> dict[tuple[str, str, str], str]:
+def _table(repo: Path, dataset: str, table: str, where: str) -> Table:
     path = repo / dataset
     if not path.is_relative_to(repo) or not (path / "datasheet.json").is_file():
         raise ConfigError(f"{where}: no dataset {dataset} (a folder of datasets/ with a datasheet)")
     tables = open_dataset(path).tables(table)
     if len(tables) != 1:
         raise ConfigError(f"{where}: {dataset} renders {len(tables)} {table} tables; print one")
-    return _cells(tables[0])
+    return tables[0]
+
+
+def _verbatim(name: str, table: Table, lines: list[str], start: int, where: str) -> list[Cell]:
+    """The table printed from line ``start`` (its header) against the rendered one."""
+    width = len(table.stub_header)
+    columns = [_key(" / ".join(x for x in labels if x)) for labels in table.leaf_labels()]
+    rendered = {
+        (row.stub, column): MISSING_TEXT if text is None else text
+        for row in table.rows
+        for column, text in zip(columns, row.cells, strict=True)
+    }
+    header = [_key(c) for c in _split(lines[start])]
+    out: list[Cell] = []
+    for k in range(start + 2, len(lines)):
+        if not lines[k].startswith("|"):
+            break
+        cells = _split(lines[k])
+        stub = tuple(cells[:width])
+        for column, text in zip(header[width:], cells[width:], strict=False):
+            label = " / ".join(x for x in stub if x)
+            out.append(Cell(name, k + 1, column, label, text, rendered.get((stub, column))))
+    if not out:
+        raise ConfigError(f"{where}: no table rows after the marker")
+    return out
 
 
 def printed_cells(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[Cell]:
@@ -112,10 +139,14 @@ def printed_cells(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[C
             if not m:
                 continue
             where = f"{name}:{i + 1}"
-            rendered = _rendered(repo, m["dataset"], m["table"], where)
+            table = _table(repo, m["dataset"], m["table"], where)
             j = i + 1
             while j < len(lines) and not lines[j].startswith("|"):
                 j += 1
+            if m["suffix"] is None:
+                out += _verbatim(name, table, lines, j, where)
+                continue
+            rendered = _cells(table)
             header = [_key(c) for c in _split(lines[j])] if j < len(lines) else []
             found = 0
             for k in range(j + 2, len(lines)):
