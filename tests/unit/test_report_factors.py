@@ -35,22 +35,25 @@ def test_cells_are_means_with_their_range_under_the_papers_row() -> None:
     ]
     style = load_style(REPO / "configs" / "plotting.yaml")
     t = factor_table(docs, style=style, ccas=("cubic", "bbr"))
-    stubs = [r.stub for r in t.rows]
-    # drop-tail first, each queue discipline under the paper's row
+    assert t.stub_header == ("queue", "encoder", "TCP")
+    stubs = [r.stub[:2] for r in t.rows]
+    cubic, bbr = style.label("cca", "cubic"), style.label("cca", "bbr")
+    # drop-tail first; per CCA, the paper's row then every combination of that qdisc
+    assert [r.stub[2] for r in t.rows[:4]] == [cubic, cubic, bbr, bbr]
     assert stubs[0][0].startswith("paper, ") and stubs[1] == ("pfifo", "model")
-    assert stubs[2][0].startswith("paper, ") and set(stubs[3:]) == {
+    assert stubs[4][0].startswith("paper, ") and stubs[5:7] == [
         ("htb-ceil-20", "model"),
         ("htb-ceil-20", "cbr"),
-    }
-    model = next(r for r in t.rows if r.stub == ("htb-ceil-20", "model"))
-    n = len(CELLS)
-    assert model.cells[0] == "3.3 (3.2-3.4)"  # CG latency, Cubic: two repetitions
-    assert model.cells[2] == "1.2 (1.2-1.2)"  # loss as a percentage
-    assert model.cells[3] == "101.5 (101-102)"
-    assert model.cells[n] == "3" and model.cells[n + 4] == "19.6"  # BBR: one repetition
-    cbr = next(r for r in t.rows if r.stub == ("htb-ceil-20", "cbr"))
-    assert cbr.cells[n:] == (None,) * n  # no BBR run: missing, not zero
-    assert t.rows[2].cells[:n] == tuple(str(v) for v in PAPER[("htb", "cubic")])
+    ]
+    assert t.rows[4].cells == tuple(str(v) for v in PAPER[("htb", "cubic")])
+    model = t.rows[5].cells
+    assert model[0] == "3.3 (3.2-3.4)"  # CG latency: two repetitions
+    assert model[2] == "1.2 (1.2-1.2)"  # loss as a percentage
+    assert model[3] == "101.5 (101-102)"
+    assert t.rows[8].stub == ("htb-ceil-20", "model", bbr)
+    assert t.rows[8].cells[0] == "3" and t.rows[8].cells[4] == "19.6"  # one repetition
+    assert t.rows[9].stub[:2] == ("htb-ceil-20", "cbr")
+    assert t.rows[9].cells == (None,) * len(CELLS)  # no BBR run: missing, not zero
 
 
 def test_the_registry_writes_it() -> None:
@@ -58,4 +61,4 @@ def test_the_registry_writes_it() -> None:
     docs = [_doc("pfifo", "pfifo", "constant", "bbr", 1, 12.5)]
     (table,) = by_name("tma-factors").make(docs, style, Options(ccas=("cubic", "bbr")))
     md = to_markdown(table)
-    assert "| pfifo | constant |" in md and "12.5" in md and "26.5" in md
+    assert "| pfifo | constant | BBR |" in md and "12.5" in md and "26.5" in md

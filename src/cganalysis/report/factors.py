@@ -1,5 +1,5 @@
 """A factor table: TMA 2024 Table II's headline cells for each combination of a factor
-campaign's labels (``configs/campaigns/tma2024-factors.yaml``: queue x encoder), per
+campaign's labels (``configs/campaigns/tma2024-factors.yaml``: queue x encoder) and
 competing CCA, under the paper's own values.
 
 Each cell is the mean over the combination's repetitions and, with more than one, their
@@ -61,39 +61,39 @@ def factor_table(
     ccas: Sequence[str],
     factors: Sequence[str] = DEFAULT_FACTORS,
 ) -> Table:
-    """One row per combination of ``factors`` (in the order the runs come), grouped under
-    the paper's row of their queue discipline; columns: the cells per CCA."""
+    """One row per combination of ``factors`` and CCA (combinations in the order the runs
+    come), under the paper's row of their queue discipline and CCA; columns: the cells."""
     combos: dict[tuple[str, ...], str] = {}  # combination -> its queue discipline
     for doc in docs:
         run = doc.get("run", {})
         combos.setdefault(tuple(str(run.get(f, "")) for f in factors), str(run.get("qdisc")))
+    qdiscs = sorted(set(combos.values()), key=lambda q: (q != "pfifo", q))
+    blank = ("",) * (len(factors) - 1)
     rows: list[Row] = []
-    seen: set[str] = set()
-    for combo, qdisc in sorted(combos.items(), key=lambda kv: (kv[1] != "pfifo", kv[1])):
-        if qdisc not in seen:
-            seen.add(qdisc)
-            paper = [PAPER.get((qdisc, c)) for c in ccas]
-            cells = tuple(
-                None if p is None else num2(p[i]) for p in paper for i in range(len(CELLS))
-            )
-            stub = (f"paper, {style.label('qdisc', qdisc, short=True)}",) + ("",) * (
-                len(factors) - 1
-            )
-            rows.append(Row(stub, cells))
-        mine = [
-            d for d in docs if tuple(str(d.get("run", {}).get(f, "")) for f in factors) == combo
-        ]
-        out: list[str | None] = []
+    for qdisc in qdiscs:
         for cca in ccas:
-            runs = [d for d in mine if d.get("run", {}).get("cca") == cca]
-            for _, role, metric, scale in CELLS:
-                values = [v * scale for d in runs if (v := _value(d, role, metric)) is not None]
-                out.append(_cell(values))
-        rows.append(Row(combo, tuple(out)))
-    header = (
-        tuple((style.label("cca", c), len(CELLS)) for c in ccas),
-        tuple((label, 1) for _ in ccas for label, *_ in CELLS),
-    )
+            cca_label = style.label("cca", cca)
+            paper = PAPER.get((qdisc, cca))
+            qdisc_label = style.label("qdisc", qdisc, short=True)
+            rows.append(
+                Row(
+                    (f"paper, {qdisc_label}", *blank, cca_label),
+                    tuple(num2(v) for v in paper) if paper else (None,) * len(CELLS),
+                )
+            )
+            for combo in (c for c, q in combos.items() if q == qdisc):
+                runs = [
+                    d
+                    for d in docs
+                    if d.get("run", {}).get("cca") == cca
+                    and tuple(str(d.get("run", {}).get(f, "")) for f in factors) == combo
+                ]
+                cells = tuple(
+                    _cell([v * scale for d in runs if (v := _value(d, role, metric)) is not None])
+                    for _, role, metric, scale in CELLS
+                )
+                rows.append(Row((*combo, cca_label), cells))
+    header = (tuple((label, 1) for label, *_ in CELLS),)
     notes = (f"Analysis window ({WINDOW_PHASE}); each cell: mean over the repetitions (range).",)
-    caption = "Table II's cells per " + " x ".join(factors) + ", against the paper"
-    return Table(header, tuple(factors), tuple(rows), caption, notes)
+    caption = "Table II's cells per " + " x ".join(factors) + " and TCP, against the paper"
+    return Table(header, (*factors, "TCP"), tuple(rows), caption, notes)
