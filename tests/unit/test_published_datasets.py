@@ -86,6 +86,31 @@ def test_a_changed_printed_number_is_caught_and_fixed(tmp_path: Path) -> None:
     assert path.read_text() == (REPO / cell.file).read_text()
 
 
+def test_a_table_printed_whole_is_checked_cell_by_cell_text_and_all(tmp_path: Path) -> None:
+    """A marker without rows (the factor table): every printed cell, range included, is
+    the rendered one; a changed range or a row the table lacks is caught, and fixed."""
+    for name in PRINTING_FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "datasets", tmp_path / "datasets")
+    whole = [c for c in printed_cells(tmp_path) if " (" in c.printed]
+    assert whole, "no table printed whole with ranges (docs/results.md, factor table)"
+    cell = whole[0]
+    path = tmp_path / cell.file
+    lines = path.read_text().split("\n")
+    changed = cell.printed.replace("(", "(0.01 ", 1)
+    lines[cell.line - 1] = lines[cell.line - 1].replace(f"| {cell.printed} |", f"| {changed} |", 1)
+    path.write_text("\n".join(lines))
+    (bad,) = mismatches(tmp_path)
+    assert (bad.line, bad.printed, bad.rendered) == (cell.line, changed, cell.printed)
+    fix(tmp_path)
+    assert path.read_text() == (REPO / cell.file).read_text()
+    stub = lines[cell.line - 1].split("|")[1]
+    lines[cell.line - 1] = lines[cell.line - 1].replace(stub, " no-such-queue ", 1)
+    path.write_text("\n".join(lines))
+    assert {c.rendered for c in mismatches(tmp_path) if c.line == cell.line} == {None}
+
+
 def test_compare_says_within_outside_and_one_run(capsys: pytest.CaptureFixture[str]) -> None:
     ds = open_dataset(DATASETS[0])
     ref = ds.metrics
