@@ -35,12 +35,8 @@ class CgSource:
 
     def check_config(self, cfg: CgConfig, sec: Section) -> None:
         """Refuses (``sec.error``: the file and key) a ``cg`` section this source cannot
-        run, when the run file is read."""
-        if cfg.sender_args and not self.takes_sender_args:
-            from cganalysis.experiment.sources import SOURCES
-
-            takers = " or ".join(n for n, s in SOURCES.items() if s.takes_sender_args)
-            raise sec.error("sender_args", f"options of the CG sender: only with source: {takers}")
+        run, when the run file is read (``sender_args`` for a source that takes none is
+        refused before, by the parser, which knows every source)."""
         if cfg.encoder is not None and cfg.encoder not in self.encoders:
             runs = f"runs only {', '.join(self.encoders)}" if self.encoders else "has no encoder"
             raise sec.error("encoder", f"{cfg.encoder!r}: source {self.name} {runs}")

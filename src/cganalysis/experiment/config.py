@@ -142,6 +142,9 @@ def parse_cg(sec: Section) -> CgConfig:
 
     if cg.source not in SOURCES:
         raise sec.error("source", f"unknown CG source {cg.source!r} (known: {', '.join(SOURCES)})")
+    if cg.sender_args and not SOURCES[cg.source].takes_sender_args:
+        takers = " or ".join(n for n, s in SOURCES.items() if s.takes_sender_args)
+        raise sec.error("sender_args", f"options of the CG sender: only with source: {takers}")
     SOURCES[cg.source].check_config(cg, sec)
     sec.finish()
     return cg
