@@ -13,6 +13,7 @@ import pytest
 
 from cganalysis.cli import main
 from cganalysis.dataset.compare import compare, condition_keys
+from cganalysis.dataset.export import SHARED_PREFIXES, local_path_free
 from cganalysis.dataset.printed import PRINTING_FILES, fix, mismatches, printed_cells
 from cganalysis.dataset.reader import open_dataset, published_datasets
 from cganalysis.errors import ConfigError
@@ -163,7 +164,34 @@ def test_raw_check_names_the_missing_runs_and_how_to_get_them(tmp_path: Path) ->
 
 
 def test_committed_datasets_name_no_path_of_the_machine_that_ran_them() -> None:
-    """The published export keeps program names, not the runner's absolute paths."""
+    """The published export keeps program names, not the runner's absolute paths: none
+    in any string of any committed meta.json (command lines, a reference build's path)."""
+
+    def words(value: object) -> list[str]:
+        if isinstance(value, dict):
+            return [w for v in value.values() for w in words(v)]
+        if isinstance(value, list):
+            return [w for v in value for w in words(v)]
+        return str(value).split(" ") if isinstance(value, str) else []
+
     for meta_file in sorted(REPO.glob("datasets/*/meta/*.json")):
-        argv = json.loads(meta_file.read_text())["controller"]["argv"]
-        assert not [a for a in argv if str(a).startswith("/")], (meta_file, argv)
+        meta = json.loads(meta_file.read_text())
+        local = [w for w in words(meta) if w.startswith("/") and not w.startswith(SHARED_PREFIXES)]
+        assert not local, (meta_file, local)
+
+
+def test_the_export_cuts_local_paths_to_names_and_keeps_shared_ones() -> None:
+    meta = {
+        "controller": {"argv": ["/home/ann/cga/.venv/bin/cganalysis", "experiment", "r.yaml"]},
+        "cg_source": {"tx_path": "/srv/scream/bin/scream_bw_test_tx", "tx_sha256": "ab12"},
+        "captures": {"command": "tcpdump -i rtr0 -w /mnt/cga-job/run/in.pcap"},
+        "tools": {"tc": "/usr/sbin/tc"},
+        "note": "no path here",
+    }
+    assert local_path_free(meta) == {
+        "controller": {"argv": ["cganalysis", "experiment", "r.yaml"]},
+        "cg_source": {"tx_path": "scream_bw_test_tx", "tx_sha256": "ab12"},
+        "captures": {"command": "tcpdump -i rtr0 -w /mnt/cga-job/run/in.pcap"},
+        "tools": {"tc": "/usr/sbin/tc"},
+        "note": "no path here",
+    }

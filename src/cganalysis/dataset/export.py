@@ -66,18 +66,37 @@ TABLE_SCHEMAS = {
 }
 
 
+#: Where a path names the same thing on every machine: the system's own folders, the
+#: project's install prefix (/usr/local) and the sim guest's job folder. Any other
+#: absolute path (a home, a checkout, a user's build of a reference program) is the
+#: runner's machine: a published dataset keeps only its file name.
+SHARED_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/etc/", "/dev/", "/proc/", "/sys/",
+                   "/run/", "/tmp/", "/mnt/cga-job/")  # fmt: skip
+
+
+def local_path_free(value: Any) -> Any:
+    """``value`` (meta.json, or any part of it) with every absolute path outside
+    :data:`SHARED_PREFIXES` cut to its file name: whole strings, list items (command
+    lines) and the words of a command string."""
+    if isinstance(value, dict):
+        return {k: local_path_free(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [local_path_free(v) for v in value]
+    if isinstance(value, str) and "/" in value:
+        return " ".join(
+            Path(w).name if w.startswith("/") and not w.startswith(SHARED_PREFIXES) else w
+            for w in value.split(" ")
+        )
+    return value
+
+
 def _local_paths_out(meta_file: Path) -> None:
-    """A committed dataset names no path of the machine that ran it: the controller's
-    command line keeps each program's name (``/home/x/.venv/bin/cganalysis`` becomes
-    ``cganalysis``). Everything else of meta.json is the run's own."""
+    """A committed dataset names no path of the machine that ran it (the controller's
+    ``/home/x/.venv/bin/cganalysis`` becomes ``cganalysis``, a user's build of Ericsson's
+    SCReAM ``scream_bw_test_tx``); the programs' checksums stay. Everything else of
+    meta.json is the run's own."""
     meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    controller = meta.get("controller") or {}
-    argv = controller.get("argv")
-    if isinstance(argv, list):
-        controller["argv"] = [
-            Path(a).name if isinstance(a, str) and a.startswith("/") else a for a in argv
-        ]
-        write_json(meta, meta_file)
+    write_json(local_path_free(meta), meta_file)
 
 
 def _check_table(path: Path) -> None:
