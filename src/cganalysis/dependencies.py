@@ -201,13 +201,37 @@ def differences(lock: Lock, installed: Mapping[str, str]) -> list[str]:
     return out
 
 
+#: An installed wheel's metadata folder, ``{name}-{version}.dist-info`` (the wheel
+#: specification's spelling: neither part holds a dash).
+_DIST_INFO = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)\.dist-info$")
+
+
 def environment() -> dict[str, str]:
-    """Every installed distribution of this interpreter, canonical name -> version."""
-    return {
-        canonical(d.metadata["Name"]): d.version
-        for d in importlib.metadata.distributions()
-        if d.metadata["Name"]
-    }
+    """Every installed distribution of this interpreter, canonical name -> version (the
+    first of a name on ``sys.path``, the one imported).
+
+    Read from the metadata folders' names, not their METADATA files: parsing those (an
+    e-mail parser per distribution) took 1.5 s of every metrics job's 4 s of CPU. A folder
+    whose name does not say (an egg's) is read the slow way."""
+    out: dict[str, str] = {}
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        try:
+            children = sorted(folder.iterdir()) if folder.is_dir() else []
+        except OSError:
+            continue
+        for child in children:
+            if child.suffix not in (".dist-info", ".egg-info"):
+                continue
+            m = _DIST_INFO.match(child.name)
+            if m:
+                name, version = m.group("name"), m.group("version")
+            else:
+                meta = importlib.metadata.PathDistribution(child).metadata
+                name, version = meta["Name"], meta["Version"]
+            if name and version:
+                out.setdefault(canonical(name), version)
+    return out
 
 
 def lock_record(root: Path = REPO_DIR) -> dict[str, Any] | None:

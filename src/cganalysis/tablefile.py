@@ -67,9 +67,14 @@ def read_table(
     *,
     required: Iterable[str] | None = None,
     make_with: str = "",
+    only: Iterable[str] | None = None,
 ) -> pl.DataFrame:
-    """The schema's columns of the parquet file ``path``, after :func:`check_table_file`."""
+    """The schema's columns of the parquet file ``path``, after :func:`check_table_file`;
+    ``only``: of those, these (a reader that needs a few columns of a wide table)."""
     columns = check_table_file(path, schema, table, required=required, make_with=make_with)
+    if only is not None:
+        wanted = set(only)
+        columns = [c for c in columns if c in wanted]
     try:
         return pl.read_parquet(path, columns=columns)
     except Exception as err:  # a footer that reads but data that does not: a damaged file

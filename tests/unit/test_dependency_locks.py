@@ -138,6 +138,30 @@ def test_the_software_record_names_this_environment() -> None:
         assert lock["matches"], lock["differences"]
 
 
+def test_the_environment_read_from_folder_names_is_importlibs(tmp_path: Path) -> None:
+    """The installed versions come from the metadata folders' names (fast); they are what
+    importlib.metadata reads from the files, for this venv and for an egg-style folder whose
+    name holds no version."""
+    import importlib.metadata
+    import sys
+
+    slow: dict[str, str] = {}
+    for d in importlib.metadata.distributions():
+        slow.setdefault(deps.canonical(d.metadata["Name"]), d.version)
+    assert deps.environment() == slow
+    egg = tmp_path / "Some_Tool.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: Some_Tool\nVersion: 4.5.6\n")
+    wheel = tmp_path / "other_pkg-1.2.3.dist-info"
+    wheel.mkdir()
+    sys.path.insert(0, str(tmp_path))
+    try:
+        env = deps.environment()
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert env["some-tool"] == "4.5.6" and env["other-pkg"] == "1.2.3"
+
+
 def test_the_rules_conda_environment_installs_the_lock() -> None:
     """workflow/envs/cganalysis.yaml: its Python's lock, named with the lock's digest (so a
     new lock is a new environment for Snakemake); scripts/lock.sh writes that line."""

@@ -107,3 +107,30 @@ def test_dominant_direction_drops_the_lighter_direction_of_a_connection() -> Non
     kept, dropped = dominant_direction(table(data, acks, other))
     assert sorted(kept.get_column("flow_id").unique().to_list()) == [0, 2]
     assert dropped.select("src", "sport", "packets", "bytes").row(0) == ("b", 9, 2, 104)
+
+
+def test_dominant_direction_sums_the_flows_of_one_direction() -> None:
+    """Two flow ids on one directional 5-tuple (two RTP SSRCs) count together: each alone
+    carries less than the other direction, both together more. The same answer when no
+    packet has a flow id (grouped by the packets' ends then)."""
+    ends = {"proto": 17, "src": "a", "sport": 30002, "dst": "b", "dport": 30002}
+    one = flow([0.0, 0.1], flow_id=0, size_bytes=1000, **ends)
+    two = flow([0.2, 0.3], flow_id=1, size_bytes=1000, **ends)
+    back = flow(
+        [0.05, 0.15, 0.25],
+        flow_id=2,
+        proto=17,
+        src="b",
+        sport=30002,
+        dst="a",
+        dport=30002,
+        size_bytes=1000,
+    )
+    packets = table(one, two, back)
+    kept, dropped = dominant_direction(packets)
+    assert sorted(kept.get_column("flow_id").unique().to_list()) == [0, 1]
+    assert dropped.select("src", "packets", "bytes").row(0) == ("b", 3, 3000)
+    no_ids = packets.with_columns(pl.lit(None, dtype=pl.UInt32).alias("flow_id"))
+    kept_no_ids, dropped_no_ids = dominant_direction(no_ids)
+    assert kept_no_ids.drop("flow_id").equals(kept.drop("flow_id"))
+    assert dropped_no_ids.equals(dropped)

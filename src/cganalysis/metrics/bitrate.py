@@ -52,10 +52,15 @@ def binned(
         pl.DataFrame({"bin": pl.Series(np.arange(n, dtype=np.int64))}), how="cross"
     )
     rel = pl.col(time_col) - start_ns
+    # Lazily, so that only the three columns it reads are filtered (an eager filter copied
+    # every column of the packets: 0.1-0.4 s a series, ten series a run).
     sums = (
-        packets.filter(pl.col(time_col).is_not_null() & (rel >= 0) & (rel < n * bin_ns))
+        packets.lazy()
+        .select(key, time_col, value.cast(pl.Float64).alias("value"))
+        .filter(pl.col(time_col).is_not_null() & (rel >= 0) & (rel < n * bin_ns))
         .group_by(key, (rel // bin_ns).cast(pl.Int64).alias("bin"))
-        .agg(value.cast(pl.Float64).sum().alias("value"))
+        .agg(pl.col("value").sum())
+        .collect()
     )
     return (
         grid.join(sums, on=[key, "bin"], how="left")

@@ -216,9 +216,12 @@ def run_metrics(
     *,
     trace_ms: np.ndarray | None = None,
     packets_path: str | None = None,
+    prepared: Prepared | None = None,
 ) -> dict[str, Any]:
-    """Every metric of one run, as a JSON-ready dict."""
-    prepared = prepare(packets, spec)
+    """Every metric of one run, as a JSON-ready dict. ``prepared``: ``prepare(packets,
+    spec)`` when the caller has it already (the time series reads it too)."""
+    if prepared is None:
+        prepared = prepare(packets, spec)
     capacity = link_capacity(spec, trace_ms)
     warnings: list[str] = []
     single = prepared.mode == "single"

@@ -138,9 +138,18 @@ def dominant_direction(packets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFram
     kept packets and the left-out flows (proto, src, sport, dst, dport, packets, bytes).
     """
     ends = ["proto", "src", "sport", "dst", "dport"]
-    per_dir = packets.group_by(ends).agg(
-        pl.len().alias("packets"), pl.col("size_bytes").cast(pl.Int64).sum().alias("bytes")
+    # A flow id names one directional 5-tuple (PACKETS' schema), so the directions are
+    # summed over the few flows, not over every packet's strings (0.7 s of a 1.4 M-packet
+    # run's metrics, 0.03 s per flow); a table without ids for every packet is grouped by
+    # its packets' ends.
+    by_flow = packets.get_column("flow_id").null_count() == 0
+    unit = ["flow_id", *ends] if by_flow else ends
+    per_unit = packets.group_by("flow_id" if by_flow else ends).agg(
+        *([pl.col(c).first() for c in ends] if by_flow else []),
+        pl.len().alias("packets"),
+        pl.col("size_bytes").cast(pl.Int64).sum().alias("bytes"),
     )
+    per_dir = per_unit.group_by(ends).agg(pl.col("packets").sum(), pl.col("bytes").sum())
     a = pl.concat_str([pl.col("src"), pl.col("sport").cast(pl.String).fill_null("")], separator="|")
     b = pl.concat_str([pl.col("dst"), pl.col("dport").cast(pl.String).fill_null("")], separator="|")
     keyed = per_dir.with_columns(
@@ -150,6 +159,16 @@ def dominant_direction(packets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFram
     keyed = keyed.join(best, on=["proto", "_lo", "_hi"], how="left", nulls_equal=True)
     # Ties keep both directions: nothing says which one is the data.
     keep = keyed.filter(pl.col("bytes") == pl.col("_best")).select(ends)
-    dropped = keyed.filter(pl.col("bytes") < pl.col("_best")).select(*ends, "packets", "bytes")
-    kept = packets.join(keep, on=ends, how="semi", nulls_equal=True)
+    dropped = (
+        keyed.filter(pl.col("bytes") < pl.col("_best"))
+        .select(*ends, "packets", "bytes")
+        .sort(ends, nulls_last=True)
+    )
+    kept_units = per_unit.select(unit).join(keep, on=ends, how="semi", nulls_equal=True)
+    if dropped.height == 0:
+        kept = packets
+    elif by_flow:
+        kept = packets.filter(pl.col("flow_id").is_in(kept_units.get_column("flow_id").implode()))
+    else:
+        kept = packets.join(kept_units, on=ends, how="semi", nulls_equal=True)
     return kept, dropped

@@ -38,6 +38,9 @@ OPTIONAL_COLUMNS: dict[str, pl.DataType] = {
     "rtp_ts": pl.UInt32(),
 }
 
+#: Every column of PACKETS the metrics read.
+METRIC_COLUMNS: tuple[str, ...] = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
+
 Mode = Literal["dual", "single"]
 
 
@@ -72,7 +75,10 @@ def prepare(packets: pl.DataFrame, spec: RunSpec) -> Prepared:
         if c not in packets.columns
     ]
     df = packets.with_columns(extra) if extra else packets
-    df = df.filter(pl.col("t_ingress_ns").is_not_null())
+    # Each step below copies the table only when it changes it (a metrics job's memory is
+    # a few copies of the packets).
+    if df.get_column("t_ingress_ns").null_count():
+        df = df.filter(pl.col("t_ingress_ns").is_not_null())
     if df.height == 0:
         raise ConfigError("packets table has no packet with an ingress time: nothing to measure")
     excluded = pl.DataFrame()
@@ -88,7 +94,11 @@ def prepare(packets: pl.DataFrame, spec: RunSpec) -> Prepared:
     df = df.with_columns(
         (pl.col("t_ingress_ns") - t0).alias("t_in_ns"),
         (pl.col("t_egress_ns") - t0).alias("t_out_ns"),
-    ).sort("t_in_ns")
+    )
+    # `cganalysis packets` writes its rows in ingress order already; the sort is stable so
+    # that packets of the same time keep the table's order either way.
+    if not df.get_column("t_in_ns").is_sorted():
+        df = df.sort("t_in_ns", maintain_order=True)
     span = df.select(pl.col("t_in_ns").min().alias("a"), pl.col("t_in_ns").max().alias("b"))
     return Prepared(
         packets=df,
