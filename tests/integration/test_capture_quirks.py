@@ -93,7 +93,10 @@ def test_out_of_range_sub_second_fields_are_flagged(
         13_000_000_000 + 999_999 * unit,
     ]
     # tshark keeps the packet and flags exactly that one as invalid
-    flagged = ["Fractional second" in row[0] for row in _tshark(path, "_ws.expert.message")]
+    # (a field of the frame asked for too: tshark 4.4, asked for the expert message alone,
+    # builds no frame tree and prints none)
+    rows = _tshark(path, "frame.number", "_ws.expert.message")
+    flagged = ["Fractional second" in row[1] for row in rows]
     assert flagged == [t is None for t in capture.packets["t_ns"].to_list()]
     assert capture.info.quirks.bad_timestamps == 1
     assert capture.info.quirks.first_bad_timestamp_at == 24 + 16 + len(frames[0])

@@ -59,8 +59,12 @@ def _first(value: str) -> str | None:
 
 
 def _int(value: str | None) -> int | None:
+    """A field's integer; tshark 4.2 and later print a boolean field (``ip.flags.mf``) as
+    ``True`` / ``False`` where 4.0 (Debian 12's) prints ``1`` / ``0``."""
     if value is None:
         return None
+    if value in ("True", "False"):
+        return int(value == "True")
     return int(value, 0) if value.startswith("0x") else int(value)
 
 
