@@ -160,11 +160,13 @@ tests() { inside "bash scripts/install.sh --dev && bash scripts/test.sh"; }
 status=0
 timed debootstrap bootstrap || exit 1
 network
-say "system: Debian $suite ($(cat "$root/etc/debian_version")), clone at $(git -C "$repo" rev-parse --short HEAD)"
+# The commit checked: the clone's (this repository may get new commits while the check runs).
+commit=$(git -C "$root/root/cganalysis" rev-parse --short HEAD)
+say "system: Debian $suite ($(cat "$root/etc/debian_version")), clone at $commit"
 if [[ "$only" != tests ]]; then timed main-job main_job 2>&1 | tee "$dir/main-job.log" || status=1; fi
 if [[ "$only" != main ]]; then timed tests tests 2>&1 | tee "$dir/tests.log" || status=1; fi
 
-say "summary (Debian $suite, commit $(git -C "$repo" rev-parse --short HEAD))"
+say "summary (Debian $suite, commit $commit)"
 grep -hE '^== check-fresh-install .*: (pass|FAIL) in' "$dir"/*.log 2>/dev/null || true
 # Which lock install.sh installed, and whether the venv is exactly it.
 grep -hE '^install.sh: (installing the Python packages from|the environment )' "$dir"/*.log 2>/dev/null | sort -u || true
