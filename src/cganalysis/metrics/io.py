@@ -35,8 +35,8 @@ def read_packets(path: Path, *, metrics_only: bool = False) -> pl.DataFrame:
     """A PACKETS parquet file, checked against the schema before it is read: a missing
     file, column or a column of another type is a :class:`~cganalysis.errors.SchemaError`
     naming it. The columns the metrics can do without may be absent. ``metrics_only``: only
-    the columns the metrics read (:data:`METRIC_COLUMNS`: 15 of 28, a third of the
-    memory a metrics job touched)."""
+    the columns the metrics read (:data:`METRIC_COLUMNS`: 15 of 28; the others are neither
+    decoded nor held)."""
     df = read_table(
         path,
         PACKETS,
