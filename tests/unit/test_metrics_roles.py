@@ -116,16 +116,7 @@ def test_dominant_direction_sums_the_flows_of_one_direction() -> None:
     ends = {"proto": 17, "src": "a", "sport": 30002, "dst": "b", "dport": 30002}
     one = flow([0.0, 0.1], flow_id=0, size_bytes=1000, **ends)
     two = flow([0.2, 0.3], flow_id=1, size_bytes=1000, **ends)
-    back = flow(
-        [0.05, 0.15, 0.25],
-        flow_id=2,
-        proto=17,
-        src="b",
-        sport=30002,
-        dst="a",
-        dport=30002,
-        size_bytes=1000,
-    )
+    back = flow([0.05, 0.15, 0.25], flow_id=2, size_bytes=1000, **{**ends, "src": "b", "dst": "a"})
     packets = table(one, two, back)
     kept, dropped = dominant_direction(packets)
     assert sorted(kept.get_column("flow_id").unique().to_list()) == [0, 1]
