@@ -39,6 +39,10 @@ def test_tma2024_plans_three_queues_by_two_ccas() -> None:
     cg_class, be_class = htb["classes"]
     assert cg_class["rate_mbit"] == 10 and cg_class["leaf"] == {"kind": "sfq", "limit": 63}
     assert be_class["leaf"] == {"kind": "pfifo", "limit": 250}
+    # The paper's most likely set-up (docs/results.md, "Factor table"): best effort capped
+    # at 20 Mbit/s, constant-size frames.
+    assert (be_class["rate_mbit"], be_class["ceil_mbit"]) == (20, 20)
+    assert {cfg.cg.encoder for cfg in by_q.values()} == {"constant"}
     assert by_q["dualpi2"].bottleneck.forward.qdisc.to_dict() == {"kind": "dualpi2", "limit": 1000}
     # One calibration per bottleneck, shared by the two CCAs.
     assert len({r.calibration_key for r in c.runs}) == 3
@@ -330,3 +334,26 @@ def test_the_cluster_profile_submits_the_analysis_and_keeps_experiments_local(
     assert _job_counts(done.stdout + done.stderr)["experiment"] >= 1
     block = (REPO / "Snakefile").read_text().split("localrules:")[1].split("\n\n")[0]
     assert {"experiment", "calibrate", "all"} <= {w.strip(" ,") for w in block.split()}
+
+
+def test_the_earlier_default_is_kept_as_a_named_variant() -> None:
+    """tma2024-ceil50-model.yaml: the TMA campaign as run before 2026-11-27, the same runs
+    with the best effort borrowing up to the link and the model encoder."""
+    now = {
+        r.run_id.removeprefix("tma2024-"): r for r in load_campaign(CAMPAIGNS / "tma2024.yaml").runs
+    }
+    old = load_campaign(CAMPAIGNS / "tma2024-ceil50-model.yaml")
+    assert sorted(r.run_id.removeprefix("tma2024-ceil50-model-") for r in old.runs) == sorted(now)
+    for r in old.runs:
+        other = now[r.run_id.removeprefix("tma2024-ceil50-model-")]
+        assert r.config.cg.encoder == "model" and other.config.cg.encoder == "constant"
+        assert r.config.schedule == other.config.schedule
+        assert r.config.competitor == other.config.competitor
+        qdisc, other_qdisc = (
+            c.bottleneck.forward.qdisc.to_dict() for c in (r.config, other.config)
+        )
+        if qdisc["kind"] == "htb":
+            assert qdisc["classes"][1]["ceil_mbit"] == 50
+            assert other_qdisc["classes"][1]["ceil_mbit"] == 20
+        else:
+            assert qdisc == other_qdisc
