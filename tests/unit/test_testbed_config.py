@@ -61,6 +61,8 @@ def test_quick_htb_has_classes_with_pfifo_leaves() -> None:
         ("bottleneck.backend", "dpdk", "bottleneck.backend", "auto, kernel, emulator"),
         ("competitor.cca", "cubic; rm -rf /", "competitor.cca", "shell metacharacters"),
         ("competitor.cca", "$(reboot)", "competitor.cca", "shell metacharacters"),
+        ("competitor.burst_blocks", 0, "competitor.burst_blocks", ">= 1"),
+        ("competitor.burst_blocks", 2.5, "competitor.burst_blocks", "not an integer"),
         ("cg.source", "rtp`id`", "cg.source", "shell metacharacters"),
         ("cg.source", "ffmpeg", "cg.source", "unknown CG source"),
         ("labels", {"qdisc": "a b"}, "labels.qdisc", "letters, digits"),
@@ -343,6 +345,20 @@ def test_shipped_cellular_campaign_plans_trace_runs() -> None:
         fwd = run.config.bottleneck.forward
         assert fwd.trace is not None and fwd.trace.endswith("/cga-lte-s1-360s.down")
         assert Path(fwd.trace).is_absolute() and fwd.rate_mbit is None
+
+
+def test_competitor_burst_reaches_iperf3s_rate_option() -> None:
+    from cganalysis.experiment.competitor import client_argv
+
+    plain = parse(base()).competitor
+    bursty = parse(with_("competitor.burst_blocks", 8)).competitor
+    assert (plain.burst_blocks, bursty.burst_blocks) == (None, 8)
+    argv = client_argv("10.0.0.1", 5201, 60, 20.0, "cubic", bursty.burst_blocks)
+    assert argv[argv.index("-b") + 1] == "20M/8"
+    argv = client_argv("10.0.0.1", 5201, 60, 20.0, "cubic", plain.burst_blocks)
+    assert argv[argv.index("-b") + 1] == "20M"
+    # a bulk step has no rate, so nothing to burst against
+    assert "-b" not in client_argv("10.0.0.1", 5201, 60, None, "cubic", 8)
 
 
 def test_cg_sender_args_reach_the_cga_cg_command_line() -> None:

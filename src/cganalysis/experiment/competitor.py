@@ -34,12 +34,19 @@ class Step:
 
 
 def client_argv(
-    server_ip: str, port: int, seconds: int, rate_mbit: float | None, cca: str
+    server_ip: str,
+    port: int,
+    seconds: int,
+    rate_mbit: float | None,
+    cca: str,
+    burst_blocks: int | None = None,
 ) -> list[str]:
     argv = ["iperf3", "-c", server_ip, "-p", str(port), "-t", str(seconds), "-C", cca, "-J"]
     argv += ["--connect-timeout", "3000"]
     if rate_mbit is not None:
-        argv += ["-b", f"{rate_mbit:g}M"]
+        # `/N`: N writes back to back between rate checks (iperf3's burst mode)
+        burst = "" if burst_blocks is None else f"/{burst_blocks}"
+        argv += ["-b", f"{rate_mbit:g}M{burst}"]
     return argv
 
 
@@ -70,7 +77,9 @@ def start_servers(topo: Topology, steps: list[Step]) -> list[Proc]:
 
 def start_client(topo: Topology, step: Step, cfg: CompetitorConfig) -> Proc:
     s = topo.server
-    argv = client_argv(topo.client_ip, step.port, step.seconds, step.phase.rate_mbit, cfg.cca)
+    argv = client_argv(
+        topo.client_ip, step.port, step.seconds, step.phase.rate_mbit, cfg.cca, cfg.burst_blocks
+    )
     step.client = s.spawn(
         f"iperf3 client step {step.phase.index + 1}",
         argv,

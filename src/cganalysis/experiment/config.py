@@ -31,6 +31,9 @@ class CompetitorConfig:
     cca: str = "cubic"
     port: int = 5201  # first iperf3 server port; one server per step
     ecn: bool = False  # TMA 2024 disabled ECN on the TCP flow (best-effort queue)
+    #: iperf3's burst mode (`-b RATE/N`): N writes of 128 KB back to back between its
+    #: rate checks instead of one; None: iperf3's own pacing (a check before each write).
+    burst_blocks: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -165,6 +168,7 @@ def parse_competitor(sec: Section) -> CompetitorConfig:
         cca=sec.string("cca", "cubic", pattern=TOKEN),
         port=sec.integer("port", 5201, minimum=1024, maximum=65000),
         ecn=sec.boolean("ecn", False),
+        burst_blocks=sec.opt_integer("burst_blocks", minimum=1, maximum=1000),
     )
     sec.finish()
     return c
