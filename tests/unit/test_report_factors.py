@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from cganalysis.errors import ConfigError
 from cganalysis.report.artefacts import Options, by_name
 from cganalysis.report.factors import CELLS, PAPER, factor_table
 from cganalysis.report.style import load_style
@@ -62,3 +65,22 @@ def test_the_registry_writes_it() -> None:
     (table,) = by_name("tma-factors").make(docs, style, Options(ccas=("cubic", "bbr")))
     md = to_markdown(table)
     assert "| pfifo | constant | BBR |" in md and "12.5" in md and "26.5" in md
+
+
+def test_the_rows_keys_are_the_campaigns_own_factors() -> None:
+    """A campaign varying `burst` instead of `encoder` gets its own columns: its cells
+    must not pool runs that differ in burst."""
+    style = load_style(REPO / "configs" / "plotting.yaml")
+    docs = []
+    for burst, ms in (("b4", 20.0), ("b16", 40.0)):
+        doc = _doc("pfifo", "pfifo", "x", "cubic", 1, ms)
+        del doc["run"]["encoder"]
+        doc["run"] |= {"run_id": f"r-{burst}", "campaign": "c", "system": "s", "burst": burst}
+        docs.append(doc)
+    t = factor_table(docs, style=style, ccas=("cubic",))
+    assert t.stub_header == ("queue", "burst", "TCP")
+    assert [(r.stub[1], r.cells[0]) for r in t.rows[1:]] == [("b4", "20"), ("b16", "40")]
+    for doc in docs:
+        del doc["run"]["queue"], doc["run"]["burst"]
+    with pytest.raises(ConfigError, match="no factor label"):
+        factor_table(docs, style=style, ccas=("cubic",))

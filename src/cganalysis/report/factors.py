@@ -1,5 +1,6 @@
 """A factor table: TMA 2024 Table II's headline cells for each combination of a factor
-campaign's labels (``configs/campaigns/tma2024-factors.yaml``: queue x encoder) and
+campaign's labels (``configs/campaigns/tma2024-factors.yaml``: queue x encoder;
+``tma2024-factors-burst.yaml``: queue x burst) and
 competing CCA, under the paper's own values.
 
 Each cell is the mean over the combination's repetitions and, with more than one, their
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import WINDOW_PHASE
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Row, Table
@@ -36,8 +38,17 @@ PAPER: dict[tuple[str, str], tuple[float, ...]] = {
     ("dualpi2", "bbr"): (0.31, 21.66, 0.1, 7.57, 21.68),
 }
 
-#: The labels a factor campaign varies besides the CCA (the rows' keys).
-DEFAULT_FACTORS = ("queue", "encoder")
+#: The labels every run has (not a factor campaign's own factors).
+RUN_LABELS = frozenset({"run_id", "campaign", "qdisc", "cca", "system", "repetition"})
+
+
+def campaign_factors(docs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The labels the runs carry besides the usual ones: a factor campaign's factors
+    (``queue``, ``encoder``, ``burst``...) in the campaign file's order."""
+    seen: dict[str, None] = {}
+    for doc in docs:
+        seen.update((k, None) for k in doc.get("run", {}) if k not in RUN_LABELS)
+    return tuple(seen)
 
 
 def _cell(values: Sequence[float]) -> str | None:
@@ -59,10 +70,17 @@ def factor_table(
     *,
     style: Style,
     ccas: Sequence[str],
-    factors: Sequence[str] = DEFAULT_FACTORS,
+    factors: Sequence[str] | None = None,
 ) -> Table:
-    """One row per combination of ``factors`` and CCA (combinations in the order the runs
-    come), under the paper's row of their queue discipline and CCA; columns: the cells."""
+    """One row per combination of ``factors`` (None: the campaign's, from the runs' labels)
+    and CCA (combinations in the order the runs come), under the paper's row of their
+    queue discipline and CCA; columns: the cells."""
+    factors = campaign_factors(docs) if factors is None else tuple(factors)
+    if not factors:
+        raise ConfigError(
+            "tma_factors: the runs carry no factor label besides the CCA; "
+            "render it from a factor campaign (configs/campaigns/tma2024-factors*.yaml)"
+        )
     combos: dict[tuple[str, ...], str] = {}  # combination -> its queue discipline
     for doc in docs:
         run = doc.get("run", {})
