@@ -230,6 +230,20 @@ def test_a_build_in_a_checkout_records_its_commits(tmp_path: Path) -> None:
         "proxy_commit": git(top, "rev-parse", "HEAD"),
         "scream_commit": git(scream, "rev-parse", "HEAD"),
     }
+    # one checkout for both programs: one record
+    assert "proxy_local_changes" not in ecgp.Proxy(binary, binary).describe()
+    # the client built in a second checkout, locally changed: its own record, saying so
+    other = tmp_path / "proxy-fixed"
+    git(tmp_path, "clone", "-q", str(top), str(other))
+    (other / "scream_v2_server_single.cpp").write_text("// the clock read under the lock\n")
+    (other / "build").mkdir()
+    client = other / "build" / ecgp.CLIENT_NAME
+    client.write_bytes(b"x")
+    assert ecgp.checkout_commits(client)["proxy_local_changes"] == "scream_v2_server_single.cpp"
+    meta = ecgp.Proxy(binary, client).describe()
+    assert "proxy_local_changes" not in meta
+    assert meta["client_proxy_local_changes"] == "scream_v2_server_single.cpp"
+    assert meta["client_proxy_commit"] == meta["proxy_commit"]
 
 
 def _run(**cg: object) -> dict[str, object]:

@@ -77,13 +77,16 @@ class Proxy:
 
     def describe(self) -> dict[str, Any]:
         """For meta.json: which build ran (paths, checksums, and the commits of the checkout
-        it was built in, when it sits in one)."""
+        it was built in, when it sits in one; the client's too, prefixed ``client_``, when
+        it was built in another checkout or state)."""
+        server, client = checkout_commits(self.server), checkout_commits(self.client)
         return {
             "server_path": str(self.server),
             "client_path": str(self.client),
             "server_sha256": sha256_file(self.server),
             "client_sha256": sha256_file(self.client),
-            **checkout_commits(self.server),
+            **server,
+            **({f"client_{k}": v for k, v in client.items()} if client != server else {}),
         }
 
 
@@ -131,11 +134,16 @@ def _git(folder: Path, *args: str) -> str | None:
 
 def checkout_commits(binary: Path) -> dict[str, str]:
     """``proxy_commit`` (and ``scream_commit``, its SCReAM submodule) when the binary was
-    built inside a git checkout of the proxy (e.g. its ``build/`` folder); else nothing."""
+    built inside a git checkout of the proxy (e.g. its ``build/`` folder), and
+    ``proxy_local_changes``, the tracked files changed since that commit, if any (a build
+    of a locally changed proxy must not pass for the commit's); else nothing."""
     top = _git(binary.resolve().parent, "rev-parse", "--show-toplevel")
     if top is None or not (Path(top) / "scream_v2_server_single.cpp").exists():
         return {}
     out = {"proxy_commit": _git(Path(top), "rev-parse", "HEAD") or ""}
+    status = _git(Path(top), "status", "--porcelain", "--untracked-files=no") or ""
+    # `XY path` lines (the output comes stripped: the first line may lose its X)
+    out["proxy_local_changes"] = " ".join(line.split(None, 1)[-1] for line in status.splitlines())
     scream = _git(Path(top) / "scream", "rev-parse", "HEAD")
     if scream and (Path(top) / "scream" / "code").is_dir():
         out["scream_commit"] = scream
