@@ -38,7 +38,7 @@ from cganalysis.dataset.compare import format_comparison
 # %%
 REPO = cganalysis.run.find_project()
 reference = cganalysis.open_dataset(
-    REPO / "datasets" / "tma2024-kernel-2026-11-26", style=REPO / "configs" / "plotting.yaml"
+    REPO / "datasets" / "tma2024-kernel-2026-11-27", style=REPO / "configs" / "plotting.yaml"
 )
 RAW = REPO / "data" / "raw"
 NEW_DIR = next(

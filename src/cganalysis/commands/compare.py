@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
         "--reference",
         type=Path,
         required=True,
-        help="the reference dataset (e.g. datasets/tma2024-kernel-2026-11-26)",
+        help="the reference dataset (e.g. datasets/tma2024-kernel-2026-11-27)",
     )
     p.add_argument(
         "--by",
