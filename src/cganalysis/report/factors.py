@@ -15,6 +15,7 @@ from typing import Any
 
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import WINDOW_PHASE
+from cganalysis.metrics.spec import LABEL_KEYS
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Row, Table
 from cganalysis.report.tables import num2
@@ -38,8 +39,9 @@ PAPER: dict[tuple[str, str], tuple[float, ...]] = {
     ("dualpi2", "bbr"): (0.31, 21.66, 0.1, 7.57, 21.68),
 }
 
-#: The labels every run has (not a factor campaign's own factors).
-RUN_LABELS = frozenset({"run_id", "campaign", "qdisc", "cca", "system", "repetition"})
+#: The labels every run has (not a factor campaign's own factors): the metrics' label
+#: keys but `queue`, which the factor campaigns use as their first factor.
+RUN_LABELS = frozenset(LABEL_KEYS) - {"queue"}
 
 
 def campaign_factors(docs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
