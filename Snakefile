@@ -13,6 +13,7 @@
 #   results/figures/<campaign>/<figure>.{pdf,png}        the papers' figures
 #   logs/<rule>/<campaign>/<run_id>.log                  every rule's log
 #   results/published/<dataset>/<table>.{csv,md,tex,html} tables of datasets/<dataset>/
+#   results/published/<dataset>/<figure>.{pdf,png}      figures of datasets/<dataset>/
 #
 # `snakemake --cores 4` builds `all`; `snakemake -n` shows what would run;
 # `snakemake --report report.html` the report of every table and figure (results/report/).

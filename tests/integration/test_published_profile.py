@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from cganalysis.dataset.reader import open_dataset, published_datasets
+from cganalysis.report import artefacts
 from cganalysis.report.tablefmt import to_markdown
 from tests.conftest import REPO, need_tool
 
@@ -42,12 +43,16 @@ def test_the_published_profile_renders_and_checks_without_raw_runs(tmp_path: Pat
     profile = yaml.safe_load((REPO / "profiles/published/experiments.yaml").read_text())
     for path in published_datasets(REPO):
         ds = open_dataset(path)
-        names = profile["artefacts"][ds.campaign]
-        assert names, path
-        for name in names:
-            rendered = (tmp_path / "results/published" / path.name / f"{name}.md").read_text()
-            for table in ds.tables(name):
-                assert to_markdown(table).strip() in rendered, (path.name, name)
+        groups = profile["artefacts"][ds.campaign]
+        assert groups, path
+        out = tmp_path / "results/published" / path.name
+        for artefact in (a for g in groups for a in artefacts.in_group(g)):
+            if artefact.kind == "figure":  # a figure: both files, not empty
+                assert all((out / f"{artefact.name}.{x}").stat().st_size for x in ("pdf", "png"))
+                continue
+            rendered = (out / f"{artefact.name}.md").read_text()
+            for table in ds.tables(artefact.name):
+                assert to_markdown(table).strip() in rendered, (path.name, artefact.name)
     # A printed number changed: the workflow fails and names it.
     results = tmp_path / "docs/results.md"
     text = results.read_text()

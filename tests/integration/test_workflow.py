@@ -72,6 +72,33 @@ def test_snakemake_builds_the_packet_tables(built: Path) -> None:
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
+def test_pulled_captures_are_not_reanalysed_but_a_run_made_again_is(built: Path) -> None:
+    run = built / "data" / "raw" / "example" / "htb-pfifo-cubic-r01"
+    captures = sorted(p for p in run.iterdir() if p.suffix in (".pcap", ".pcapng"))
+    assert len(captures) == 2
+    originals = {p: p.resolve().read_bytes() for p in captures}
+
+    def put(path: Path, data: bytes) -> None:  # a new file: a new modification time
+        path.unlink()
+        path.write_bytes(data)
+
+    try:
+        for path, data in originals.items():  # what a `dvc pull` leaves: same bytes, new times
+            put(path, data)
+        again = _snakemake(built, "-n")
+        assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+        ingress = next(p for p in captures if p.name.startswith("ingress"))
+        put(ingress, originals[ingress][:-64])  # the run made again: other bytes
+        again = _snakemake(built, "-n")
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert "rule packets" in again.stdout + again.stderr
+    finally:
+        for path, data in originals.items():
+            put(path, data)
+    again = _snakemake(built, "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
 @pytest.fixture(scope="module")
 def report(built: Path) -> Path:
     done = _snakemake(built, "--report", "report.html")

@@ -6,6 +6,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from cganalysis.binaries import put_interpreter_bin_first
+from cganalysis.capture.fingerprint import made_from
 from cganalysis.experiment.workflow import WorkflowPlan
 from cganalysis.progress import silence as silence_progress
 from cganalysis.report import artefacts
@@ -81,7 +82,10 @@ def capture_input(point):
             raise ValueError(
                 f"{run_dir}: no {point}*.pcap or {point}*.pcapng capture in this run"
             )
-        return ancient(str(path))
+        # Ancient (a dvc pull's new file times redo nothing) only while the tables were
+        # made from this very file: a run made again under its id is analysed again.
+        summary = PROCESSED / wildcards.campaign / wildcards.run_id / "match.json"
+        return ancient(str(path)) if made_from(summary, point, path) else str(path)
 
     return _input
 
@@ -189,11 +193,14 @@ def published_outputs():
     for name in published_names():
         for group in wanted.get(published_campaign(name), []):
             for artefact in artefacts.in_group(group):
-                if artefact.kind == "table":
-                    out += [
-                        f"results/published/{name}/{artefact.name}.{ext}"
-                        for ext in ("csv", "md", "tex", "html")
-                    ]
+                exts = (
+                    ("csv", "md", "tex", "html")
+                    if artefact.kind == "table"
+                    else ("pdf", "png")
+                )
+                out += [
+                    f"results/published/{name}/{artefact.name}.{ext}" for ext in exts
+                ]
     if out:
         out.append("results/published/printed-numbers.txt")
     return out

@@ -1,6 +1,6 @@
 # Published datasets (datasets/<campaign>-<YYYY-MM-DD>/, docs/datasets.md), rendered
-# without their raw runs: the tables their campaign asks for (`artefacts:`) into
-# results/published/<dataset>/<table>.{csv,md,tex,html}, and the check of the numbers
+# without their raw runs: the tables and figures their campaign asks for (`artefacts:`) into
+# results/published/<dataset>/<table>.{csv,md,tex,html} and <figure>.{pdf,png}, and the check of the numbers
 # README.md and docs/results.md print from them (cganalysis dataset check-docs) into
 # results/published/printed-numbers.txt. `published:` names the datasets (`all`: every
 # folder of datasets/ with a datasheet); profiles/published renders them and runs nothing
@@ -22,6 +22,25 @@ rule published_table:
         "../envs/cganalysis.yaml"
     params:
         artefact=lambda wc: wc.table,
+    script:
+        "../scripts/artefact.py"
+
+
+rule published_figure:
+    input:
+        metrics=lambda wc: published_metrics(wc.dataset),
+        checksums="datasets/{dataset}/SHA256SUMS",
+        style="configs/plotting.yaml",
+    output:
+        multiext("results/published/{dataset}/{figure}", ".pdf", ".png"),
+    log:
+        "logs/published_figure/{dataset}/{figure}.log",
+    wildcard_constraints:
+        figure=FIGURE_NAMES,
+    conda:
+        "../envs/cganalysis.yaml"
+    params:
+        artefact=lambda wc: wc.figure,
     script:
         "../scripts/artefact.py"
 

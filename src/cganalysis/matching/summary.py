@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cganalysis.capture.fingerprint import capture_fingerprint
+
 if TYPE_CHECKING:
     from cganalysis.capture.model import CaptureInfo
 
@@ -37,6 +39,10 @@ class MatchSummary:
     #: Each capture's CaptureQuirks as a dict (records read with a decision).
     quirks_ingress: dict[str, int | None] = field(default_factory=dict)
     quirks_egress: dict[str, int | None] = field(default_factory=dict)
+    #: Each capture file's size and head checksum (capture.fingerprint): which files
+    #: these tables were made from, for the workflow to notice a run made again.
+    fingerprint_ingress: dict[str, Any] = field(default_factory=dict)
+    fingerprint_egress: dict[str, Any] = field(default_factory=dict)
 
     @property
     def loss_suspect(self) -> bool:
@@ -65,6 +71,11 @@ class SummaryCounts:
     non_ip_packets_in: int
     non_ip_packets_out: int
     truncated_packets_in: int
+
+
+def _fingerprint(capture: CaptureInfo) -> dict[str, Any]:
+    # A capture read from something other than a file has none.
+    return capture_fingerprint(capture.path) if capture.path.is_file() else {}
 
 
 def make_summary(
@@ -105,4 +116,6 @@ def make_summary(
         notes=notes,
         quirks_ingress=asdict(ingress.quirks),
         quirks_egress=asdict(egress.quirks),
+        fingerprint_ingress=_fingerprint(ingress),
+        fingerprint_egress=_fingerprint(egress),
     )
