@@ -113,6 +113,31 @@ def test_a_table_printed_whole_is_checked_cell_by_cell_text_and_all(tmp_path: Pa
     assert {c.rendered for c in mismatches(tmp_path) if c.line == cell.line} == {None}
 
 
+def test_a_table_inside_a_list_item_is_checked_and_fixed_in_place(tmp_path: Path) -> None:
+    """An indented table (docs/results.md's Table I, inside a list item) is checked like
+    any other, and --fix keeps its indentation; a marker with no table is refused."""
+    name = "docs/results.md"
+    (tmp_path / "docs").mkdir()
+    shutil.copytree(REPO / "datasets", tmp_path / "datasets")
+    text = (REPO / name).read_text()
+    indented = [
+        c for c in printed_cells(REPO, (name,)) if text.split("\n")[c.line - 1].startswith("  |")
+    ]
+    assert indented, "no indented table printed from a dataset in docs/results.md"
+    cell = indented[0]
+    lines = text.split("\n")
+    lines[cell.line - 1] = lines[cell.line - 1].replace(f"| {cell.printed} |", "| 9.99 |", 1)
+    (tmp_path / name).write_text("\n".join(lines))
+    (bad,) = mismatches(tmp_path, (name,))
+    assert (bad.line, bad.printed, bad.rendered) == (cell.line, "9.99", cell.printed)
+    fix(tmp_path, (name,))
+    assert (tmp_path / name).read_text() == text
+    marker = max(i for i, ln in enumerate(lines[: cell.line]) if "<!-- printed from" in ln)
+    (tmp_path / name).write_text("\n".join(lines[: marker + 1]) + "\nno table\n")
+    with pytest.raises(ConfigError, match="no table after the marker"):
+        printed_cells(tmp_path, (name,))
+
+
 def test_compare_says_within_outside_and_one_run(capsys: pytest.CaptureFixture[str]) -> None:
     # A dataset of one run per condition (the factor tables' have two).
     single = next(d for d in DATASETS if d.name.startswith("tma2024-kernel-"))

@@ -95,6 +95,11 @@ def _split(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
+def _is_row(line: str) -> bool:
+    """A table line, also inside a list item (indented)."""
+    return line.lstrip().startswith("|")
+
+
 def _table(repo: Path, dataset: str, table: str, where: str) -> Table:
     path = repo / dataset
     if not path.is_relative_to(repo) or not (path / "datasheet.json").is_file():
@@ -117,7 +122,7 @@ def _verbatim(name: str, table: Table, lines: list[str], start: int, where: str)
     header = [_key(c) for c in _split(lines[start])]
     out: list[Cell] = []
     for k in range(start + 2, len(lines)):
-        if not lines[k].startswith("|"):
+        if not _is_row(lines[k]):
             break
         cells = _split(lines[k])
         stub = tuple(cells[:width])
@@ -141,8 +146,10 @@ def printed_cells(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[C
             where = f"{name}:{i + 1}"
             table = _table(repo, m["dataset"], m["table"], where)
             j = i + 1
-            while j < len(lines) and not lines[j].startswith("|"):
+            while j < len(lines) and not _is_row(lines[j]):
                 j += 1
+            if j == len(lines):
+                raise ConfigError(f"{where}: no table after the marker")
             if m["suffix"] is None:
                 out += _verbatim(name, table, lines, j, where)
                 continue
@@ -150,7 +157,7 @@ def printed_cells(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[C
             header = [_key(c) for c in _split(lines[j])] if j < len(lines) else []
             found = 0
             for k in range(j + 2, len(lines)):
-                if not lines[k].startswith("|"):
+                if not _is_row(lines[k]):
                     break
                 cells = _split(lines[k])
                 label = cells[0]
@@ -193,11 +200,13 @@ def fix(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[Cell]:
             header_line = next(
                 j
                 for j in range(c.line - 1, -1, -1)
-                if lines[j].startswith("|") and (j == 0 or not lines[j - 1].startswith("|"))
+                if _is_row(lines[j]) and (j == 0 or not _is_row(lines[j - 1]))
             )
             index = [_key(h) for h in _split(lines[header_line])].index(c.column)
-            cells = _split(lines[c.line - 1])
+            line = lines[c.line - 1]
+            cells = _split(line)
             cells[index] = str(c.rendered)
-            lines[c.line - 1] = "| " + " | ".join(cells) + " |"
+            indent = line[: len(line) - len(line.lstrip())]
+            lines[c.line - 1] = indent + "| " + " | ".join(cells) + " |"
         path.write_text("\n".join(lines), encoding="utf-8")
     return changed
