@@ -39,9 +39,11 @@ def test_tma2024_plans_three_queues_by_two_ccas() -> None:
     cg_class, be_class = htb["classes"]
     assert cg_class["rate_mbit"] == 10 and cg_class["leaf"] == {"kind": "sfq", "limit": 63}
     assert be_class["leaf"] == {"kind": "pfifo", "limit": 250}
-    # The paper's most likely set-up (docs/results.md, "Factor table"): best effort capped
-    # at 20 Mbit/s, constant-size frames.
-    assert (be_class["rate_mbit"], be_class["ceil_mbit"]) == (20, 20)
+    # The paper's most likely set-up (docs/results.md, "Factor table"): best effort
+    # guaranteed less than the CG flow leaves (so the CG class borrows first) and capped at
+    # 20 Mbit/s, constant-size frames.
+    assert (be_class["rate_mbit"], be_class["ceil_mbit"]) == (10, 20)
+    assert cg_class["prio"] < be_class["prio"]
     assert {cfg.cg.encoder for cfg in by_q.values()} == {"constant"}
     assert by_q["dualpi2"].bottleneck.forward.qdisc.to_dict() == {"kind": "dualpi2", "limit": 1000}
     # One calibration per bottleneck, shared by the two CCAs.
