@@ -97,3 +97,16 @@ def test_render_shows_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert "tc qdisc replace dev rtr1 root handle 1: htb default 20" in out
     assert "match ip dport 30002 0xffff flowid 1:10" in out
     assert '"kind": "htb"' in out  # the emulator's configuration too
+
+
+def test_render_and_check_take_a_campaign_run(capsys: pytest.CaptureFixture[str]) -> None:
+    campaign = str(REPO / "configs/campaigns/tma2024-factors-buckets.yaml")
+    run = "tma2024-factors-buckets-htb-be-10-ceil-20-b64k-cubic-r01"
+    assert main(["testbed", "render", campaign, "--run", run]) == 0
+    out = capsys.readouterr().out
+    assert "classid 1:20 htb rate 10mbit ceil 20mbit prio 1 quantum 1514 burst 65536" in out
+    # Without --run, the one line says what to add (and the option exists).
+    assert main(["testbed", "render", campaign]) != 0
+    assert "say which run with --run RUN_ID" in capsys.readouterr().err
+    assert main(["testbed", "check", campaign, "--run", "no-such-run"]) != 0
+    assert "no-such-run" in capsys.readouterr().err

@@ -43,6 +43,9 @@ def add_parser(sub: Any) -> None:
         "qdiscs, congestion control, delay); prints the decision. No traffic, no testbed.",
     )
     ck.add_argument("config", type=Path)
+    ck.add_argument(
+        "--run", dest="run_id", metavar="RUN_ID", help="which run, when CONFIG is a campaign file"
+    )
     ck.set_defaults(run=run_check)
 
     rd = tsub.add_parser(
@@ -50,6 +53,9 @@ def add_parser(sub: Any) -> None:
         help="print the exact tc (or cga-emu / mm-*) commands a run's bottleneck would use",
     )
     rd.add_argument("config", type=Path)
+    rd.add_argument(
+        "--run", dest="run_id", metavar="RUN_ID", help="which run, when CONFIG is a campaign file"
+    )
     rd.add_argument("--dev", default="rtr1", help="bottleneck interface name to render")
     rd.add_argument("--reverse-dev", default="rtr0", help="interface of the reverse direction")
     rd.set_defaults(run=run_render)
@@ -133,7 +139,7 @@ def _is_root() -> bool:
 def run_check(args: argparse.Namespace) -> int:
     from cganalysis.experiment.plan import RunOptions, check
 
-    cfg = _load(args.config, None)
+    cfg = _load(args.config, args.run_id)
     p = check(cfg, RunOptions(run_id="check"))
     print(
         f"{args.config}: ok: bottleneck {p.resolution.bottleneck} ({p.resolution.reason}), "
@@ -149,7 +155,7 @@ def run_render(args: argparse.Namespace) -> int:
     from cganalysis.testbed.rendering.mahimahi import link_of, render_for_docs
     from cganalysis.testbed.rendering.render import as_text, render_direction, render_netem
 
-    cfg = _load(args.config, None)
+    cfg = _load(args.config, args.run_id)
     b = cfg.bottleneck
     if b.backend == "mahimahi":
         # On the router, as the unprivileged user (docs/testbed.md, mahimahi).
