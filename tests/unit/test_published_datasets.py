@@ -14,7 +14,7 @@ import yaml
 
 from cganalysis.cli import main
 from cganalysis.dataset.compare import compare, condition_keys
-from cganalysis.dataset.export import SHARED_PREFIXES, local_path_free
+from cganalysis.dataset.export import ABSOLUTE_PATH, SHARED_PREFIXES, local_path_free
 from cganalysis.dataset.printed import PRINTING_FILES, fix, mismatches, printed_cells
 from cganalysis.dataset.reader import open_dataset, published_datasets
 from cganalysis.errors import ConfigError
@@ -190,20 +190,25 @@ def test_raw_check_names_the_missing_runs_and_how_to_get_them(tmp_path: Path) ->
 
 
 def test_committed_datasets_name_no_path_of_the_machine_that_ran_them() -> None:
-    """The published export keeps program names, not the runner's absolute paths: none
-    in any string of any committed meta.json (command lines, a reference build's path)."""
+    """The published export keeps program and file names, not the runner's absolute
+    paths: none anywhere in any string of any committed meta.json or metrics document
+    (command lines, a reference build's path, a trace named inside a sentence)."""
 
-    def words(value: object) -> list[str]:
+    def strings(value: object) -> list[str]:
         if isinstance(value, dict):
-            return [w for v in value.values() for w in words(v)]
+            return [w for v in value.values() for w in strings(v)]
         if isinstance(value, list):
-            return [w for v in value for w in words(v)]
-        return str(value).split(" ") if isinstance(value, str) else []
+            return [w for v in value for w in strings(v)]
+        return [value] if isinstance(value, str) else []
 
-    for meta_file in sorted(REPO.glob("datasets/*/meta/*.json")):
-        meta = json.loads(meta_file.read_text())
-        local = [w for w in words(meta) if w.startswith("/") and not w.startswith(SHARED_PREFIXES)]
-        assert not local, (meta_file, local)
+    files = sorted(REPO.glob("datasets/*/meta/*.json")) + sorted(
+        REPO.glob("datasets/*/metrics/*.json")
+    )
+    assert files
+    for path in files:
+        found = [p for t in strings(json.loads(path.read_text())) for p in ABSOLUTE_PATH.findall(t)]
+        local = [p for p in found if not p.startswith(SHARED_PREFIXES)]
+        assert not local, (path, local)
 
 
 def test_the_export_cuts_local_paths_to_names_and_keeps_shared_ones() -> None:
@@ -213,6 +218,8 @@ def test_the_export_cuts_local_paths_to_names_and_keeps_shared_ones() -> None:
         "captures": {"command": "tcpdump -i rtr0 -w /mnt/cga-job/run/in.pcap"},
         "tools": {"tc": "/usr/sbin/tc"},
         "note": "no path here",
+        "reason": "a trace-driven rate (/work/co/data/traces/lte.down; the kernel cannot)",
+        "rate": "50 Mbit/s, gain 1/8, https://example.org/a/b",
     }
     assert local_path_free(meta) == {
         "controller": {"argv": ["cganalysis", "experiment", "r.yaml"]},
@@ -220,6 +227,8 @@ def test_the_export_cuts_local_paths_to_names_and_keeps_shared_ones() -> None:
         "captures": {"command": "tcpdump -i rtr0 -w /mnt/cga-job/run/in.pcap"},
         "tools": {"tc": "/usr/sbin/tc"},
         "note": "no path here",
+        "reason": "a trace-driven rate (lte.down; the kernel cannot)",
+        "rate": "50 Mbit/s, gain 1/8, https://example.org/a/b",
     }
 
 

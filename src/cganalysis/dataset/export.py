@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,29 +75,34 @@ SHARED_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/etc/", "/dev/", "/proc
                    "/run/", "/tmp/", "/mnt/cga-job/")  # fmt: skip
 
 
+#: An absolute path anywhere in a string: a "/" that no name character, dot or slash
+#: precedes (so "Mbit/s", "1/8" and a URL's "//" are not paths), then its components.
+ABSOLUTE_PATH = re.compile(r"(?<![\w./:-])/(?:[\w.+-]+/)*[\w.+-]+")
+
+
 def local_path_free(value: Any) -> Any:
-    """``value`` (meta.json, or any part of it) with every absolute path outside
-    :data:`SHARED_PREFIXES` cut to its file name: whole strings, list items (command
-    lines) and the words of a command string."""
+    """``value`` (meta.json, a metrics document, or any part of them) with every absolute
+    path outside :data:`SHARED_PREFIXES` cut to its file name, wherever it stands in a
+    string: a whole value, a list item (command lines), a word of a command, or inside a
+    sentence ("a trace-driven rate (/home/x/trace.down; ...)")."""
     if isinstance(value, dict):
         return {k: local_path_free(v) for k, v in value.items()}
     if isinstance(value, list):
         return [local_path_free(v) for v in value]
     if isinstance(value, str) and "/" in value:
-        return " ".join(
-            Path(w).name if w.startswith("/") and not w.startswith(SHARED_PREFIXES) else w
-            for w in value.split(" ")
+        return ABSOLUTE_PATH.sub(
+            lambda m: m[0] if m[0].startswith(SHARED_PREFIXES) else Path(m[0]).name, value
         )
     return value
 
 
-def _local_paths_out(meta_file: Path) -> None:
+def _local_paths_out(path: Path) -> None:
     """A committed dataset names no path of the machine that ran it (the controller's
     ``/home/x/.venv/bin/cganalysis`` becomes ``cganalysis``, a user's build of Ericsson's
-    SCReAM ``scream_bw_test_tx``); the programs' checksums stay. Everything else of
-    meta.json is the run's own."""
-    meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    write_json(local_path_free(meta), meta_file)
+    SCReAM ``scream_bw_test_tx``, a trace file its name); the programs' checksums stay.
+    Everything else of the document (meta.json, a metrics document) is the run's own."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    write_json(local_path_free(doc), path)
 
 
 def _check_table(path: Path) -> None:
@@ -290,6 +296,7 @@ def export_campaign(
                 shutil.copyfile(source, target)
             if published:
                 _local_paths_out(tmp / "meta" / f"{r}.json")
+                _local_paths_out(tmp / "metrics" / f"{r}.json")
             # Published only if they pass the schemas their readers check them against.
             meta = read_meta(tmp / "meta" / f"{r}.json")
             (metrics,) = read_metrics([tmp / "metrics" / f"{r}.json"])
