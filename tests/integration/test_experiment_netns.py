@@ -85,6 +85,8 @@ def test_cg_and_tcp_queue_when_tcp_saturates_and_not_before(tmp_path: Path, cca:
     p = m.packets.with_columns(((pl.col("t_ingress_ns") - meta["start_ns"]) / 1e9).alias("t_s"))
     cg = p.filter((pl.col("proto") == 17) & (pl.col("dport") == CG_PORT) & ~pl.col("lost"))
     tcp = p.filter((pl.col("proto") == 6) & (pl.col("size_bytes") > 1000) & ~pl.col("lost"))
+    # Offloads off: every TCP packet the qdisc saw fits the veth's MTU (no super-packets).
+    assert tcp["size_bytes"].max() <= 1514, tcp["size_bytes"].max()
 
     def phase(df: pl.DataFrame, lo: float, hi: float) -> pl.DataFrame:
         return df.filter((pl.col("t_s") >= lo) & (pl.col("t_s") < hi))
@@ -109,6 +111,29 @@ def test_cg_and_tcp_queue_when_tcp_saturates_and_not_before(tmp_path: Path, cca:
     t0 = meta["start_ns"]
     backlog = [(r["t_ns"] - t0) / 1e9 for r in stats if (r["backlog_packets"] or 0) > 5]
     assert backlog and min(backlog) > 5.5 and max(backlog) < 15.5
+
+
+def test_kernel_offloads_bring_super_packets_to_the_qdisc(tmp_path: Path) -> None:
+    """`offloads: kernel`: TCP reaches the router as TSO super-packets, both captures hold
+    them as queued, and they match one to one."""
+    need_root()
+    need_tool(*TOOLS)
+    cfg = write(short_run("test-offloads", offloads="kernel"), tmp_path / "run.yaml")
+    out = tmp_path / "test-offloads-r01"
+    res = cli("experiment", cfg, "-o", out, "--campaign", "tests")
+    assert res.returncode == 0, res.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["config"]["offloads"] == "kernel"
+    assert meta["testbed"]["offloads_kept_on"] == ["srv0", "rtr0", "rtr1", "cli0"]
+    m = match_files(out / "ingress.pcap", out / "egress.pcap")
+    assert m.summary.egress_only_packets == 0
+    assert m.summary.packets_unknown == 0
+    tcp = m.packets.filter(pl.col("proto") == 6)
+    big = tcp.filter(pl.col("size_bytes") > 1514)
+    assert big.height > 10, f"no super-packets: largest {tcp['size_bytes'].max()} bytes"
+    assert int(big["size_bytes"].max()) <= 65535 + 14
+    # A super-packet is one packet with one delay: those that left have one.
+    assert big.filter(~pl.col("lost"))["delay_ms"].null_count() == 0
 
 
 def _read_lines(stream, lines: list[str]) -> None:  # type: ignore[no-untyped-def]

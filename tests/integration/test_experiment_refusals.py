@@ -34,6 +34,7 @@ LOGGED = ("ip", "tc", "tcpdump", "iperf3", "ethtool")
         ({"cg.source": "$(touch /tmp/pwned)"}, ["cg.source", "shell metacharacters"]),
         ({"labels.qdisc": "x`id`"}, ["labels.qdisc", "letters, digits"]),
         ({"testbed": "lab;rm.yaml"}, ["testbed", "not allowed"]),
+        ({"offloads": "on"}, ["offloads", "'on'", "kernel"]),
     ],
 )
 def test_bad_configuration_touches_nothing(
@@ -51,6 +52,28 @@ def test_bad_configuration_touches_nothing(
     for w in words:
         assert w in err
     assert calls(tmp_path) == [], "something was run before the configuration was refused"
+    assert not (tmp_path / "out").exists()
+    assert not (namespaces() - before)
+
+
+def test_kernel_offloads_through_the_emulator_are_refused_before_any_traffic(
+    tmp_path: Path,
+) -> None:
+    """Super-packets cannot pass the emulator, which reads frames: the plan (after its
+    read-only probe of the data plane) refuses the run in one line, before any testbed."""
+    need_root()
+    need_tool(*TOOLS)
+    doc = short_run("test-bad", offloads="kernel", **{"bottleneck.backend": "emulator"})
+    cfg = write(doc, tmp_path / "bad.yaml")
+    before = namespaces()
+    res = inproc("experiment", cfg, "-o", tmp_path / "out", env=logging_path(tmp_path, LOGGED))
+    assert res.returncode == 2
+    err = res.stderr.strip()
+    assert err.count("\n") == 0 and "bad.yaml" in err, err
+    for w in ("offloads", "kernel's data plane", "emulator"):
+        assert w in err
+    ran = calls(tmp_path)
+    assert not [c for c in ran if c.startswith(("iperf3", "tcpdump", "ethtool"))], ran
     assert not (tmp_path / "out").exists()
     assert not (namespaces() - before)
 

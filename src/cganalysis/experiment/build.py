@@ -44,6 +44,7 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
         cca=cfg.competitor.cca,
         ecn=1 if cfg.competitor.ecn else 0,
         mahimahi=mahimahi,
+        kernel_offloads=cfg.offloads == "kernel",
     )
     # A vm run is built inside its guest only (the host side hands the run to the guest):
     # the vm type's build is the guest's netns testbed.

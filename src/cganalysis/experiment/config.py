@@ -24,6 +24,9 @@ from cganalysis.testbed.spec.qdisc import Htb
 from cganalysis.testbed.spec.validate import SAFE_PATH, TOKEN, Section
 from cganalysis.testbed.types import TESTBED_TYPES, testbed_type
 
+#: The run file's `offloads` (RunConfig.offloads).
+OFFLOAD_MODES = ("off", "kernel")
+
 
 @dataclass(frozen=True)
 class CompetitorConfig:
@@ -79,6 +82,11 @@ class RunConfig:
     testbed: TestbedRef
     labels: Mapping[str, str | int | float] = field(default_factory=dict)
     source: str = "<memory>"
+    #: "off": every offload off on every veth, so that each packet on the wire is one
+    #: packet in the qdisc and the captures. "kernel": the kernel's defaults (TSO/GSO on
+    #: the veths), as on hosts whose NICs segment and coalesce: TCP reaches the router's
+    #: qdisc as super-packets of up to 64 KB, each one packet for a packet-counted queue.
+    offloads: str = "off"
 
     def default_labels(self) -> dict[str, str | int | float]:
         """qdisc, cca, system, queue: what tables and figures group by."""
@@ -122,6 +130,8 @@ class RunConfig:
             "calibration": self.calibration.to_dict(),
             "checks": dict(self.checks.__dict__),
             "labels": dict(self.labels),
+            # only when set: the resolved configuration of every earlier run stays as it was
+            **({"offloads": self.offloads} if self.offloads != "off" else {}),
         }
 
 
@@ -215,11 +225,18 @@ def parse_run(data: Any, where: str, base_dir: Path) -> RunConfig:
         testbed=parse_testbed_ref(sec, base_dir),
         labels=_labels(sec.sub("labels")),
         source=where,
+        offloads=_offloads(sec),
     )
     sec.finish()
     if cfg.cg.port == cfg.competitor.port:
         raise ConfigError(f"{where}: key cg.port: {cfg.cg.port} is also competitor.port")
     return cfg
+
+
+def _offloads(sec: Section) -> str:
+    if sec.raw("offloads") is False:
+        return "off"  # YAML reads a bare `off` as false
+    return sec.choice("offloads", OFFLOAD_MODES, "off")
 
 
 def _labels(sec: Section) -> dict[str, str | int | float]:

@@ -80,6 +80,8 @@ def plan(
             f"{cfg.source}: bottleneck.backend mahimahi runs on the netns testbed only (its "
             f"shell sits between the router and client namespaces), not {cfg.testbed.kind}"
         )
+    if cfg.offloads != "off":
+        _check_offloads(cfg, resolution)
     calib = None
     if opts.calibration_file is not None:
         calib = read_json_object(opts.calibration_file, "calibration")
@@ -89,6 +91,24 @@ def plan(
                 "calibrate this one (cganalysis testbed calibrate)"
             )
     return Plan(cfg, schedule, resolution, calib)
+
+
+def _check_offloads(cfg: RunConfig, resolution: resolve.Resolution) -> None:
+    """Super-packets need the kernel on every hop: a userspace emulator (bottleneck or
+    delay hop) reads frames of the veth's MTU."""
+    where = f"{cfg.source}: key offloads: {cfg.offloads!r}"
+    if not testbed_type(cfg.testbed.kind).offloads or resolution.bottleneck != "kernel":
+        raise ConfigError(
+            f"{where} needs the kernel's data plane on a testbed of namespaces of one kernel "
+            f"(netns, sim or vm), not the {resolution.bottleneck} on {cfg.testbed.kind}; "
+            "remove the key or change the testbed"
+        )
+    if resolution.delay_via == "emulator":
+        raise ConfigError(
+            f"{where}: the propagation delay goes through the emulator's hop here (this "
+            "kernel has no netem); give propagation.via: netem on a kernel with netem "
+            "(testbed: sim) or no delay"
+        )
 
 
 @contextmanager

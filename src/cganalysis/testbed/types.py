@@ -45,6 +45,9 @@ class TestbedType:
     names_only: bool
     #: mahimahi's shell can sit between its router and client (namespaces on one machine).
     mahimahi: bool
+    #: A run may keep the kernel's offloads (``offloads: kernel``): its server, router and
+    #: client are namespaces of one kernel, joined by veths that pass TSO super-packets.
+    offloads: bool
     #: Inside its own guest, the type this process builds (a vm run is a netns run there).
     guest_builds: str | None
     #: With ``guest_builds``: whether this process is that guest.
@@ -195,6 +198,7 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             local=True,
             bare=True,
             mahimahi=True,
+            offloads=True,
             guest_builds=None,
             in_guest=None,
             hands_over=None,
@@ -209,6 +213,7 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             local=True,
             bare=True,
             mahimahi=False,
+            offloads=False,
             guest_builds=None,
             in_guest=None,
             hands_over=None,
@@ -223,6 +228,7 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             local=False,
             bare=False,
             mahimahi=False,
+            offloads=False,
             guest_builds=None,
             in_guest=None,
             hands_over=None,
@@ -237,6 +243,7 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             local=False,
             bare=True,
             mahimahi=False,
+            offloads=True,
             guest_builds="netns",
             in_guest=_in_vm,
             hands_over="cganalysis.experiment.inguest:run_in_guest",
@@ -253,6 +260,7 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             local=False,
             bare=True,
             mahimahi=False,
+            offloads=True,
             guest_builds="netns",
             in_guest=_in_sim,
             hands_over="cganalysis.experiment.insim:run_in_sim",

@@ -15,7 +15,10 @@
   cli 10.201.2.1/24). Emulator bottleneck: the router bridges frames and has no IP; server
   and client share 10.201.1.0/24 (docs/emulator.md).
 - Every offload off on every veth (TSO/GSO/GRO make 64 KB super-packets; checksum offload
-  leaves wrong checksums in captures); IPv6 off (no RS/MLD noise in captures).
+  leaves wrong checksums in captures), unless the run file says `offloads: kernel`: then
+  the four veths of server, router and client keep the kernel's defaults and TCP reaches
+  the router's qdisc as super-packets, as through hosts whose NICs segment and coalesce.
+  IPv6 off (no RS/MLD noise in captures).
 - TCP metrics caching off on the endpoints: otherwise each iperf3 step would start from
   the previous connection's ssthresh.
 """
@@ -110,8 +113,11 @@ class NetnsTestbed:
         devs = [("srv", "srv0"), ("rtr", "rtr0"), ("rtr", "rtr1"), ("cli", "cli0")]
         if "dly" in roles:
             devs += [("dly", "dly0"), ("dly", "dly1")]
+        # The delay hop's veths stay off either way: its userspace emulator reads frames.
+        data = {("srv", "srv0"), ("rtr", "rtr0"), ("rtr", "rtr1"), ("cli", "cli0")}
         for role, dev in devs:
-            self._offloads_off(role, dev)
+            if not (self.layout.kernel_offloads and (role, dev) in data):
+                self._offloads_off(role, dev)
         if self.layout.l2_router:
             srv_ip, cli_ip = f"{NET}.1.1", f"{NET}.1.2"
             self._addr("srv", "srv0", f"{srv_ip}/24")
@@ -253,6 +259,11 @@ class NetnsTestbed:
             "tag": self.tag,
             "namespaces": [self.ns(r) for r in self.hosts],
             "offloads_off": list(OFFLOADS),
+            **(
+                {"offloads_kept_on": ["srv0", "rtr0", "rtr1", "cli0"]}
+                if self.layout.kernel_offloads
+                else {}
+            ),
             "setup_commands": [" ".join(c) for c in self.commands],
             "notes": self.notes,
         }

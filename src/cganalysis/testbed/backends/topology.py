@@ -74,6 +74,9 @@ class Layout:
     ecn: int  # net.ipv4.tcp_ecn on the endpoints
     #: The bottleneck is a mahimahi link between router and client (netns only; mmlink.py).
     mahimahi: MahimahiLink | None = None
+    #: Keep the kernel's offloads on the veths of server, router and client (run file
+    #: `offloads: kernel`); otherwise every offload off.
+    kernel_offloads: bool = False
 
 
 class Testbed(Protocol):
