@@ -218,7 +218,7 @@ def test_the_export_cuts_local_paths_to_names_and_keeps_shared_ones() -> None:
         "captures": {"command": "tcpdump -i rtr0 -w /mnt/cga-job/run/in.pcap"},
         "tools": {"tc": "/usr/sbin/tc"},
         "note": "no path here",
-        "reason": "a trace-driven rate (/work/co/data/traces/lte.down; the kernel cannot)",
+        "reason": "a trace-driven rate (/home/ann/lab/traces/lte.down; the kernel cannot)",
         "rate": "50 Mbit/s, gain 1/8, https://example.org/a/b",
     }
     assert local_path_free(meta) == {

@@ -35,6 +35,8 @@ from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
 from cganalysis.testbed.backends.topology import Layout, Topology
 
 OFFLOADS = ("tso", "gso", "gro", "tx", "rx")
+#: The veths of server, router and client: those `offloads: kernel` leaves as they are.
+DATA_VETHS = (("srv", "srv0"), ("rtr", "rtr0"), ("rtr", "rtr1"), ("cli", "cli0"))
 NET = "10.201"
 
 
@@ -110,13 +112,12 @@ class NetnsTestbed:
             self._veth(("dly", "dly1"), ("cli", "cli0"))
         else:
             self._veth(("rtr", "rtr1"), ("cli", "cli0"))
-        devs = [("srv", "srv0"), ("rtr", "rtr0"), ("rtr", "rtr1"), ("cli", "cli0")]
+        devs = list(DATA_VETHS)
         if "dly" in roles:
             devs += [("dly", "dly0"), ("dly", "dly1")]
-        # The delay hop's veths stay off either way: its userspace emulator reads frames.
-        data = {("srv", "srv0"), ("rtr", "rtr0"), ("rtr", "rtr1"), ("cli", "cli0")}
         for role, dev in devs:
-            if not (self.layout.kernel_offloads and (role, dev) in data):
+            # The delay hop's veths stay off either way: its userspace emulator reads frames.
+            if not (self.layout.kernel_offloads and (role, dev) in DATA_VETHS):
                 self._offloads_off(role, dev)
         if self.layout.l2_router:
             srv_ip, cli_ip = f"{NET}.1.1", f"{NET}.1.2"
@@ -260,7 +261,7 @@ class NetnsTestbed:
             "namespaces": [self.ns(r) for r in self.hosts],
             "offloads_off": list(OFFLOADS),
             **(
-                {"offloads_kept_on": ["srv0", "rtr0", "rtr1", "cli0"]}
+                {"offloads_kept_on": [dev for _, dev in DATA_VETHS]}
                 if self.layout.kernel_offloads
                 else {}
             ),
