@@ -242,9 +242,11 @@ def test_memory_holds_max_delay_of_packets_not_the_capture(
         chunk_packets=1_000,
         timings=timings,
     )
-    # 100 ms of traffic is ~500 packets: with chunks of 1,000, a few thousand at most
+    # 100 ms of traffic is ~500 packets: with chunks of 1,000 (one read ahead at each
+    # point) and the matcher walking once half as many as it holds have come, a few
+    # thousand at most, a tenth of the capture
     largest = timings["most_held"]
-    assert 0 < largest < 4_000, f"{largest} packets held of {ingress.height}"
+    assert 0 < largest < 5_000, f"{largest} packets held of {ingress.height}"
 
 
 def test_captures_given_the_wrong_way_round_fail_alike() -> None:

@@ -210,7 +210,7 @@ impl Verdicts {
         // them).
         match twin {
             Twin::Pair(b) => {
-                let b = b as usize;
+                let b = b.idx as usize;
                 assert!(a < self.n_in && b < self.n_eg, "record row out of range");
                 unsafe {
                     *self.in_to_eg.add(a) = b as u32;
@@ -258,7 +258,8 @@ fn walk(ins: &[Rec], egs: &[Rec], max_delay_ns: i64, out: &Verdicts) {
 /// What `pair_group` found: an (ingress, egress) pair, or an egress packet whose only
 /// twin at ingress comes after it.
 pub(crate) enum Twin {
-    Pair(u64),
+    /// The egress record paired with it.
+    Pair(Rec),
     Reverse,
 }
 
@@ -267,11 +268,11 @@ pub(crate) enum Twin {
 pub(crate) struct Scratch {
     stack: Vec<Rec>,
     chosen_in: Vec<Rec>,
-    chosen_eg: Vec<u64>,
+    chosen_eg: Vec<Rec>,
 }
 
 /// Pairs the packets of one identity key, each side in (time, row) order: calls
-/// `found(in_idx, Twin::Pair(eg_idx))` for each pair and `found(eg_idx, Twin::Reverse)`
+/// `found(in_idx, Twin::Pair(eg_rec))` for each pair and `found(eg_idx, Twin::Reverse)`
 /// for each egress packet with a reverse twin (see the module documentation).
 pub(crate) fn pair_group(
     group_in: &[Rec],
@@ -285,7 +286,7 @@ pub(crate) fn pair_group(
         let (a, b) = (group_in[0], group_eg[0]);
         let delay = b.ts - a.ts;
         if (0..=max_delay_ns).contains(&delay) {
-            found(a.idx, Twin::Pair(b.idx));
+            found(a.idx, Twin::Pair(b));
         } else if delay < 0 && -delay <= max_delay_ns {
             found(b.idx, Twin::Reverse);
         }
@@ -310,7 +311,7 @@ pub(crate) fn pair_group(
             Some(top) if e.ts - top.ts > max_delay_ns => stack.clear(),
             Some(_) => {
                 chosen_in.push(stack.pop().unwrap_or_default());
-                chosen_eg.push(e.idx);
+                chosen_eg.push(*e);
                 continue;
             }
             None => {}

@@ -14,16 +14,21 @@
 //! row the matcher keeps what it found until the caller releases it.
 //!
 //! The pending packets are kept sorted by (key, time, row), as the whole-capture matcher
-//! sorts them: each `advance` sorts the packets pushed since the last one, merges them in
-//! and walks the keys once, pairing the groups that are ready and keeping the rest. A
-//! hash map of keys cost a cache miss or more per packet (a third of the streaming
-//! match's time); the walk reads memory in order. An `advance` waits until the packets
-//! pushed since the last one are a quarter of those pending (or the captures end): every
-//! packet is then walked a few times at most, whatever the chunk size, and a key is
-//! paired at most that much later (which changes nothing: see above).
+//! sorts them: each `advance` sorts the packets pushed since the last one and walks them
+//! and the pending ones together, key by key, pairing the groups that are ready and
+//! keeping the rest (each record read once and written at most once a walk). A hash map
+//! of keys cost a cache miss or more per packet (a third of the streaming match's time);
+//! the walk reads memory in order. An `advance` waits until the packets pushed since the
+//! last one are half of those pending (or the captures end): every packet is then walked
+//! three or four times at most, whatever the chunk size, and a key is paired at most that
+//! much later (which changes nothing: see above).
 
 use crate::matcher::{pair_group, sorted_records, Rec, Scratch, Twin, NO_TIMESTAMP};
 use std::collections::VecDeque;
+
+/// A walk waits until the packets pushed since the last one are at least
+/// 1 / `WALK_AFTER` of those pending (see the module documentation).
+const WALK_AFTER: usize = 2;
 
 /// What became of an ingress packet (kept per row until released).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,9 +49,6 @@ pub struct EgFate {
     pub twin: i64,
     /// Unmatched, with an ingress packet of its key just after it (see `MatchResult`).
     pub reverse: bool,
-    /// Its own time and IP TOS byte (what its ingress twin's fate takes from it).
-    ts: i64,
-    tos: u8,
 }
 
 const PENDING_IN: InFate = InFate {
@@ -59,8 +61,6 @@ const PENDING_EG: EgFate = EgFate {
     resolved: false,
     twin: -1,
     reverse: false,
-    ts: 0,
-    tos: 0,
 };
 
 /// Per-row records of one point, from row `base` on.
@@ -81,10 +81,9 @@ impl<T: Copy> Rows<T> {
         self.fates.get(i as usize).copied()
     }
     fn release(&mut self, upto: u64) {
-        while self.base < upto && !self.fates.is_empty() {
-            self.fates.pop_front();
-            self.base += 1;
-        }
+        let n = upto.saturating_sub(self.base).min(self.fates.len() as u64);
+        self.fates.drain(..n as usize);
+        self.base += n;
     }
 }
 
@@ -95,11 +94,14 @@ pub struct StreamMatcher {
     pending: [Vec<Rec>; 2],
     /// Packets pushed since the last walk, in push order.
     fresh: [Vec<Rec>; 2],
-    /// The last walk's merged runs, kept for their memory (fresh memory is zeroed page by
-    /// page by the kernel: reused, the walk costs half).
+    /// The pending runs before the last walk, kept for their memory.
     spare: [Vec<Rec>; 2],
     ins: Rows<InFate>,
     egs: Rows<EgFate>,
+    /// Each egress row's IP TOS byte, what its ingress twin's fate takes from it: apart
+    /// from the fates, one byte a row, so that the walk's lookups, in key order and thus
+    /// at random rows, stay in cache (in the fates they were a third of the walk's time).
+    eg_tos: Rows<u8>,
     scratch: Scratch,
 }
 
@@ -116,6 +118,10 @@ impl StreamMatcher {
                 fates: VecDeque::new(),
             },
             egs: Rows {
+                base: 0,
+                fates: VecDeque::new(),
+            },
+            eg_tos: Rows {
                 base: 0,
                 fates: VecDeque::new(),
             },
@@ -142,14 +148,11 @@ impl StreamMatcher {
             "key, time and TOS columns differ in length"
         );
         let first = self.egs.base + self.egs.fates.len() as u64;
-        self.egs
-            .fates
-            .extend(ts.iter().zip(tos).map(|(&t, &tos)| EgFate {
-                resolved: t == NO_TIMESTAMP,
-                ts: t,
-                tos,
-                ..PENDING_EG
-            }));
+        self.egs.fates.extend(ts.iter().map(|&t| EgFate {
+            resolved: t == NO_TIMESTAMP,
+            ..PENDING_EG
+        }));
+        self.eg_tos.fates.extend(tos.iter().copied());
         push_recs(&mut self.fresh[1], key, ts, first);
     }
 
@@ -159,7 +162,7 @@ impl StreamMatcher {
     pub fn advance(&mut self, watermark: i64) {
         let fresh = self.fresh[0].len() + self.fresh[1].len();
         let pending = self.pending[0].len() + self.pending[1].len();
-        if watermark != i64::MAX && (fresh == 0 || fresh * 4 < pending) {
+        if watermark != i64::MAX && (fresh == 0 || fresh * WALK_AFTER < pending) {
             return;
         }
         let mut all = std::mem::take(&mut self.spare);
@@ -167,14 +170,15 @@ impl StreamMatcher {
             let fresh = sorted(std::mem::take(&mut self.fresh[p]));
             all.clear();
             merge_into(&self.pending[p], &fresh, all);
-            self.pending[p].clear(); // now what the walk keeps
             self.fresh[p] = fresh;
             self.fresh[p].clear();
         }
         let max_delay = self.max_delay_ns;
         let ready = |last: i64| watermark == i64::MAX || last.saturating_add(max_delay) < watermark;
-        let [ins, egs] = &all;
+        // The keys not ready are moved down in place: `all` becomes the pending runs.
+        let [ins, egs] = &mut all;
         let (mut i, mut j) = (0usize, 0usize);
+        let (mut ki, mut kj) = (0usize, 0usize);
         while i < ins.len() || j < egs.len() {
             let key = match (ins.get(i), egs.get(j)) {
                 (Some(a), Some(b)) => a.key.min(b.key),
@@ -184,42 +188,42 @@ impl StreamMatcher {
             };
             let gi = run(&ins[i..], key);
             let gj = run(&egs[j..], key);
-            let (group_in, group_eg) = (&ins[i..i + gi], &egs[j..j + gj]);
+            // Each side's run is in time order: its last record is its latest.
+            let last_in = (gi > 0).then(|| ins[i + gi - 1].ts);
+            let last_eg = (gj > 0).then(|| egs[j + gj - 1].ts);
+            let last = last_in.max(last_eg).unwrap_or(i64::MIN);
+            if ready(last) {
+                self.resolve(&ins[i..i + gi], &egs[j..j + gj]);
+            } else {
+                ins.copy_within(i..i + gi, ki);
+                egs.copy_within(j..j + gj, kj);
+                ki += gi;
+                kj += gj;
+            }
             i += gi;
             j += gj;
-            // Each side's run is in time order: its last record is its latest.
-            let last = [group_in.last(), group_eg.last()]
-                .into_iter()
-                .flatten()
-                .map(|r| r.ts)
-                .max()
-                .unwrap_or(i64::MIN);
-            if ready(last) {
-                self.resolve(group_in, group_eg);
-            } else {
-                self.pending[0].extend_from_slice(group_in);
-                self.pending[1].extend_from_slice(group_eg);
-            }
         }
-        self.spare = all;
+        ins.truncate(ki);
+        egs.truncate(kj);
+        self.spare = std::mem::replace(&mut self.pending, all);
     }
 
     fn resolve(&mut self, group_in: &[Rec], group_eg: &[Rec]) {
-        let (ins, egs) = (&mut self.ins, &mut self.egs);
+        let (ins, egs, eg_tos) = (&mut self.ins, &mut self.egs, &self.eg_tos);
         pair_group(
             group_in,
             group_eg,
             self.max_delay_ns,
             &mut self.scratch,
             |a, found| match found {
+                // Only stores to the fates (at random rows: no load waits for memory).
                 Twin::Pair(b) => {
-                    let e = egs.get_mut(b);
-                    e.twin = a as i64;
+                    egs.get_mut(b.idx).twin = a as i64;
                     *ins.get_mut(a) = InFate {
                         resolved: true,
-                        twin: b as i64,
-                        twin_ts: e.ts,
-                        twin_tos: e.tos,
+                        twin: b.idx as i64,
+                        twin_ts: b.ts,
+                        twin_tos: eg_tos.get(b.idx).expect("a paired row is kept"),
                     };
                 }
                 Twin::Reverse => egs.get_mut(a).reverse = true,
@@ -249,6 +253,7 @@ impl StreamMatcher {
 
     pub fn release_egress(&mut self, row: u64) {
         self.egs.release(row);
+        self.eg_tos.release(row);
     }
 
     /// Packets pushed and not yet paired (what the memory holds).

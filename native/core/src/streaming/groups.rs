@@ -104,13 +104,25 @@ impl Tables {
         twins: &[Twin],
         guard_ns: i64,
     ) -> Result<(), WriteError> {
-        from.move_front_into(k, &mut self.packets.rows);
-        self.twins.extend_from_slice(twins);
-        while self.packets.rows.len() >= ROW_GROUP_ROWS {
-            let group = self.packets.rows.take_front(ROW_GROUP_ROWS);
-            let rest = self.twins.split_off(ROW_GROUP_ROWS);
-            let twins = std::mem::replace(&mut self.twins, rest);
-            self.write_packets(group, &twins, guard_ns)?;
+        // The buffer is filled to a row group exactly and handed over whole, then made
+        // again at the same size (from the allocator's kept blocks, not fresh pages).
+        let (mut k, mut twins) = (k, twins);
+        while k > 0 {
+            let rows = &mut self.packets.rows;
+            if rows.is_empty() && rows.row.capacity() < ROW_GROUP_ROWS {
+                *rows = Held::with_capacity(ROW_GROUP_ROWS, !from.stream.is_empty());
+            }
+            let n = k.min(ROW_GROUP_ROWS - rows.len());
+            from.move_front_into(n, rows);
+            self.twins.extend_from_slice(&twins[..n]);
+            (k, twins) = (k - n, &twins[n..]);
+            if self.packets.rows.len() == ROW_GROUP_ROWS {
+                let group = std::mem::take(&mut self.packets.rows);
+                let group_twins = std::mem::take(&mut self.twins);
+                self.write_packets(group, &group_twins, guard_ns)?;
+                self.twins = group_twins;
+                self.twins.clear();
+            }
         }
         Ok(())
     }

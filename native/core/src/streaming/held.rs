@@ -135,10 +135,35 @@ impl Held {
         }
     }
 
+    /// Room for `n` packets (with, given `streams`, their stream and RTP mark), allocated
+    /// once: a row group's buffer then never grows by copies into fresh pages.
+    pub(crate) fn with_capacity(n: usize, streams: bool) -> Held {
+        let mut cols = Columns::default();
+        macro_rules! reserve {
+            ($($f:ident),*) => {
+                $(cols.$f.reserve_exact(n);)*
+            };
+        }
+        each_column!(reserve);
+        let room = if streams { n } else { 0 };
+        Held {
+            cols,
+            row: Vec::with_capacity(n),
+            hash: Vec::with_capacity(n),
+            stream: Vec::with_capacity(room),
+            rtp: Vec::with_capacity(room),
+        }
+    }
+
     /// Adds `other`'s packets after these.
     pub(crate) fn append(&mut self, mut other: Held) {
-        let all: Vec<u32> = (0..other.len() as u32).collect();
-        extend_rows(&mut self.cols, &other.cols, &all);
+        if self.is_empty() && self.row.capacity() < other.len() {
+            // Nothing to keep: take `other`'s memory (kept, an empty buffer's room is
+            // filled in place, without fresh pages).
+            *self = other;
+            return;
+        }
+        extend_front(&mut self.cols, &other.cols, other.len());
         self.row.append(&mut other.row);
         self.hash.append(&mut other.hash);
         self.stream.append(&mut other.stream);
@@ -163,6 +188,17 @@ impl Held {
         if !self.stream.is_empty() {
             dst.stream.extend(self.stream.drain(..k));
             dst.rtp.extend(self.rtp.drain(..k));
+        }
+    }
+
+    /// Forgets the first `k` packets (the rest moved down in place, the memory kept).
+    pub(crate) fn drop_front(&mut self, k: usize) {
+        drain_front(&mut self.cols, k);
+        self.row.drain(..k);
+        self.hash.drain(..k);
+        if !self.stream.is_empty() {
+            self.stream.drain(..k);
+            self.rtp.drain(..k);
         }
     }
 

@@ -86,8 +86,10 @@ impl Pass<'_> {
                 let (tx, rx) = sync_channel(1);
                 let (path, scan) = (self.paths[which], self.scans[which]);
                 let bytes = &self.progress.bytes[which];
-                let chunk = self.chunk;
-                s.spawn(move || read_ahead(path, chunk, scan, streams, which == 0, &tx, bytes));
+                let (chunk, reverse) = (self.chunk, self.reverse);
+                s.spawn(move || {
+                    read_ahead(path, chunk, scan, streams, reverse, which == 0, &tx, bytes)
+                });
                 sides.push(Side::new(rx, scan));
             }
             let eg = sides.pop().expect("two sides");
@@ -121,14 +123,12 @@ impl Pass<'_> {
         let mut most_held = 0;
         while !(ing.done() && eg.done()) {
             if !ing.done() && (eg.done() || ing.watermark() <= eg.watermark()) {
-                ing.read(self.reverse, &mut m, &mut ing_buf, true)
-                    .map_err(read_err(0))?;
+                ing.read(&mut m, &mut ing_buf, true).map_err(read_err(0))?;
                 if !file_order {
                     ing_buf.sort_by_time();
                 }
             } else {
-                eg.read(self.reverse, &mut m, &mut eg_buf, false)
-                    .map_err(read_err(1))?;
+                eg.read(&mut m, &mut eg_buf, false).map_err(read_err(1))?;
             }
             most_held = most_held.max(ing_buf.len() + eg_buf.len());
             let both = ing.done() && eg.done();
@@ -273,6 +273,7 @@ fn drain_egress(
         }
     }
     m.release_egress(buf.row[k - 1] + 1);
-    let done = buf.take_front(k);
-    tables.add_egress_only(done.select(&alone))
+    let alone = buf.select(&alone);
+    buf.drop_front(k);
+    tables.add_egress_only(alone)
 }

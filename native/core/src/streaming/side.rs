@@ -3,7 +3,7 @@
 
 use super::held::Held;
 use super::prescan::Scan;
-use crate::pcap::{Capture, ChunkReader, ReadError};
+use crate::pcap::{ChunkReader, ReadError};
 use crate::stream::StreamMatcher;
 use crate::table::rtp::Streams;
 use crate::table::Point;
@@ -13,24 +13,28 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 
-/// A chunk read and decoded on its reader's thread: the packets as a capture with every
-/// flow, and its point (IP rows, streams, RTP marks) with the identity keys.
+/// A chunk read and decoded on its reader's thread: its IP packets outside the flows left
+/// out, held (columns gathered, rows numbered on from the chunk before) and as the
+/// matcher takes them (identity key, time and, at egress, IP TOS byte).
 pub(super) struct Decoded {
-    host: Capture,
-    rows: Vec<u32>,
-    stream: Vec<u32>,
-    rtp_by_row: Vec<bool>,
-    keys: Vec<u64>,
+    held: Held,
+    key: Vec<u64>,
+    ts: Vec<i64>,
+    tos: Vec<u8>,
+    left_out: u64,
 }
 
 type Chunks = Receiver<Result<Decoded, ReadError>>;
 
-/// Reads `path` a chunk at a time into `tx` (one chunk ahead of the matching thread).
+/// Reads `path` a chunk at a time into `tx` (one chunk ahead of the matching thread),
+/// leaving out the IP packets of the flows in `reverse`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn read_ahead(
     path: &Path,
     chunk: usize,
     scan: &Scan,
     streams: &Streams,
+    reverse: &HashSet<u64, WordMap>,
     ingress: bool,
     tx: &SyncSender<Result<Decoded, ReadError>>,
     bytes: &AtomicUsize,
@@ -42,6 +46,7 @@ pub(super) fn read_ahead(
             return;
         }
     };
+    let mut pushed = 0u64;
     loop {
         let cols = match reader.next_chunk(chunk) {
             Ok(Some(c)) => c,
@@ -54,17 +59,46 @@ pub(super) fn read_ahead(
         bytes.store(reader.bytes_read(), Ordering::Relaxed);
         let host = Held::capture(cols, &scan.cap);
         let (p, keys) = Point::new(&host, streams, ingress);
-        let (rows, stream, rtp_by_row) = (p.rows, p.stream, p.rtp_by_row);
-        let decoded = Decoded {
-            host,
-            rows,
-            stream,
-            rtp_by_row,
-            keys,
-        };
+        let decoded = decode(&p, &keys, reverse, ingress, pushed);
+        pushed += decoded.key.len() as u64;
         if tx.send(Ok(decoded)).is_err() {
             return; // the pass stopped
         }
+    }
+}
+
+/// A chunk's IP packets outside `reverse`, rows numbered on from `first_row`.
+fn decode(
+    p: &Point<'_>,
+    keys: &[u64],
+    reverse: &HashSet<u64, WordMap>,
+    ingress: bool,
+    first_row: u64,
+) -> Decoded {
+    let kept: Vec<u32> = (0..p.rows.len() as u32)
+        .filter(|&k| reverse.is_empty() || !reverse.contains(&p.cap.flow_hash(p.row(k as usize))))
+        .collect();
+    let key: Vec<u64> = kept.iter().map(|&k| keys[k as usize]).collect();
+    let ts: Vec<i64> = kept.iter().map(|&k| p.t(k as usize)).collect();
+    let tos: Vec<u8> = if ingress {
+        Vec::new()
+    } else {
+        let c = &p.cap.columns;
+        kept.iter()
+            .map(|&k| {
+                let i = p.row(k as usize);
+                c.dscp[i] * 4 + c.ecn[i]
+            })
+            .collect()
+    };
+    let mut held = Held::default();
+    held.push(p, &kept, first_row);
+    Decoded {
+        held,
+        key,
+        ts,
+        tos,
+        left_out: (p.rows.len() - kept.len()) as u64,
     }
 }
 
@@ -73,8 +107,6 @@ pub(super) struct Side<'a> {
     chunks: Chunks,
     scan: &'a Scan,
     next: usize,
-    /// Rows pushed into the matcher.
-    pushed: u64,
     /// IP packets left out (flows that cross the taps the other way).
     pub(super) left_out: u64,
 }
@@ -85,7 +117,6 @@ impl<'a> Side<'a> {
             chunks,
             scan,
             next: 0,
-            pushed: 0,
             left_out: 0,
         }
     }
@@ -99,10 +130,10 @@ impl<'a> Side<'a> {
         self.scan.watermarks[self.next]
     }
 
-    /// The next chunk's IP packets outside `reverse`: pushed into the matcher and held.
+    /// The next chunk's IP packets (outside the flows left out): pushed into the matcher
+    /// and held.
     pub(super) fn read(
         &mut self,
-        reverse: &HashSet<u64, WordMap>,
         m: &mut StreamMatcher,
         held: &mut Held,
         ingress: bool,
@@ -114,36 +145,13 @@ impl<'a> Side<'a> {
             })
         })?;
         self.next += 1;
-        let p = Point {
-            cap: &d.host,
-            rows: d.rows,
-            stream: d.stream,
-            rtp_by_row: d.rtp_by_row,
-        };
-        let keys = d.keys;
-        let kept: Vec<u32> = (0..p.rows.len() as u32)
-            .filter(|&k| {
-                reverse.is_empty() || !reverse.contains(&p.cap.flow_hash(p.row(k as usize)))
-            })
-            .collect();
-        self.left_out += (p.rows.len() - kept.len()) as u64;
-        let key: Vec<u64> = kept.iter().map(|&k| keys[k as usize]).collect();
-        let ts: Vec<i64> = kept.iter().map(|&k| p.t(k as usize)).collect();
+        self.left_out += d.left_out;
         if ingress {
-            m.push_ingress(&key, &ts);
+            m.push_ingress(&d.key, &d.ts);
         } else {
-            let c = &p.cap.columns;
-            let tos: Vec<u8> = kept
-                .iter()
-                .map(|&k| {
-                    let i = p.row(k as usize);
-                    c.dscp[i] * 4 + c.ecn[i]
-                })
-                .collect();
-            m.push_egress(&key, &ts, &tos);
+            m.push_egress(&d.key, &d.ts, &d.tos);
         }
-        held.push(&p, &kept, self.pushed);
-        self.pushed += kept.len() as u64;
+        held.append(d.held);
         Ok(())
     }
 }
