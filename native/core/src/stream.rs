@@ -14,14 +14,15 @@
 //! row the matcher keeps what it found until the caller releases it.
 //!
 //! The pending packets are kept sorted by (key, time, row), as the whole-capture matcher
-//! sorts them: each `advance` sorts the packets pushed since the last one and walks them
-//! and the pending ones together, key by key, pairing the groups that are ready and
-//! keeping the rest (each record read once and written at most once a walk). A hash map
-//! of keys cost a cache miss or more per packet (a third of the streaming match's time);
-//! the walk reads memory in order. An `advance` waits until the packets pushed since the
-//! last one are half of those pending (or the captures end): every packet is then walked
-//! three or four times at most, whatever the chunk size, and a key is paired at most that
-//! much later (which changes nothing: see above).
+//! sorts them: each `advance` sorts the packets pushed since the last one, merges them in
+//! and walks the keys once, pairing the groups that are ready and moving the rest down in
+//! place (the merged buffer becomes the pending one; the old one is kept for its memory,
+//! as fresh pages are zeroed by the kernel). A hash map of keys cost a cache miss or more
+//! per packet (a third of the streaming match's time); the walk reads memory in order.
+//! An `advance` waits until the packets pushed since the last one are half of those
+//! pending (or the captures end): every packet is then walked three or four times at
+//! most, whatever the chunk size, and a key is paired at most that much later (which
+//! changes nothing: see above).
 
 use crate::matcher::{pair_group, sorted_records, Rec, Scratch, Twin, NO_TIMESTAMP};
 use std::collections::VecDeque;
@@ -216,7 +217,9 @@ impl StreamMatcher {
             self.max_delay_ns,
             &mut self.scratch,
             |a, found| match found {
-                // Only stores to the fates (at random rows: no load waits for memory).
+                // The fates are only stored to (at random rows, so no load waits on
+                // memory); the twin's time comes with its record, its TOS byte from an
+                // array of one byte a row, small enough to stay in cache.
                 Twin::Pair(b) => {
                     egs.get_mut(b.idx).twin = a as i64;
                     *ins.get_mut(a) = InFate {
