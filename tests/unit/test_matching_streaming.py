@@ -231,22 +231,32 @@ def test_memory_holds_max_delay_of_packets_not_the_capture(
     write_pcap(tmp_path / "in.pcap", ingress)
     write_pcap(tmp_path / "eg.pcap", egress)
     assert_same(tmp_path / "in.pcap", tmp_path / "eg.pcap", 1_000, MatchOptions(100.0))
+    largest = _most_held(tmp_path / "in.pcap", tmp_path / "eg.pcap", tmp_path / "out")
+    # 100 ms of traffic is ~500 packets: with chunks of 1,000 (one read ahead at each
+    # point) and the matcher walking once half as many as it holds have come, a few
+    # thousand at most, a tenth of the capture
+    assert 0 < largest < 5_000, f"{largest} packets held of {ingress.height}"
+    # and not more for a longer capture: its first half holds as much
+    mid = t0 + (t1 - t0) // 2
+    write_pcap(tmp_path / "in2.pcap", ingress.filter(pl.col("t_ns") < mid))
+    write_pcap(tmp_path / "eg2.pcap", egress.filter(pl.col("t_ns") < mid))
+    half = _most_held(tmp_path / "in2.pcap", tmp_path / "eg2.pcap", tmp_path / "out2")
+    assert largest <= 1.25 * half, f"{largest} packets held, {half} for the first half"
+
+
+def _most_held(ingress: Path, egress: Path, out: Path) -> int:
+    """The most packets a streaming match (100 ms max delay, chunks of 1,000) held."""
     timings: dict[str, float] = {}
-    out = tmp_path / "out"
     match_to_files(
-        tmp_path / "in.pcap",
-        tmp_path / "eg.pcap",
+        ingress,
+        egress,
         out / "p.parquet",
         out / "e.parquet",
         options=MatchOptions(100.0),
         chunk_packets=1_000,
         timings=timings,
     )
-    # 100 ms of traffic is ~500 packets: with chunks of 1,000 (one read ahead at each
-    # point) and the matcher walking once half as many as it holds have come, a few
-    # thousand at most, a tenth of the capture
-    largest = timings["most_held"]
-    assert 0 < largest < 5_000, f"{largest} packets held of {ingress.height}"
+    return int(timings["most_held"])
 
 
 def test_captures_given_the_wrong_way_round_fail_alike() -> None:
