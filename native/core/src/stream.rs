@@ -5,31 +5,26 @@
 //! check looks no further ahead, so a key's packets fall into independent segments
 //! wherever two consecutive ones (of either point) lie more than `max_delay_ns` apart: the
 //! greedy choice and the first-in-first-out pairing of a segment never see another
-//! segment. A key's pending packets are therefore paired, exactly as the whole-capture
-//! matcher pairs them, once no packet still to come can lie within `max_delay_ns` of the
-//! last of them: when the *watermark* (no packet still to be pushed, at either point, is
-//! earlier) has passed that packet's time plus `max_delay_ns`.
+//! segment. A key's packets can therefore be paired, exactly as the whole-capture matcher
+//! pairs them, a segment at a time, once no packet still to come can join the segment.
+//!
+//! Packets are kept in *buckets* of time `max_delay_ns` wide (bucket `b` holds the times in
+//! `[b * width, (b + 1) * width)`). Two packets of a key more than a bucket apart (one in
+//! `b`, the next in `b + 2` or later) are more than `max_delay_ns` apart, in different
+//! segments. So once bucket `b + 1` is complete (the *watermark*, the time no packet still
+//! to be pushed at either point is earlier than, has reached `(b + 2) * width`), the keys
+//! of bucket `b` that bucket `b + 1` lacks are paired; a key that bucket `b + 1` has too is
+//! carried into it with its packets, and paired with it (or carried on). Each bucket is
+//! sorted once by (key, time, row), as the whole-capture matcher sorts all packets, and
+//! walked twice in key order: as the next bucket of its predecessor (keys only) and when
+//! its own keys are paired. (The matcher before walked the whole pending set each time,
+//! three or four times a packet, with a merge each time.)
 //!
 //! Rows are numbered by the caller, densely from 0 at each point, in the order pushed; per
 //! row the matcher keeps what it found until the caller releases it.
-//!
-//! The pending packets are kept sorted by (key, time, row), as the whole-capture matcher
-//! sorts them: each `advance` sorts the packets pushed since the last one, merges them in
-//! and walks the keys once, pairing the groups that are ready and moving the rest down in
-//! place (the merged buffer becomes the pending one; the old one is kept for its memory,
-//! as fresh pages are zeroed by the kernel). A hash map of keys cost a cache miss or more
-//! per packet (a third of the streaming match's time); the walk reads memory in order.
-//! An `advance` waits until the packets pushed since the last one are half of those
-//! pending (or the captures end): every packet is then walked three or four times at
-//! most, whatever the chunk size, and a key is paired at most that much later (which
-//! changes nothing: see above).
 
 use crate::matcher::{pair_group, sorted_records, Rec, Scratch, Twin, NO_TIMESTAMP};
 use std::collections::VecDeque;
-
-/// A walk waits until the packets pushed since the last one are at least
-/// 1 / `WALK_AFTER` of those pending (see the module documentation).
-const WALK_AFTER: usize = 2;
 
 /// What became of an ingress packet (kept per row until released).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +65,15 @@ struct Rows<T> {
     fates: VecDeque<T>,
 }
 
+impl<T> Default for Rows<T> {
+    fn default() -> Self {
+        Rows {
+            base: 0,
+            fates: VecDeque::new(),
+        }
+    }
+}
+
 impl<T: Copy> Rows<T> {
     fn get_mut(&mut self, row: u64) -> &mut T {
         let i = row
@@ -81,6 +85,9 @@ impl<T: Copy> Rows<T> {
         let i = row.checked_sub(self.base)?;
         self.fates.get(i as usize).copied()
     }
+    fn next_row(&self) -> u64 {
+        self.base + self.fates.len() as u64
+    }
     fn release(&mut self, upto: u64) {
         let n = upto.saturating_sub(self.base).min(self.fates.len() as u64);
         self.fates.drain(..n as usize);
@@ -88,15 +95,87 @@ impl<T: Copy> Rows<T> {
     }
 }
 
+/// The packets of one bucket of time, each point's apart.
+struct Bucket {
+    id: i64,
+    /// Each point's runs, each sorted by (key, time, row), as pushed.
+    runs: [Vec<Vec<Rec>>; 2],
+    /// Each point's packets sorted (the runs merged): the bucket is complete.
+    recs: [Vec<Rec>; 2],
+    sorted: bool,
+}
+
+impl Bucket {
+    fn sort(&mut self) {
+        if !self.sorted {
+            for (recs, runs) in self.recs.iter_mut().zip(&mut self.runs) {
+                merge_runs(std::mem::take(runs), recs);
+            }
+            self.sorted = true;
+        }
+    }
+}
+
+/// A chunk's packets of one point with a time, by bucket, each bucket's sorted by (key,
+/// time, row): made where the chunk is read (`bucketed`), so that the matching thread only
+/// merges them.
+pub struct Runs {
+    width: i64,
+    runs: Vec<(i64, Vec<Rec>)>,
+}
+
+/// The packets with a time (`key`, `ts`), rows numbered from `first`, bucketed for a
+/// matcher of `max_delay_ns`.
+pub fn bucketed(key: &[u64], ts: &[i64], first: u64, max_delay_ns: i64) -> Runs {
+    assert_eq!(key.len(), ts.len(), "key and time columns differ in length");
+    let width = max_delay_ns.max(1);
+    let mut runs: Vec<(i64, Vec<Rec>)> = Vec::new();
+    let mut at = usize::MAX; // the bucket of the record before (packets come nearly in order)
+    for (i, (&key, &ts)) in key.iter().zip(ts).enumerate() {
+        if ts == NO_TIMESTAMP {
+            continue;
+        }
+        let id = ts.div_euclid(width);
+        if at >= runs.len() || runs[at].0 != id {
+            at = match runs.iter().position(|r| r.0 == id) {
+                Some(k) => k,
+                None => {
+                    runs.push((id, Vec::new()));
+                    runs.len() - 1
+                }
+            };
+        }
+        let idx = first + i as u64;
+        runs[at].1.push(Rec { key, ts, idx });
+    }
+    for (_, recs) in &mut runs {
+        *recs = sorted(std::mem::take(recs));
+    }
+    Runs { width, runs }
+}
+
 /// Pairs ingress and egress packets pushed in chunks (see the module documentation).
 pub struct StreamMatcher {
+    /// A bucket's span of time: `max_delay_ns` (at least 1 ns).
+    width: i64,
+    /// The buckets not yet paired, by increasing id.
+    buckets: VecDeque<Bucket>,
+    /// Packets of earlier buckets whose keys the first bucket has too, sorted by (key,
+    /// time, row): they are paired with it.
+    carry: [Vec<Rec>; 2],
+    /// Emptied record vectors, kept for their memory (fresh pages are zeroed by the kernel).
+    spare: Vec<Vec<Rec>>,
+    fates: Fates,
+    /// A key's group when it spans the carry and the bucket (both points).
+    joined: [Vec<Rec>; 2],
+}
+
+/// Spare vectors kept at most (a bucket's two and the carry's, twice over).
+const SPARE_VECS: usize = 8;
+
+/// What the matcher found, per row of each point, and what pairing needs to find it.
+struct Fates {
     max_delay_ns: i64,
-    /// Pending packets of each point, sorted by (key, time, row).
-    pending: [Vec<Rec>; 2],
-    /// Packets pushed since the last walk, in push order.
-    fresh: [Vec<Rec>; 2],
-    /// The pending runs before the last walk, kept for their memory.
-    spare: [Vec<Rec>; 2],
     ins: Rows<InFate>,
     egs: Rows<EgFate>,
     /// Each egress row's IP TOS byte, what its ingress twin's fate takes from it: apart
@@ -110,103 +189,217 @@ impl StreamMatcher {
     pub fn new(max_delay_ns: i64) -> StreamMatcher {
         assert!(max_delay_ns >= 0, "max_delay_ns must not be negative");
         StreamMatcher {
-            max_delay_ns,
-            pending: Default::default(),
-            fresh: Default::default(),
-            spare: Default::default(),
-            ins: Rows {
-                base: 0,
-                fates: VecDeque::new(),
+            width: max_delay_ns.max(1),
+            buckets: VecDeque::new(),
+            carry: Default::default(),
+            spare: Vec::new(),
+            fates: Fates {
+                max_delay_ns,
+                ins: Rows::default(),
+                egs: Rows::default(),
+                eg_tos: Rows::default(),
+                scratch: Scratch::default(),
             },
-            egs: Rows {
-                base: 0,
-                fates: VecDeque::new(),
-            },
-            eg_tos: Rows {
-                base: 0,
-                fates: VecDeque::new(),
-            },
-            scratch: Scratch::default(),
+            joined: Default::default(),
         }
     }
 
     /// The next ingress packets (rows continue from the last push).
     pub fn push_ingress(&mut self, key: &[u64], ts: &[i64]) {
-        assert_eq!(key.len(), ts.len(), "key and time columns differ in length");
-        let first = self.ins.base + self.ins.fates.len() as u64;
-        self.ins.fates.extend(ts.iter().map(|&t| InFate {
-            // never paired (as in `match_points`)
-            resolved: t == NO_TIMESTAMP,
-            ..PENDING_IN
-        }));
-        push_recs(&mut self.fresh[0], key, ts, first);
+        let first = self.fates.ins.next_row();
+        self.push_ingress_runs(ts, bucketed(key, ts, first, self.width));
     }
 
     /// The next egress packets, with their IP TOS bytes.
     pub fn push_egress(&mut self, key: &[u64], ts: &[i64], tos: &[u8]) {
-        assert!(
-            key.len() == ts.len() && key.len() == tos.len(),
-            "key, time and TOS columns differ in length"
-        );
-        let first = self.egs.base + self.egs.fates.len() as u64;
-        self.egs.fates.extend(ts.iter().map(|&t| EgFate {
+        let first = self.fates.egs.next_row();
+        self.push_egress_runs(ts, tos, bucketed(key, ts, first, self.width));
+    }
+
+    /// The next ingress packets (times `ts`), bucketed (`bucketed`, from the next row).
+    pub fn push_ingress_runs(&mut self, ts: &[i64], runs: Runs) {
+        self.fates.ins.fates.extend(ts.iter().map(|&t| InFate {
+            // never paired (as in `match_points`)
+            resolved: t == NO_TIMESTAMP,
+            ..PENDING_IN
+        }));
+        self.push_runs(0, runs);
+    }
+
+    /// The next egress packets (times `ts`, IP TOS bytes `tos`), bucketed.
+    pub fn push_egress_runs(&mut self, ts: &[i64], tos: &[u8], runs: Runs) {
+        assert_eq!(ts.len(), tos.len(), "time and TOS columns differ in length");
+        self.fates.egs.fates.extend(ts.iter().map(|&t| EgFate {
             resolved: t == NO_TIMESTAMP,
             ..PENDING_EG
         }));
-        self.eg_tos.fates.extend(tos.iter().copied());
-        push_recs(&mut self.fresh[1], key, ts, first);
+        self.fates.eg_tos.fates.extend(tos.iter().copied());
+        self.push_runs(1, runs);
     }
 
-    /// Pairs every key whose packets are all earlier than `watermark - max_delay_ns`:
-    /// no packet pushed later is earlier than `watermark`. `i64::MAX`: the end of both.
-    /// (Waits for more packets first when few came since the last walk: see the module.)
+    fn push_runs(&mut self, p: usize, runs: Runs) {
+        assert_eq!(
+            runs.width, self.width,
+            "runs bucketed for another max delay"
+        );
+        for (id, recs) in runs.runs {
+            let at = self.bucket(id);
+            self.buckets[at].runs[p].push(recs);
+        }
+    }
+
+    /// The position of bucket `id`, made if there is none (packets come nearly in time
+    /// order: the search starts at the back).
+    fn bucket(&mut self, id: i64) -> usize {
+        let late = "a packet came earlier than a watermark promised";
+        let mut pos = self.buckets.len();
+        while pos > 0 && self.buckets[pos - 1].id > id {
+            pos -= 1;
+        }
+        if pos > 0 && self.buckets[pos - 1].id == id {
+            assert!(!self.buckets[pos - 1].sorted, "{late}");
+            return pos - 1;
+        }
+        assert!(pos > 0 || self.carry.iter().all(Vec::is_empty), "{late}");
+        let recs = [self.spare.pop(), self.spare.pop()].map(Option::unwrap_or_default);
+        let (runs, sorted) = (Default::default(), false);
+        self.buckets.insert(
+            pos,
+            Bucket {
+                id,
+                runs,
+                recs,
+                sorted,
+            },
+        );
+        pos
+    }
+
+    /// Pairs every segment no packet still to come can join: no packet pushed later is
+    /// earlier than `watermark`. `i64::MAX`: the end of both.
     pub fn advance(&mut self, watermark: i64) {
-        let fresh = self.fresh[0].len() + self.fresh[1].len();
-        let pending = self.pending[0].len() + self.pending[1].len();
-        if watermark != i64::MAX && (fresh == 0 || fresh * WALK_AFTER < pending) {
-            return;
-        }
-        let mut all = std::mem::take(&mut self.spare);
-        for (p, all) in all.iter_mut().enumerate() {
-            let fresh = sorted(std::mem::take(&mut self.fresh[p]));
-            all.clear();
-            merge_into(&self.pending[p], &fresh, all);
-            self.fresh[p] = fresh;
-            self.fresh[p].clear();
-        }
-        let max_delay = self.max_delay_ns;
-        let ready = |last: i64| watermark == i64::MAX || last.saturating_add(max_delay) < watermark;
-        // The keys not ready are moved down in place: `all` becomes the pending runs.
-        let [ins, egs] = &mut all;
-        let (mut i, mut j) = (0usize, 0usize);
-        let (mut ki, mut kj) = (0usize, 0usize);
-        while i < ins.len() || j < egs.len() {
-            let key = match (ins.get(i), egs.get(j)) {
-                (Some(a), Some(b)) => a.key.min(b.key),
-                (Some(a), None) => a.key,
-                (None, Some(b)) => b.key,
-                (None, None) => unreachable!(),
-            };
-            let gi = run(&ins[i..], key);
-            let gj = run(&egs[j..], key);
-            // Each side's run is in time order: its last record is its latest.
-            let last_in = (gi > 0).then(|| ins[i + gi - 1].ts);
-            let last_eg = (gj > 0).then(|| egs[j + gj - 1].ts);
-            let last = last_in.max(last_eg).unwrap_or(i64::MIN);
-            if ready(last) {
-                self.resolve(&ins[i..i + gi], &egs[j..j + gj]);
-            } else {
-                ins.copy_within(i..i + gi, ki);
-                egs.copy_within(j..j + gj, kj);
-                ki += gi;
-                kj += gj;
+        // Bucket b is paired once bucket b + 1 is complete: watermark >= (b + 2) * width.
+        let reached = watermark.div_euclid(self.width);
+        while let Some(front) = self.buckets.front() {
+            if watermark != i64::MAX && front.id >= reached.saturating_sub(1) {
+                break;
             }
-            i += gi;
-            j += gj;
+            let mut bucket = self.buckets.pop_front().expect("a front bucket");
+            bucket.sort();
+            let next = match self.buckets.front_mut() {
+                Some(n) if n.id == bucket.id + 1 => {
+                    n.sort();
+                    Some(&n.recs)
+                }
+                _ => None,
+            };
+            let mut carried = [self.spare.pop(), self.spare.pop()].map(Option::unwrap_or_default);
+            self.fates.walk(
+                &bucket.recs,
+                &self.carry,
+                next,
+                &mut carried,
+                &mut self.joined,
+            );
+            let old = std::mem::replace(&mut self.carry, carried);
+            for mut v in old.into_iter().chain(bucket.recs) {
+                if self.spare.len() < SPARE_VECS {
+                    v.clear();
+                    self.spare.push(v);
+                }
+            }
         }
-        ins.truncate(ki);
-        egs.truncate(kj);
-        self.spare = std::mem::replace(&mut self.pending, all);
+    }
+
+    /// The fate of an ingress row (`None`: released, or never pushed).
+    pub fn ingress_fate(&self, row: u64) -> Option<InFate> {
+        self.fates.ins.get(row)
+    }
+
+    pub fn egress_fate(&self, row: u64) -> Option<EgFate> {
+        self.fates.egs.get(row)
+    }
+
+    /// Forgets the fates of the ingress rows before `row`.
+    pub fn release_ingress(&mut self, row: u64) {
+        self.fates.ins.release(row);
+    }
+
+    pub fn release_egress(&mut self, row: u64) {
+        self.fates.egs.release(row);
+        self.fates.eg_tos.release(row);
+    }
+
+    /// Packets pushed and not yet paired (what the memory holds).
+    pub fn pending(&self) -> usize {
+        let runs = self.buckets.iter().flat_map(|b| b.runs.iter().flatten());
+        let buckets = self.buckets.iter().flat_map(|b| &b.recs);
+        runs.chain(buckets).chain(&self.carry).map(Vec::len).sum()
+    }
+}
+
+impl Fates {
+    /// Walks the keys of `bucket` and `carry` (each point's sorted) in order: a key that
+    /// `next` (the following bucket, sorted) has too goes to `carried` with its packets,
+    /// the others are paired. `joined`: room for a group found in both.
+    fn walk(
+        &mut self,
+        bucket: &[Vec<Rec>; 2],
+        carry: &[Vec<Rec>; 2],
+        next: Option<&[Vec<Rec>; 2]>,
+        carried: &mut [Vec<Rec>; 2],
+        joined: &mut [Vec<Rec>; 2],
+    ) {
+        let mut at = [0usize; 2]; // per point, in the bucket
+        let mut at_carry = [0usize; 2];
+        let mut at_next = [0usize; 2];
+        loop {
+            let heads = (0..2).flat_map(|p| [bucket[p].get(at[p]), carry[p].get(at_carry[p])]);
+            let Some(key) = heads.flatten().map(|r| r.key).min() else {
+                break;
+            };
+            let mut later = false;
+            for (p, n) in next.into_iter().flatten().enumerate() {
+                let k = &mut at_next[p];
+                while *k < n.len() && n[*k].key < key {
+                    *k += 1;
+                }
+                later |= *k < n.len() && n[*k].key == key;
+            }
+            // Each point's group: the carried packets (all earlier) then the bucket's.
+            let mut parts: [(&[Rec], &[Rec]); 2] = [(&[], &[]); 2];
+            for p in 0..2 {
+                let c = &carry[p][at_carry[p]..];
+                let c = &c[..run(c, key)];
+                let b = &bucket[p][at[p]..];
+                let b = &b[..run(b, key)];
+                at_carry[p] += c.len();
+                at[p] += b.len();
+                parts[p] = (c, b);
+            }
+            if later {
+                for (out, (c, b)) in carried.iter_mut().zip(parts) {
+                    out.extend_from_slice(c);
+                    out.extend_from_slice(b);
+                }
+                continue;
+            }
+            for (j, &(c, b)) in joined.iter_mut().zip(&parts) {
+                j.clear();
+                if !c.is_empty() && !b.is_empty() {
+                    j.extend_from_slice(c);
+                    j.extend_from_slice(b);
+                }
+            }
+            let group = |p: usize| -> &[Rec] {
+                match parts[p] {
+                    ([], b) => b,
+                    (c, []) => c,
+                    _ => &joined[p],
+                }
+            };
+            self.resolve(group(0), group(1));
+        }
     }
 
     fn resolve(&mut self, group_in: &[Rec], group_eg: &[Rec]) {
@@ -239,45 +432,6 @@ impl StreamMatcher {
             egs.get_mut(r.idx).resolved = true;
         }
     }
-
-    /// The fate of an ingress row (`None`: released, or never pushed).
-    pub fn ingress_fate(&self, row: u64) -> Option<InFate> {
-        self.ins.get(row)
-    }
-
-    pub fn egress_fate(&self, row: u64) -> Option<EgFate> {
-        self.egs.get(row)
-    }
-
-    /// Forgets the fates of the ingress rows before `row`.
-    pub fn release_ingress(&mut self, row: u64) {
-        self.ins.release(row);
-    }
-
-    pub fn release_egress(&mut self, row: u64) {
-        self.egs.release(row);
-        self.eg_tos.release(row);
-    }
-
-    /// Packets pushed and not yet paired (what the memory holds).
-    pub fn pending(&self) -> usize {
-        self.pending.iter().chain(&self.fresh).map(Vec::len).sum()
-    }
-}
-
-/// Adds the records of the packets with a time, rows numbered from `first`.
-fn push_recs(out: &mut Vec<Rec>, key: &[u64], ts: &[i64], first: u64) {
-    out.extend(
-        key.iter()
-            .zip(ts)
-            .enumerate()
-            .filter(|(_, (_, &t))| t != NO_TIMESTAMP)
-            .map(|(i, (&key, &ts))| Rec {
-                key,
-                ts,
-                idx: first + i as u64,
-            }),
-    );
 }
 
 /// Records sorted by (key, time, row).
@@ -296,7 +450,35 @@ fn sorted(recs: Vec<Rec>) -> Vec<Rec> {
     out
 }
 
-/// Two runs sorted by (key, time, row), merged into `out`.
+/// Runs each sorted by (key, time, row), merged into `out` (emptied first).
+fn merge_runs(mut runs: Vec<Vec<Rec>>, out: &mut Vec<Rec>) {
+    out.clear();
+    runs.retain(|r| !r.is_empty());
+    // Pairwise, a round at a time: each packet is copied once a round (a chunk's packets
+    // fall into a bucket or two, so most buckets have two or three runs).
+    while runs.len() > 2 {
+        let mut next = Vec::with_capacity(runs.len() / 2 + 1);
+        let mut it = runs.into_iter();
+        while let Some(a) = it.next() {
+            match it.next() {
+                Some(b) => {
+                    let mut m = Vec::with_capacity(a.len() + b.len());
+                    merge_into(&a, &b, &mut m);
+                    next.push(m);
+                }
+                None => next.push(a),
+            }
+        }
+        runs = next;
+    }
+    match runs.len() {
+        0 => {}
+        1 => *out = runs.pop().expect("one run"),
+        _ => merge_into(&runs[0], &runs[1], out),
+    }
+}
+
+/// Two runs sorted by (key, time, row), merged onto the end of `out`.
 fn merge_into(a: &[Rec], b: &[Rec], out: &mut Vec<Rec>) {
     let order = |r: &Rec| (r.key, r.ts, r.idx);
     out.reserve(a.len() + b.len());

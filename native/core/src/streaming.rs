@@ -4,8 +4,8 @@
 //! counts are those of `table::match_pair` on the whole captures (tests check it, and
 //! that the files are the same bytes).
 //!
-//! Memory holds the packets of about `max_delay_ns` plus two chunks (plus a capture's
-//! disorder), a row group of each table, and a few words per flow. Flows found at the end
+//! Memory holds the packets of one to two `max_delay_ns` (the matcher's buckets) plus two
+//! chunks (plus a capture's disorder), a row group of each table, and a few words per flow. Flows found at the end
 //! to cross the taps the other way are left out by a second matching pass that leaves
 //! them out from the start (only when there are any).
 
@@ -13,6 +13,7 @@ mod groups;
 mod held;
 mod pass;
 mod prescan;
+mod queue;
 mod side;
 
 pub use groups::Tables;

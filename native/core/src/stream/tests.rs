@@ -151,19 +151,29 @@ fn streaming_pairs_as_the_whole_capture_matcher() {
 
 #[test]
 fn released_rows_are_forgotten_and_pending_packets_counted() {
+    // Buckets of 10 ns: key 1 in bucket 0, key 2 in bucket 1, key 7 in both.
     let mut m = StreamMatcher::new(10);
-    m.push_ingress(&[1, 2], &[0, 5]);
-    m.push_egress(&[1], &[3], &[7]);
+    m.push_ingress(&[1, 7, 2], &[0, 8, 15]);
+    m.push_egress(&[1, 7], &[3, 12], &[7, 9]);
+    assert_eq!(m.pending(), 5);
+    m.advance(19); // bucket 1 may still get packets: bucket 0 waits
+    assert_eq!(m.pending(), 5);
+    m.advance(20); // bucket 0 paired, but for key 7, carried into bucket 1
     assert_eq!(m.pending(), 3);
-    m.advance(14); // key 1's last packet at 3: 3 + 10 < 14; key 2 at 5: not yet
-    assert_eq!(m.pending(), 1);
     let f = m.ingress_fate(0).unwrap();
     assert_eq!((f.resolved, f.twin, f.twin_ts, f.twin_tos), (true, 0, 3, 7));
     assert!(!m.ingress_fate(1).unwrap().resolved);
+    assert!(!m.ingress_fate(2).unwrap().resolved);
     m.release_ingress(1);
     assert_eq!(m.ingress_fate(0), None);
-    m.advance(i64::MAX);
-    assert_eq!(m.ingress_fate(1).unwrap().twin, -1);
+    m.advance(30);
+    assert_eq!(m.pending(), 0);
+    let f = m.ingress_fate(1).unwrap();
+    assert_eq!(
+        (f.resolved, f.twin, f.twin_ts, f.twin_tos),
+        (true, 1, 12, 9)
+    );
+    assert_eq!(m.ingress_fate(2).unwrap().twin, -1);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! for byte.
 
 use super::held::Held;
+use super::queue::Queue;
 use crate::matcher::NONE;
 use crate::parquet::{GroupWriter, ROW_GROUP_ROWS};
 use crate::pcap::{Capture, Columns};
@@ -99,7 +100,7 @@ impl Tables {
     /// same verdicts.
     pub(crate) fn add_packets(
         &mut self,
-        from: &mut Held,
+        from: &mut Queue,
         k: usize,
         twins: &[Twin],
         guard_ns: i64,
@@ -109,11 +110,13 @@ impl Tables {
         let (mut k, mut twins) = (k, twins);
         while k > 0 {
             let rows = &mut self.packets.rows;
-            if rows.is_empty() && rows.row.capacity() < ROW_GROUP_ROWS {
-                *rows = Held::with_capacity(ROW_GROUP_ROWS, !from.stream.is_empty());
-            }
             let n = k.min(ROW_GROUP_ROWS - rows.len());
-            from.move_front_into(n, rows);
+            from.take_front(n, |h, r| {
+                if rows.is_empty() && rows.row.capacity() < ROW_GROUP_ROWS {
+                    *rows = Held::with_capacity(ROW_GROUP_ROWS, !h.stream.is_empty());
+                }
+                rows.extend_range(h, r);
+            });
             self.twins.extend_from_slice(&twins[..n]);
             (k, twins) = (k - n, &twins[n..]);
             if self.packets.rows.len() == ROW_GROUP_ROWS {

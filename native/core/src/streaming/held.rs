@@ -3,6 +3,7 @@
 
 use crate::pcap::{Capture, Columns, NO_TIMESTAMP};
 use crate::table::Point;
+use std::ops::Range;
 
 /// Applies `$m` to every per-packet column of `Columns` but `interface_id` (which may be
 /// empty: see `Columns::interface_id`).
@@ -50,31 +51,19 @@ fn extend_rows(dst: &mut Columns, src: &Columns, rows: &[u32]) {
     }
 }
 
-/// Rows `0..k` of `src` added to the end of `dst` (slices copied whole).
-fn extend_front(dst: &mut Columns, src: &Columns, k: usize) {
+/// Rows `rows` of `src` added to the end of `dst` (slices copied whole).
+fn extend_range(dst: &mut Columns, src: &Columns, rows: Range<usize>) {
     let before = dst.len();
     macro_rules! extend {
         ($($f:ident),*) => {
-            $(dst.$f.extend_from_slice(&src.$f[..k]);)*
+            $(dst.$f.extend_from_slice(&src.$f[rows.clone()]);)*
         };
     }
     each_column!(extend);
     if !src.interface_id.is_empty() || !dst.interface_id.is_empty() {
         dst.interface_id.resize(before, 0);
-        dst.interface_id.extend((0..k).map(|i| src.interface_id(i)));
+        dst.interface_id.extend(rows.map(|i| src.interface_id(i)));
     }
-}
-
-/// Removes the first `k` rows of `c` (the rest moved down in place).
-fn drain_front(c: &mut Columns, k: usize) {
-    macro_rules! drain {
-        ($($f:ident),*) => {
-            $(c.$f.drain(..k);)*
-        };
-    }
-    each_column!(drain);
-    let ids = k.min(c.interface_id.len());
-    c.interface_id.drain(..ids);
 }
 
 /// The first `k` rows of `c`, taken out of it.
@@ -163,42 +152,21 @@ impl Held {
             *self = other;
             return;
         }
-        extend_front(&mut self.cols, &other.cols, other.len());
+        extend_range(&mut self.cols, &other.cols, 0..other.len());
         self.row.append(&mut other.row);
         self.hash.append(&mut other.hash);
         self.stream.append(&mut other.stream);
         self.rtp.append(&mut other.rtp);
     }
 
-    /// Moves the first `k` packets to the end of `dst` (one copy, no fresh memory for
-    /// them but `dst`'s growth).
-    pub(crate) fn move_front_into(&mut self, k: usize, dst: &mut Held) {
-        if dst.is_empty() && k == self.len() {
-            std::mem::swap(self, dst);
-            return;
-        }
-        extend_front(&mut dst.cols, &self.cols, k);
-        drain_front(&mut self.cols, k);
-        for (to, from) in [
-            (&mut dst.row, &mut self.row),
-            (&mut dst.hash, &mut self.hash),
-        ] {
-            to.extend(from.drain(..k));
-        }
-        if !self.stream.is_empty() {
-            dst.stream.extend(self.stream.drain(..k));
-            dst.rtp.extend(self.rtp.drain(..k));
-        }
-    }
-
-    /// Forgets the first `k` packets (the rest moved down in place, the memory kept).
-    pub(crate) fn drop_front(&mut self, k: usize) {
-        drain_front(&mut self.cols, k);
-        self.row.drain(..k);
-        self.hash.drain(..k);
-        if !self.stream.is_empty() {
-            self.stream.drain(..k);
-            self.rtp.drain(..k);
+    /// Adds packets `rows` of `src` after these.
+    pub(crate) fn extend_range(&mut self, src: &Held, rows: Range<usize>) {
+        extend_range(&mut self.cols, &src.cols, rows.clone());
+        self.row.extend_from_slice(&src.row[rows.clone()]);
+        self.hash.extend_from_slice(&src.hash[rows.clone()]);
+        if !src.stream.is_empty() {
+            self.stream.extend_from_slice(&src.stream[rows.clone()]);
+            self.rtp.extend_from_slice(&src.rtp[rows]);
         }
     }
 

@@ -7,7 +7,8 @@
 use super::groups::{Tables, Twin, WriteError};
 use super::held::Held;
 use super::prescan::{Scan, NO_WATERMARK};
-use super::side::{read_ahead, Side};
+use super::queue::Queue;
+use super::side::{read_ahead, Reading, Side};
 use super::Progress;
 use crate::pcap::{ReadError, NO_TIMESTAMP};
 use crate::stream::StreamMatcher;
@@ -61,7 +62,7 @@ pub(crate) struct Passed {
     pub(crate) tables: Tables,
     pub(crate) by_flow: ByFlow,
     /// Ingress rows still held (their end guard was not decided).
-    pub(crate) rest: (Held, Vec<Twin>),
+    pub(crate) rest: (Queue, Vec<Twin>),
     pub(crate) left_out: [u64; 2],
     /// The most packets held at once (both points; memory's measure).
     pub(crate) most_held: usize,
@@ -84,13 +85,18 @@ impl Pass<'_> {
             let mut sides = Vec::new();
             for which in 0..2 {
                 let (tx, rx) = sync_channel(1);
-                let (path, scan) = (self.paths[which], self.scans[which]);
+                let reading = Reading {
+                    path: self.paths[which],
+                    chunk: self.chunk,
+                    scan: self.scans[which],
+                    streams,
+                    reverse: self.reverse,
+                    ingress: which == 0,
+                    max_delay_ns: self.opts.max_delay_ns,
+                };
                 let bytes = &self.progress.bytes[which];
-                let (chunk, reverse) = (self.chunk, self.reverse);
-                s.spawn(move || {
-                    read_ahead(path, chunk, scan, streams, reverse, which == 0, &tx, bytes)
-                });
-                sides.push(Side::new(rx, scan));
+                s.spawn(move || read_ahead(&reading, &tx, bytes));
+                sides.push(Side::new(rx, self.scans[which]));
             }
             let eg = sides.pop().expect("two sides");
             let ing = sides.pop().expect("two sides");
@@ -107,7 +113,7 @@ impl Pass<'_> {
         let read_err = |which: usize| move |e| PassError::Read(which, e);
         let max_delay = self.opts.max_delay_ns;
         let mut m = StreamMatcher::new(max_delay);
-        let (mut ing_buf, mut eg_buf) = (Held::default(), Held::default());
+        let (mut ing_buf, mut eg_buf) = (Queue::default(), Queue::default());
         let mut by_flow = ByFlow::default();
         let span = tables.span_ns;
         let given = self.opts.end_guard_ns;
@@ -179,17 +185,17 @@ impl Pass<'_> {
 /// for the end guard (entered in `hold`, `(start, end]`); and so are the rows before.
 fn ready_len(
     m: &StreamMatcher,
-    buf: &Held,
+    buf: &Queue,
     file_order: bool,
     watermark: i64,
     hold: Option<(i64, i64)>,
 ) -> usize {
     let ordered = file_order || watermark == NO_WATERMARK;
-    (0..buf.len())
-        .position(|i| {
-            let t = buf.cols.t_ns[i];
+    buf.packets()
+        .position(|(h, i)| {
+            let t = h.cols.t_ns[i];
             let known = t != NO_TIMESTAMP;
-            let resolved = m.ingress_fate(buf.row[i]).is_some_and(|f| f.resolved);
+            let resolved = m.ingress_fate(h.row[i]).is_some_and(|f| f.resolved);
             let placed = ordered || (known && t <= watermark);
             let held = hold.is_some_and(|(a, b)| known && t > a && t <= b);
             !(resolved && placed && !held)
@@ -197,12 +203,12 @@ fn ready_len(
         .unwrap_or(buf.len())
 }
 
-fn twins_of(m: &StreamMatcher, buf: &Held, k: usize) -> Vec<Twin> {
-    buf.row[..k]
-        .iter()
-        .map(|&r| {
+fn twins_of(m: &StreamMatcher, buf: &Queue, k: usize) -> Vec<Twin> {
+    buf.packets()
+        .take(k)
+        .map(|(h, i)| {
             let f = m
-                .ingress_fate(r)
+                .ingress_fate(h.row[i])
                 .expect("a held row is kept by the matcher");
             (f.twin >= 0).then_some((f.twin_ts, f.twin_tos))
         })
@@ -210,13 +216,14 @@ fn twins_of(m: &StreamMatcher, buf: &Held, k: usize) -> Vec<Twin> {
 }
 
 /// Adds the first `k` held ingress rows' matches to the counts per flow.
-fn count_ingress(m: &StreamMatcher, buf: &Held, k: usize, by_flow: &mut ByFlow) {
-    for (i, twin) in twins_of(m, buf, k).into_iter().enumerate() {
+fn count_ingress(m: &StreamMatcher, buf: &Queue, k: usize, by_flow: &mut ByFlow) {
+    let twins = twins_of(m, buf, k);
+    for ((h, i), twin) in buf.packets().zip(twins) {
         let Some((t_out, _)) = twin else { continue };
-        let e = by_flow.entry(buf.hash[i]).or_default();
+        let e = by_flow.entry(h.hash[i]).or_default();
         e.fwd += 1;
-        e.fwd_bytes += u64::from(buf.cols.ip_len[i]);
-        let d = t_out - buf.cols.t_ns[i];
+        e.fwd_bytes += u64::from(h.cols.ip_len[i]);
+        let d = t_out - h.cols.t_ns[i];
         e.max_delay_ns = Some(e.max_delay_ns.map_or(d, |x| x.max(d)));
     }
 }
@@ -224,7 +231,7 @@ fn count_ingress(m: &StreamMatcher, buf: &Held, k: usize, by_flow: &mut ByFlow) 
 /// Hands the first `k` held ingress rows to the tables.
 fn emit(
     m: &mut StreamMatcher,
-    buf: &mut Held,
+    buf: &mut Queue,
     k: usize,
     by_flow: &mut ByFlow,
     tables: &mut Tables,
@@ -232,48 +239,51 @@ fn emit(
 ) -> Result<(), WriteError> {
     count_ingress(m, buf, k, by_flow);
     let twins = twins_of(m, buf, k);
+    let after_taken = buf.packets().take(k).map(|(h, i)| h.row[i] + 1).max();
+    tables.add_packets(buf, k, &twins, guard_ns)?;
     // The first row whose fate is still needed.
-    let first = buf.row[k..]
-        .iter()
-        .copied()
-        .min()
-        .unwrap_or_else(|| buf.row[..k].iter().copied().max().map_or(0, |r| r + 1));
+    let first = buf.least_row().or(after_taken).unwrap_or(0);
     m.release_ingress(first);
-    tables.add_packets(buf, k, &twins, guard_ns)
+    Ok(())
 }
 
 /// Hands the egress rows whose fate is known (in file order) to the egress-only table if
 /// they have no twin.
 fn drain_egress(
     m: &mut StreamMatcher,
-    buf: &mut Held,
+    buf: &mut Queue,
     by_flow: &mut ByFlow,
     tables: &mut Tables,
 ) -> Result<(), WriteError> {
+    let fate = |row: u64| {
+        m.egress_fate(row)
+            .expect("a held row is kept by the matcher")
+    };
     let k = buf
-        .row
-        .iter()
-        .position(|&r| !m.egress_fate(r).is_some_and(|f| f.resolved))
+        .packets()
+        .position(|(h, i)| !m.egress_fate(h.row[i]).is_some_and(|f| f.resolved))
         .unwrap_or(buf.len());
     if k == 0 {
         return Ok(());
     }
-    let mut alone = Vec::new();
-    for i in 0..k {
-        let f = m
-            .egress_fate(buf.row[i])
-            .expect("a held row is kept by the matcher");
-        if f.reverse {
-            let e = by_flow.entry(buf.hash[i]).or_default();
-            e.rev += 1;
-            e.rev_bytes += u64::from(buf.cols.ip_len[i]);
+    let mut alone = Held::default();
+    let mut last = 0;
+    buf.take_front(k, |h, r| {
+        let mut at = Vec::new();
+        for i in r {
+            let f = fate(h.row[i]);
+            if f.reverse {
+                let e = by_flow.entry(h.hash[i]).or_default();
+                e.rev += 1;
+                e.rev_bytes += u64::from(h.cols.ip_len[i]);
+            }
+            if f.twin < 0 {
+                at.push(i);
+            }
+            last = h.row[i];
         }
-        if f.twin < 0 {
-            alone.push(i);
-        }
-    }
-    m.release_egress(buf.row[k - 1] + 1);
-    let alone = buf.select(&alone);
-    buf.drop_front(k);
+        alone.append(h.select(&at));
+    });
+    m.release_egress(last + 1);
     tables.add_egress_only(alone)
 }

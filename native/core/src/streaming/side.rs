@@ -3,8 +3,9 @@
 
 use super::held::Held;
 use super::prescan::Scan;
+use super::queue::Queue;
 use crate::pcap::{ChunkReader, ReadError};
-use crate::stream::StreamMatcher;
+use crate::stream::{bucketed, Runs, StreamMatcher};
 use crate::table::rtp::Streams;
 use crate::table::Point;
 use crate::wordhash::WordMap;
@@ -15,10 +16,10 @@ use std::sync::mpsc::{Receiver, SyncSender};
 
 /// A chunk read and decoded on its reader's thread: its IP packets outside the flows left
 /// out, held (columns gathered, rows numbered on from the chunk before) and as the
-/// matcher takes them (identity key, time and, at egress, IP TOS byte).
+/// matcher takes them (time, bucketed records and, at egress, IP TOS byte).
 pub(super) struct Decoded {
     held: Held,
-    key: Vec<u64>,
+    runs: Runs,
     ts: Vec<i64>,
     tos: Vec<u8>,
     left_out: u64,
@@ -26,20 +27,28 @@ pub(super) struct Decoded {
 
 type Chunks = Receiver<Result<Decoded, ReadError>>;
 
-/// Reads `path` a chunk at a time into `tx` (one chunk ahead of the matching thread),
-/// leaving out the IP packets of the flows in `reverse`.
-#[allow(clippy::too_many_arguments)]
+/// What a reader thread reads, and how.
+pub(super) struct Reading<'a> {
+    pub(super) path: &'a Path,
+    /// Packets a chunk.
+    pub(super) chunk: usize,
+    pub(super) scan: &'a Scan,
+    pub(super) streams: &'a Streams,
+    /// The flows left out.
+    pub(super) reverse: &'a HashSet<u64, WordMap>,
+    pub(super) ingress: bool,
+    /// The matcher's (its buckets' width).
+    pub(super) max_delay_ns: i64,
+}
+
+/// Reads a chunk at a time into `tx` (one chunk ahead of the matching thread), leaving
+/// out the IP packets of the flows in `reverse`; `bytes`: how far it read.
 pub(super) fn read_ahead(
-    path: &Path,
-    chunk: usize,
-    scan: &Scan,
-    streams: &Streams,
-    reverse: &HashSet<u64, WordMap>,
-    ingress: bool,
+    r: &Reading<'_>,
     tx: &SyncSender<Result<Decoded, ReadError>>,
     bytes: &AtomicUsize,
 ) {
-    let mut reader = match ChunkReader::open(path) {
+    let mut reader = match ChunkReader::open(r.path) {
         Ok(r) => r,
         Err(e) => {
             let _ = tx.send(Err(e));
@@ -48,7 +57,7 @@ pub(super) fn read_ahead(
     };
     let mut pushed = 0u64;
     loop {
-        let cols = match reader.next_chunk(chunk) {
+        let cols = match reader.next_chunk(r.chunk) {
             Ok(Some(c)) => c,
             Ok(None) => return,
             Err(e) => {
@@ -57,10 +66,10 @@ pub(super) fn read_ahead(
             }
         };
         bytes.store(reader.bytes_read(), Ordering::Relaxed);
-        let host = Held::capture(cols, &scan.cap);
-        let (p, keys) = Point::new(&host, streams, ingress);
-        let decoded = decode(&p, &keys, reverse, ingress, pushed);
-        pushed += decoded.key.len() as u64;
+        let host = Held::capture(cols, &r.scan.cap);
+        let (p, keys) = Point::new(&host, r.streams, r.ingress);
+        let decoded = decode(&p, &keys, r, pushed);
+        pushed += decoded.ts.len() as u64;
         if tx.send(Ok(decoded)).is_err() {
             return; // the pass stopped
         }
@@ -68,13 +77,8 @@ pub(super) fn read_ahead(
 }
 
 /// A chunk's IP packets outside `reverse`, rows numbered on from `first_row`.
-fn decode(
-    p: &Point<'_>,
-    keys: &[u64],
-    reverse: &HashSet<u64, WordMap>,
-    ingress: bool,
-    first_row: u64,
-) -> Decoded {
+fn decode(p: &Point<'_>, keys: &[u64], r: &Reading<'_>, first_row: u64) -> Decoded {
+    let (reverse, ingress) = (r.reverse, r.ingress);
     let kept: Vec<u32> = (0..p.rows.len() as u32)
         .filter(|&k| reverse.is_empty() || !reverse.contains(&p.cap.flow_hash(p.row(k as usize))))
         .collect();
@@ -95,7 +99,7 @@ fn decode(
     held.push(p, &kept, first_row);
     Decoded {
         held,
-        key,
+        runs: bucketed(&key, &ts, first_row, r.max_delay_ns),
         ts,
         tos,
         left_out: (p.rows.len() - kept.len()) as u64,
@@ -135,7 +139,7 @@ impl<'a> Side<'a> {
     pub(super) fn read(
         &mut self,
         m: &mut StreamMatcher,
-        held: &mut Held,
+        held: &mut Queue,
         ingress: bool,
     ) -> Result<(), ReadError> {
         let d = self.chunks.recv().unwrap_or_else(|_| {
@@ -147,11 +151,11 @@ impl<'a> Side<'a> {
         self.next += 1;
         self.left_out += d.left_out;
         if ingress {
-            m.push_ingress(&d.key, &d.ts);
+            m.push_ingress_runs(&d.ts, d.runs);
         } else {
-            m.push_egress(&d.key, &d.ts, &d.tos);
+            m.push_egress_runs(&d.ts, &d.tos, d.runs);
         }
-        held.append(d.held);
+        held.push(d.held);
         Ok(())
     }
 }
