@@ -153,7 +153,7 @@ impl Pass<'_> {
                 // and with them the end guard.
                 let mut known = by_flow.clone();
                 let n = ready_len(&m, &ing_buf, true, NO_WATERMARK, None);
-                count_ingress(&m, &ing_buf, n, &mut known);
+                count_ingress(&ing_buf, &twins_of(&m, &ing_buf, n), &mut known);
                 let reverse = reverse_of(&known);
                 guard = given.unwrap_or_else(|| largest_delay(&known, &reverse));
                 hold = None;
@@ -167,9 +167,8 @@ impl Pass<'_> {
         }
         m.advance(NO_WATERMARK);
         drain_egress(&mut m, &mut eg_buf, &mut by_flow, &mut tables).map_err(PassError::Write)?;
-        let n = ing_buf.len();
-        count_ingress(&m, &ing_buf, n, &mut by_flow);
-        let twins = twins_of(&m, &ing_buf, n);
+        let twins = twins_of(&m, &ing_buf, ing_buf.len());
+        count_ingress(&ing_buf, &twins, &mut by_flow);
         Ok(Passed {
             tables,
             by_flow,
@@ -215,9 +214,8 @@ fn twins_of(m: &StreamMatcher, buf: &Queue, k: usize) -> Vec<Twin> {
         .collect()
 }
 
-/// Adds the first `k` held ingress rows' matches to the counts per flow.
-fn count_ingress(m: &StreamMatcher, buf: &Queue, k: usize, by_flow: &mut ByFlow) {
-    let twins = twins_of(m, buf, k);
+/// Adds the matches of the first held ingress rows (their `twins`) to the counts per flow.
+fn count_ingress(buf: &Queue, twins: &[Twin], by_flow: &mut ByFlow) {
     for ((h, i), twin) in buf.packets().zip(twins) {
         let Some((t_out, _)) = twin else { continue };
         let e = by_flow.entry(h.hash[i]).or_default();
@@ -237,8 +235,8 @@ fn emit(
     tables: &mut Tables,
     guard_ns: i64,
 ) -> Result<(), WriteError> {
-    count_ingress(m, buf, k, by_flow);
     let twins = twins_of(m, buf, k);
+    count_ingress(buf, &twins, by_flow);
     let after_taken = buf.packets().take(k).map(|(h, i)| h.row[i] + 1).max();
     tables.add_packets(buf, k, &twins, guard_ns)?;
     // The first row whose fate is still needed.
