@@ -124,6 +124,18 @@ impl Held {
         }
     }
 
+    /// Every packet of a chunk's point (all of them IP), numbered on from `first_row`, but
+    /// for their columns (which the caller moves in).
+    pub(crate) fn number(&mut self, p: &Point<'_>, first_row: u64) {
+        let n = p.rows.len();
+        self.row.extend((0..n as u64).map(|r| first_row + r));
+        self.hash.extend((0..n).map(|i| p.cap.flow_hash(i)));
+        if !p.stream.is_empty() {
+            self.stream.extend_from_slice(&p.stream);
+            self.rtp.extend_from_slice(&p.rtp_by_row);
+        }
+    }
+
     /// Room for `n` packets (with, given `streams`, their stream and RTP mark), allocated
     /// once: a row group's buffer then never grows by copies into fresh pages.
     pub(crate) fn with_capacity(n: usize, streams: bool) -> Held {

@@ -68,7 +68,11 @@ pub(super) fn read_ahead(
         bytes.store(reader.bytes_read(), Ordering::Relaxed);
         let host = Held::capture(cols, &r.scan.cap);
         let (p, keys) = Point::new(&host, r.streams, r.ingress);
-        let decoded = decode(&p, &keys, r, pushed);
+        let mut decoded = decode(&p, &keys, r, pushed);
+        if decoded.held.cols.is_empty() && !decoded.held.is_empty() {
+            // Every packet kept, in the chunk's order: its columns, moved, not gathered.
+            decoded.held.cols = host.columns;
+        }
         pushed += decoded.ts.len() as u64;
         if tx.send(Ok(decoded)).is_err() {
             return; // the pass stopped
@@ -96,7 +100,12 @@ fn decode(p: &Point<'_>, keys: &[u64], r: &Reading<'_>, first_row: u64) -> Decod
             .collect()
     };
     let mut held = Held::default();
-    held.push(p, &kept, first_row);
+    if kept.len() == p.cap.columns.len() {
+        // Every packet is IP and kept: the caller moves the chunk's columns in.
+        held.number(p, first_row);
+    } else {
+        held.push(p, &kept, first_row);
+    }
     Decoded {
         held,
         runs: bucketed(&key, &ts, first_row, r.max_delay_ns),
