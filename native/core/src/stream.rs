@@ -298,11 +298,16 @@ impl Fates {
         let mut at = [0usize; 2]; // per point, in the bucket
         let mut at_carry = [0usize; 2];
         let mut at_next = [0usize; 2];
+        // The least key at the head of the four runs (u64::MAX past a run's end: a real
+        // key of that value is still found, as the loop ends only when all are done).
+        let head = |run: &[Rec], i: usize| run.get(i).map_or(u64::MAX, |r| r.key);
         loop {
-            let heads = (0..2).flat_map(|p| [bucket[p].get(at[p]), carry[p].get(at_carry[p])]);
-            let Some(key) = heads.flatten().map(|r| r.key).min() else {
+            let done = (0..2).all(|p| at[p] == bucket[p].len() && at_carry[p] == carry[p].len());
+            if done {
                 break;
-            };
+            }
+            let key = (head(&bucket[0], at[0]).min(head(&bucket[1], at[1])))
+                .min(head(&carry[0], at_carry[0]).min(head(&carry[1], at_carry[1])));
             let mut later = false;
             for (p, n) in next.into_iter().flatten().enumerate() {
                 let k = &mut at_next[p];
@@ -330,8 +335,8 @@ impl Fates {
                 continue;
             }
             for (j, &(c, b)) in joined.iter_mut().zip(&parts) {
-                j.clear();
                 if !c.is_empty() && !b.is_empty() {
+                    j.clear();
                     j.extend_from_slice(c);
                     j.extend_from_slice(b);
                 }
