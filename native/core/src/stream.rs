@@ -194,17 +194,21 @@ impl StreamMatcher {
     }
 
     /// The position of bucket `id`, made if there is none (packets come nearly in time
-    /// order: the search starts at the back).
+    /// order: the latest bucket is tried first, the others searched by halves).
     fn bucket(&mut self, id: i64) -> usize {
         let late = "a packet came earlier than a watermark promised";
-        let mut pos = self.buckets.len();
-        while pos > 0 && self.buckets[pos - 1].id > id {
-            pos -= 1;
-        }
-        if pos > 0 && self.buckets[pos - 1].id == id {
-            assert!(!self.buckets[pos - 1].sorted, "{late}");
-            return pos - 1;
-        }
+        let found = match self.buckets.back() {
+            Some(b) if b.id < id => Err(self.buckets.len()),
+            None => Err(0),
+            _ => self.buckets.binary_search_by_key(&id, |b| b.id),
+        };
+        let pos = match found {
+            Ok(at) => {
+                assert!(!self.buckets[at].sorted, "{late}");
+                return at;
+            }
+            Err(pos) => pos,
+        };
         assert!(pos > 0 || self.carry.iter().all(Vec::is_empty), "{late}");
         let recs = [self.spare.pop(), self.spare.pop()].map(Option::unwrap_or_default);
         let (runs, sorted) = (Default::default(), false);

@@ -2,6 +2,8 @@
 //! the chunk is read (see the module documentation of `stream`).
 
 use crate::matcher::{sorted_records, Rec, NO_TIMESTAMP};
+use crate::wordhash::WordMap;
+use std::collections::HashMap;
 
 /// The packets of one bucket of time, each point's apart.
 pub(super) struct Bucket {
@@ -38,6 +40,7 @@ pub fn bucketed(key: &[u64], ts: &[i64], first: u64, max_delay_ns: i64) -> Runs 
     assert_eq!(key.len(), ts.len(), "key and time columns differ in length");
     let width = max_delay_ns.max(1);
     let mut runs: Vec<(i64, Vec<Rec>)> = Vec::new();
+    let mut index: HashMap<i64, usize, WordMap> = HashMap::default();
     let mut at = usize::MAX; // the bucket of the record before (packets come nearly in order)
     for (i, (&key, &ts)) in key.iter().zip(ts).enumerate() {
         if ts == NO_TIMESTAMP {
@@ -45,13 +48,12 @@ pub fn bucketed(key: &[u64], ts: &[i64], first: u64, max_delay_ns: i64) -> Runs 
         }
         let id = ts.div_euclid(width);
         if at >= runs.len() || runs[at].0 != id {
-            at = match runs.iter().position(|r| r.0 == id) {
-                Some(k) => k,
-                None => {
-                    runs.push((id, Vec::new()));
-                    runs.len() - 1
-                }
-            };
+            // Looked up, not searched: with a tiny max delay nearly every packet starts a
+            // bucket of its own.
+            at = *index.entry(id).or_insert_with(|| {
+                runs.push((id, Vec::new()));
+                runs.len() - 1
+            });
         }
         let idx = first + i as u64;
         runs[at].1.push(Rec { key, ts, idx });

@@ -186,3 +186,24 @@ fn the_end_pairs_what_is_pending_with_nothing_new() {
     let f = m.ingress_fate(0).unwrap();
     assert_eq!((f.resolved, f.twin, f.twin_ts), (true, 0, 2_200));
 }
+
+#[test]
+fn a_zero_max_delay_gives_every_packet_a_bucket_and_still_pairs_them() {
+    // Each time its own bucket (width 1 ns): 100,000 buckets in one push.
+    let n = 100_000u64;
+    let keys: Vec<u64> = (0..n).map(|i| crate::keys::finalize(i + 1)).collect();
+    let ts: Vec<i64> = (0..n as i64).map(|i| 1_000 + 3 * i).collect();
+    let tos = vec![1u8; n as usize];
+    let mut m = StreamMatcher::new(0);
+    m.push_ingress(&keys, &ts);
+    m.push_egress(&keys, &ts, &tos);
+    m.advance(i64::MAX);
+    assert_eq!(m.pending(), 0);
+    for i in 0..n {
+        let f = m.ingress_fate(i).expect("kept");
+        assert_eq!(
+            (f.resolved, f.twin, f.twin_ts),
+            (true, i as i64, ts[i as usize])
+        );
+    }
+}
