@@ -134,7 +134,7 @@ impl StreamMatcher {
     pub fn new(max_delay_ns: i64) -> StreamMatcher {
         assert!(max_delay_ns >= 0, "max_delay_ns must not be negative");
         StreamMatcher {
-            width: max_delay_ns.max(1),
+            width: buckets::width(max_delay_ns),
             buckets: VecDeque::new(),
             carry: Default::default(),
             spare: Vec::new(),

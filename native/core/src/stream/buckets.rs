@@ -34,11 +34,17 @@ pub struct Runs {
     pub(super) runs: Vec<(i64, Vec<Rec>)>,
 }
 
+/// A bucket's span of time for a matcher of `max_delay_ns`: any span of at least
+/// `max_delay_ns` keeps the segments apart; one nanosecond at least.
+pub(super) fn width(max_delay_ns: i64) -> i64 {
+    max_delay_ns.max(1)
+}
+
 /// The packets with a time (`key`, `ts`), rows numbered from `first`, bucketed for a
 /// matcher of `max_delay_ns`.
 pub fn bucketed(key: &[u64], ts: &[i64], first: u64, max_delay_ns: i64) -> Runs {
     assert_eq!(key.len(), ts.len(), "key and time columns differ in length");
-    let width = max_delay_ns.max(1);
+    let width = width(max_delay_ns);
     let mut runs: Vec<(i64, Vec<Rec>)> = Vec::new();
     let mut index: HashMap<i64, usize, WordMap> = HashMap::default();
     let mut at = usize::MAX; // the bucket of the record before (packets come nearly in order)

@@ -68,8 +68,8 @@ pub(super) fn read_ahead(
         bytes.store(reader.bytes_read(), Ordering::Relaxed);
         let host = Held::capture(cols, &r.scan.cap);
         let (p, keys) = Point::new(&host, r.streams, r.ingress);
-        let mut decoded = decode(&p, &keys, r, pushed);
-        if decoded.held.cols.is_empty() && !decoded.held.is_empty() {
+        let (mut decoded, whole) = decode(&p, &keys, r, pushed);
+        if whole {
             // Every packet kept, in the chunk's order: its columns, moved, not gathered.
             decoded.held.cols = host.columns;
         }
@@ -80,8 +80,10 @@ pub(super) fn read_ahead(
     }
 }
 
-/// A chunk's IP packets outside `reverse`, rows numbered on from `first_row`.
-fn decode(p: &Point<'_>, keys: &[u64], r: &Reading<'_>, first_row: u64) -> Decoded {
+/// A chunk's IP packets outside `reverse`, rows numbered on from `first_row`; true: they
+/// are all of the chunk's packets, and the held packets' columns are left for the caller
+/// to move in.
+fn decode(p: &Point<'_>, keys: &[u64], r: &Reading<'_>, first_row: u64) -> (Decoded, bool) {
     let (reverse, ingress) = (r.reverse, r.ingress);
     let kept: Vec<u32> = (0..p.rows.len() as u32)
         .filter(|&k| reverse.is_empty() || !reverse.contains(&p.cap.flow_hash(p.row(k as usize))))
@@ -100,19 +102,20 @@ fn decode(p: &Point<'_>, keys: &[u64], r: &Reading<'_>, first_row: u64) -> Decod
             .collect()
     };
     let mut held = Held::default();
-    if kept.len() == p.cap.columns.len() {
-        // Every packet is IP and kept: the caller moves the chunk's columns in.
+    let whole = kept.len() == p.cap.columns.len();
+    if whole {
         held.number(p, first_row);
     } else {
         held.push(p, &kept, first_row);
     }
-    Decoded {
+    let decoded = Decoded {
         held,
         runs: bucketed(&key, &ts, first_row, r.max_delay_ns),
         ts,
         tos,
         left_out: (p.rows.len() - kept.len()) as u64,
-    }
+    };
+    (decoded, whole)
 }
 
 /// One capture read again, chunk by chunk, in step with its watermarks.
