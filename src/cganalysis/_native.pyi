@@ -60,6 +60,11 @@ def identity_keys(
     Raises ``ValueError`` when the columns differ in length.
     """
 
+def running_jitter(abs_transit_diff: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The running RFC 3550 jitter after each packet from the transit-time differences
+    ``|D|`` (RTP timestamp units): ``J_k = |D_k| / 16 + 15/16 J_(k-1)``, ``J_0 = 0`` (see
+    ``native/core/src/jitter.rs``). The array must be contiguous."""
+
 def match_points(
     in_key: NDArray[np.uint64],
     in_ts: NDArray[np.int64],

@@ -6,6 +6,7 @@
 
 pub mod decode;
 pub mod hugepages;
+pub mod jitter;
 pub mod keys;
 pub mod matcher;
 pub mod parquet;

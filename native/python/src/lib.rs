@@ -8,6 +8,7 @@ static ALLOCATOR: cga_core::hugepages::HugePages = cga_core::hugepages::HugePage
 
 mod flows;
 mod matching;
+mod metrics;
 mod pairing;
 mod reading;
 mod streaming;
@@ -16,6 +17,7 @@ mod streaming;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reading::register(m)?;
     matching::register(m)?;
+    metrics::register(m)?;
     pairing::register(m)?;
     streaming::register(m)?;
     Ok(())

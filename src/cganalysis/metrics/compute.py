@@ -82,7 +82,7 @@ def infer_schedule(prepared: Prepared, bin_s: float) -> tuple[Step, ...]:
     For captures without a testbed schedule (a commercial CG service and a download started
     by hand): Xu's response and recovery still apply, timed from the traffic itself.
     """
-    comp = prepared.packets.filter(pl.col("role") == COMPETITOR)
+    comp = prepared.role(COMPETITOR)
     if comp.height == 0:
         return ()
     first = comp.get_column("t_in_ns").min()
@@ -130,7 +130,7 @@ def fairness_block(
     warnings: list[str],
 ) -> dict[str, Any] | None:
     """Xu's ratio and Jain's index over the competition bins, or None when not applicable."""
-    if prepared.packets.filter(pl.col("role") == COMPETITOR).height == 0:
+    if prepared.role(COMPETITOR).height == 0:
         return None
     if spec.fairness_window is not None:
         fw = whole_bins(
@@ -268,10 +268,10 @@ def run_metrics(
     # competing flow, not only the analysis window.
     events = events_from_schedule(schedule)
     adaptations: list[Adaptation] = []
-    if events and prepared.packets.filter(pl.col("role") == COMPETITOR).height > 0:
+    if events and prepared.role(COMPETITOR).height > 0:
         t_first = np.floor(min(prepared.data_start_s, 0.0) / spec.bin_s) * spec.bin_s
         cg = bitrate_series(
-            prepared.packets,
+            prepared.role(CG),
             start_s=float(t_first),
             end_s=prepared.data_end_s,
             bin_s=spec.bin_s,

@@ -19,7 +19,7 @@ from cganalysis.metrics.loss import Loss, loss, rtp_gap_loss
 from cganalysis.metrics.registry import ROLE_METRICS
 from cganalysis.metrics.single import rtp_jitter
 from cganalysis.metrics.spec import BitratePoint, RunSpec
-from cganalysis.metrics.timebase import Prepared, Resolved
+from cganalysis.metrics.timebase import Prepared, Resolved, entered_between
 
 CG, COMPETITOR = "cg", "competitor"
 MAIN_ROLES: tuple[str, ...] = (CG, COMPETITOR)
@@ -136,7 +136,7 @@ FAMILIES: dict[str, Callable[[RoleData], dict[str, Any]]] = {
 
 
 def role_stats(
-    packets: pl.DataFrame,
+    prepared: Prepared,
     role: str,
     *,
     window: Resolved,
@@ -147,9 +147,8 @@ def role_stats(
 ) -> dict[str, Any]:
     """The per-role block of the JSON, over ``window`` (already whole bins), in the
     registry's order (a run's own delay thresholds where its keys differ)."""
-    s_ns, e_ns = window.ns()
-    mine = packets.filter(pl.col("role") == role)
-    entered = mine.filter((pl.col("t_in_ns") >= s_ns) & (pl.col("t_in_ns") < e_ns))
+    mine = prepared.role(role)
+    entered = entered_between(mine, *window.ns())
     series = bitrate_series(
         mine, start_s=window.start_s, end_s=window.end_s, bin_s=spec.bin_s, point=point, keys=[role]
     )
@@ -168,12 +167,12 @@ def roles_block(
     point: BitratePoint,
     capacity: LinkCapacity,
 ) -> dict[str, dict[str, Any]]:
-    present = set(prepared.packets.get_column("role").unique().to_list())
+    present = set(prepared.by_role)
     roles = [*MAIN_ROLES, *sorted(r for r in present if r not in MAIN_ROLES)]
     cap_bits = capacity.bits(window.start_s, window.end_s)
     return {
         r: role_stats(
-            prepared.packets,
+            prepared,
             r,
             window=window,
             spec=spec,

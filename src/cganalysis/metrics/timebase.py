@@ -55,6 +55,23 @@ class Prepared:
     data_start_s: float  # first and last ingress time, relative to t0
     data_end_s: float
     excluded: pl.DataFrame = field(default_factory=pl.DataFrame)  # reverse-direction flows
+    #: Each role's packets, in the table's (ingress time) order: one pass over the table,
+    #: where a filter per role and window read every row each time (9 role blocks a run).
+    by_role: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def role(self, name: str) -> pl.DataFrame:
+        """The packets of role ``name`` (none when no packet has it), by ingress time."""
+        found = self.by_role.get(name)
+        return self.packets.clear() if found is None else found
+
+
+def entered_between(packets: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
+    """The packets of a table in ingress order (``t_in_ns``, as :func:`prepare` leaves it)
+    that entered in ``[start_ns, end_ns)``: a slice found by halves, no copy."""
+    t = packets.get_column("t_in_ns")
+    lo = int(t.search_sorted(start_ns, side="left"))
+    hi = int(t.search_sorted(end_ns, side="left"))
+    return packets.slice(lo, max(0, hi - lo))
 
 
 def check_columns(packets: pl.DataFrame, what: str = "packets table") -> None:
@@ -108,6 +125,10 @@ def prepare(packets: pl.DataFrame, spec: RunSpec) -> Prepared:
         data_start_s=span["a"].item() / NS_PER_S,
         data_end_s=span["b"].item() / NS_PER_S,
         excluded=excluded,
+        by_role={
+            str(key[0]): part
+            for key, part in df.partition_by("role", as_dict=True, maintain_order=True).items()
+        },
     )
 
 

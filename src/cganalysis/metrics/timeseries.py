@@ -32,7 +32,8 @@ def run_timeseries(
         else start_s
     )
     end = prepared.data_end_s if end_s is None else end_s
-    pk = prepared.packets.filter(pl.col("role").is_in(list(roles)))
+    parts = [prepared.role(r) for r in roles]
+    pk = pl.concat(parts) if parts else prepared.packets.clear()
     single = prepared.mode == "single"
     rate = bitrate_series(
         pk,
@@ -49,7 +50,9 @@ def run_timeseries(
     n = n_bins(start, end, bin_s)
     rel = pl.col("t_in_ns") - start_ns
     per_bin = (
-        pk.filter((rel >= 0) & (rel < n * bin_ns))
+        pk.lazy()
+        .select("role", "t_in_ns", "delay_ms", "lost")
+        .filter((rel >= 0) & (rel < n * bin_ns))
         .group_by("role", (rel // bin_ns).cast(pl.Int64).alias("bin"))
         .agg(
             pl.len().cast(pl.Int64).alias("packets"),
@@ -64,6 +67,7 @@ def run_timeseries(
         )
         .with_columns((start + pl.col("bin").cast(pl.Float64) * bin_s).alias("t_s"))
         .drop("bin")
+        .collect()
     )
     out = (
         rate.join(offered, on=["t_s", "role"], how="left")
