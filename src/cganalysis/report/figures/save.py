@@ -16,12 +16,17 @@ def save_figure(fig: Figure, stem: Path, dpi: int = 300) -> list[Path]:
     unchanged figure gives an unchanged file.
     """
     paths = []
+    engine = fig.get_layout_engine()
     for ext, meta in (
-        ("pdf", {"CreationDate": None, "Producer": None}),
         ("png", {"Software": None}),
+        ("pdf", {"CreationDate": None, "Producer": None}),
     ):
         path = stem.with_name(f"{stem.name}.{ext}")
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=ext, dpi=dpi, metadata=meta)
+        # The layout (constrained: half of a save's time) is computed once, by the first
+        # save; the second draws the same positions.
+        fig.set_layout_engine("none")
         paths.append(path)
-    return paths
+    fig.set_layout_engine(engine)
+    return sorted(paths)
