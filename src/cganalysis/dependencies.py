@@ -21,6 +21,8 @@ cganalysis.dependencies``; on an unsupported Python too, to say so)::
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -257,6 +259,13 @@ def software() -> dict[str, Any]:
     """What computed a table: the interpreter, the versions of :data:`TABLE_PACKAGES`, and
     the lock the environment was installed from (written into meta.json, metrics and match
     documents, and carried by the dataset export)."""
+    return copy.deepcopy(_software())
+
+
+@functools.cache
+def _software() -> dict[str, Any]:
+    # Once a process: the code that runs is the code imported at its start (a job that
+    # computes a campaign's runs one after another read the metadata again for each).
     return {
         "python": platform.python_version(),
         "packages": installed_versions(TABLE_PACKAGES),

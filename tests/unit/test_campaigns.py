@@ -203,8 +203,20 @@ def test_a_short_form_keeps_the_design_with_fewer_repetitions_and_shorter_runs()
 
 
 def _job_counts(out: str) -> dict[str, int]:
+    """Jobs per rule of a dry run; the rules made per campaign (``metrics_<campaign>``,
+    ``run_figure_<figure>_<campaign>``) also summed under ``metrics`` and ``run_figure``."""
     stats = out[out.index("Job stats:") :]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
+    counts = {m[1]: int(m[2]) for m in re.finditer(r"^([\w-]+)\s+(\d+)$", stats, re.M)}
+    for prefix in ("metrics", "run_figure"):
+        mine = [n for k, n in counts.items() if k.startswith(f"{prefix}_")]
+        if mine:
+            counts[prefix] = sum(mine)
+    return counts
+
+
+def _campaigns(out: str) -> set[str]:
+    """The campaigns a dry run's jobs name in their wildcards."""
+    return set(re.findall(r"wildcards: campaign=([^,\s]+)", out))
 
 
 @pytest.mark.parametrize(
@@ -234,7 +246,11 @@ def test_dry_run_counts(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     counts = _job_counts(done.stdout + done.stderr)
-    assert counts["experiment"] == counts["packets"] == counts["metrics"] == experiments
+    assert counts["experiment"] == counts["packets"] == experiments
+    # One metrics job and one time-series job per campaign, each for all its runs.
+    campaigns = _campaigns(done.stdout + done.stderr)
+    assert counts["metrics"] == counts["run_figure"] == len(campaigns) >= 1
+    assert all(counts[f"metrics_{c}"] == 1 for c in campaigns)
     assert counts["calibrate"] == calibrations
     for rule, n in tables.items():
         assert counts[rule] == n

@@ -165,3 +165,43 @@ def test_the_metrics_schema_is_checked_on_write_and_on_read(packets: Path, tmp_p
     bad.write_text(json.dumps(doc))  # as if made by hand or by another tool
     with pytest.raises(SchemaError, match=r"metrics file .*bad\.json: key roles\.cg\.loss_rate"):
         read_metrics([bad])
+
+
+def test_a_campaigns_runs_in_one_process_give_each_runs_own_files(
+    packets: Path, tmp_path: Path
+) -> None:
+    """metrics_of_runs (the workflow's job per campaign) writes for each run what the
+    command writes for it alone, and a run that fails stops it with the run's name."""
+    import io
+
+    from cganalysis.metrics.io import RunFiles, metrics_of_runs
+
+    other = tmp_path / "other"
+    other.mkdir()
+    slower = cbr(10, 0, 30, dport=30002, delay_ms=5.0)
+    table(slower, cbr(20, 10, 30, proto=6, flow_id=1, sport=5201, dport=1)).write_parquet(
+        other / "packets.parquet"
+    )
+    meta = write_meta(tmp_path)
+    runs = [
+        RunFiles(p, meta, tmp_path / "out" / f"r{i}.json", tmp_path / "out" / f"r{i}.ts.parquet")
+        for i, p in enumerate([packets, other / "packets.parquet"])
+    ]
+    log = io.StringIO()
+    metrics_of_runs(runs, log)
+    assert [line.split(":")[0] for line in log.getvalue().splitlines()] == ["[1/2] r0", "[2/2] r1"]
+    for run in runs:
+        alone = tmp_path / "alone.json"
+        assert cli(["metrics", str(run.packets), "-o", str(alone), "--run", str(meta)]) == 0
+        mine, theirs = read(run.metrics), read(alone)
+        for doc in (mine, theirs):
+            doc.pop("software")
+            doc["inputs"].pop("packets")
+        assert mine == theirs
+        assert pl.read_parquet(run.timeseries).height > 0
+    assert read(runs[0].metrics)["roles"]["cg"]["bitrate_mean_mbps"] == pytest.approx(20, 0.01)
+    assert read(runs[1].metrics)["roles"]["cg"]["bitrate_mean_mbps"] == pytest.approx(10, 0.01)
+
+    broken = RunFiles(tmp_path / "missing.parquet", meta, tmp_path / "x.json", tmp_path / "x.ts")
+    with pytest.raises(ConfigError, match=r"run x \(.*missing.parquet\)"):
+        metrics_of_runs([runs[0], broken], io.StringIO())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -91,3 +92,17 @@ def test_a_run_figure_from_the_command_line_and_the_workflow(
     assert [p.name for p in written] == ["r1.timeseries.pdf", "r1.timeseries.png"]
     for path in written:
         assert path.stat().st_size > 0 and (cli_stem.parent / path.name).stat().st_size > 0
+    # The workflow's job per campaign: each run's figure, the same files as one at a time.
+    log = io.StringIO()
+    stems = [tmp_path / "campaign" / f"r{i}.timeseries" for i in (1, 2)]
+    artefacts.write_runs_from_files(
+        "timeseries", [(series, metrics, stem) for stem in stems], STYLE, log
+    )
+    assert [line.split(":")[0] for line in log.getvalue().splitlines()] == [
+        "[1/2] r1.timeseries",
+        "[2/2] r2.timeseries",
+    ]
+    for stem in stems:
+        for ext in ("pdf", "png"):
+            made = stem.with_name(f"{stem.name}.{ext}").read_bytes()
+            assert made == (tmp_path / "wf" / f"r1.timeseries.{ext}").read_bytes()

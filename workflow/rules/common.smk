@@ -97,6 +97,14 @@ def processed_outputs():
     ]
 
 
+def campaign_runs():
+    """{campaign: [run_id, ...]} of every raw run (raw_runs), in a stable order."""
+    out = {}
+    for campaign, run_id in raw_runs():
+        out.setdefault(campaign, []).append(run_id)
+    return out
+
+
 def campaign_metrics(campaign):
     """The metrics files of every raw run of `campaign`."""
     return [f"results/metrics/{c}/{r}.json" for c, r in raw_runs() if c == campaign]

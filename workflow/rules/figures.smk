@@ -5,23 +5,36 @@
 
 
 # Each run's figures (the registry's RUN_FIGURES: the TMA time series), from its series and
-# metrics: results/figures/<campaign>/<run_id>.<run_figure>.{pdf,png}.
-rule run_figure:
-    input:
-        timeseries="results/metrics/{campaign}/{run_id}.timeseries.parquet",
-        metrics="results/metrics/{campaign}/{run_id}.json",
-        style="configs/plotting.yaml",
-    output:
-        multiext("results/figures/{campaign}/{run_id}.{run_figure}", ".pdf", ".png"),
-    log:
-        "logs/run_figure/{campaign}/{run_id}.{run_figure}.log",
-    wildcard_constraints:
-        run_id=r"[^/.]+",
-        run_figure=RUN_FIGURE_NAMES,
-    conda:
-        "../envs/cganalysis.yaml"
-    script:
-        "../scripts/run_figure.py"
+# metrics: results/figures/<campaign>/<run_id>.<run_figure>.{pdf,png}. One job per campaign
+# and figure, its runs drawn one after another in one process: importing matplotlib and
+# polars costs more than drawing a run (1.3 s against 0.85 s here).
+for _campaign, _runs in campaign_runs().items():
+    for _figure in (f.name for f in artefacts.RUN_FIGURES):
+
+        rule:
+            name:
+                f"run_figure_{_figure}_{_campaign}"
+            input:
+                timeseries=[
+                    f"results/metrics/{_campaign}/{r}.timeseries.parquet"
+                    for r in _runs
+                ],
+                metrics=[f"results/metrics/{_campaign}/{r}.json" for r in _runs],
+                style="configs/plotting.yaml",
+            output:
+                [
+                    f"results/figures/{_campaign}/{r}.{_figure}.{ext}"
+                    for r in _runs
+                    for ext in ("pdf", "png")
+                ],
+            log:
+                f"logs/run_figure/{_campaign}/{_figure}.log",
+            conda:
+                "../envs/cganalysis.yaml"
+            params:
+                figure=_figure,
+            script:
+                "../scripts/run_figure.py"
 
 
 # One rule per kind of artefact; which tables and figures exist, and how each is made, is

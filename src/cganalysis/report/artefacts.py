@@ -16,9 +16,10 @@ in the plotting style's order, unless :class:`Options` names them.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 import polars as pl
 from matplotlib.figure import Figure
@@ -298,3 +299,16 @@ def write_run_from_files(
     return write_run(
         run_figure(name), read_timeseries(timeseries), docs[0], load_style(style), stem
     )
+
+
+def write_runs_from_files(
+    name: str, runs: Sequence[tuple[Path, Path, Path]], style: Path, log: TextIO
+) -> None:
+    """:func:`write_run_from_files` for each run's (series, metrics, stem), one after another
+    in one process (the workflow's ``run_figure_<figure>_<campaign>`` job: importing
+    matplotlib and polars costs more than drawing a run); a line per run in ``log``."""
+    for i, (timeseries, metrics, stem) in enumerate(runs, 1):
+        start = time.perf_counter()
+        write_run_from_files(name, timeseries, metrics, style, stem)
+        took = time.perf_counter() - start
+        print(f"[{i}/{len(runs)}] {stem.name}: {took:.2f} s", file=log, flush=True)
