@@ -11,7 +11,10 @@ outputs untouched), the median wall and CPU time (all threads, user + system) of
 - `cganalysis packets` (matching, the packet and flow tables);
 - `cganalysis metrics --run meta.json --timeseries` (the metrics document and series);
 - `cganalysis figures timeseries` (the per-run figure, PNG and PDF);
-- and once for the campaign, `cganalysis tables tma-table2` over its metrics files;
+- and once for the campaign, the workflow's jobs for all its runs (the metrics job and the
+  time-series figures job, each one process, as rules/metrics.smk and rules/figures.smk
+  run them) and `cganalysis tables tma-table2` over its metrics files, next to reading
+  every run's captures twice (the sum over the runs);
 - beside them, a process that only starts Python and imports polars and matplotlib: the
   floor of any job written in Python that draws.
 
@@ -42,6 +45,23 @@ for _ in range(2):
         _native.read_capture(path)
 """
 _IMPORTS = "import polars, matplotlib.pyplot, cganalysis.report.artefacts"
+# The workflow's jobs per campaign (rules/metrics.smk, rules/figures.smk), as their scripts
+# run them: the arguments are the runs' files, four (metrics) or three (figure) a run.
+_CAMPAIGN_METRICS = """
+import sys
+from pathlib import Path
+from cganalysis.metrics.io import RunFiles, metrics_of_runs
+a = [Path(x) for x in sys.argv[1:]]
+metrics_of_runs([RunFiles(*a[i : i + 4]) for i in range(0, len(a), 4)], sys.stderr)
+"""
+_CAMPAIGN_FIGURES = """
+import sys
+from pathlib import Path
+from cganalysis.report.artefacts import write_runs_from_files
+style, *a = (Path(x) for x in sys.argv[1:])
+runs = [(a[i], a[i + 1], a[i + 2]) for i in range(0, len(a), 3)]
+write_runs_from_files("timeseries", runs, style, sys.stderr)
+"""
 
 
 def _children_cpu_s() -> float:
@@ -94,7 +114,10 @@ def main() -> None:
     print(f"{args.campaign}: {len(runs)} runs, {args.repeat} timed runs each (medians)")
     with tempfile.TemporaryDirectory(prefix="cga-bench-analysis-") as tmp:
         out = Path(tmp)
-        metrics_files = []
+        metrics_files: list[str] = []
+        campaign_metrics: list[str] = []
+        campaign_figures: list[str] = [str(style)]
+        read_twice = [0.0, 0.0]
         for run in runs:
             ingress, egress = captures(run)
             size_mb = (ingress.stat().st_size + egress.stat().st_size) / 1e6
@@ -117,8 +140,20 @@ def main() -> None:
             for job, argv in jobs.items():
                 rows.append((run.name, job, *measure(argv, args.repeat), *ref))
             metrics_files.append(str(metrics))
+            read_twice = [read_twice[0] + ref[0], read_twice[1] + ref[1]]
+            meta = run / "meta.json"
+            campaign_metrics += [str(p) for p in (packets, meta, out / f"c.{run.name}.json")]
+            campaign_metrics.append(str(out / f"c.{run.name}.ts.parquet"))
+            campaign_figures += [str(series), str(metrics), str(out / f"c.{run.name}.timeseries")]
         table = [*cga, "tables", "tma-table2", *metrics_files, "-o", str(out / "table2")]
         tables = measure(table, args.repeat)
+        campaign = {
+            "metrics": measure([py, "-c", _CAMPAIGN_METRICS, *campaign_metrics], args.repeat),
+            "time-series figures": measure(
+                [py, "-c", _CAMPAIGN_FIGURES, *campaign_figures], args.repeat
+            ),
+            "tables tma-table2": tables,
+        }
     print()
     print("| run | job | wall (s) | CPU (s) | wall / read twice | CPU / read twice |")
     print("|---|---|--:|--:|--:|--:|")
@@ -139,6 +174,18 @@ def main() -> None:
     print(
         f"\nPython + polars + matplotlib imports alone: {floor[0]:.2f} s wall, {floor[1]:.2f} s CPU"
     )
+    print(
+        f"\nThe workflow's jobs for the campaign ({len(runs)} runs), next to reading every "
+        f"run's captures twice ({read_twice[0]:.2f} s wall, {read_twice[1]:.2f} s CPU; the "
+        "packets jobs are one a run, above):\n"
+    )
+    print("| job | wall (s) | CPU (s) | wall / read twice | CPU / read twice |")
+    print("|---|--:|--:|--:|--:|")
+    for job, (wall, cpu) in campaign.items():
+        print(
+            f"| {job} | {wall:.2f} | {cpu:.2f} | "
+            f"{wall / read_twice[0]:.2f} | {cpu / read_twice[1]:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -10,13 +10,15 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from matplotlib.typing import RcKeyType
 
 from cganalysis.errors import ConfigError
 from cganalysis.jsoncheck import check_document
+
+if TYPE_CHECKING:  # importing matplotlib costs a table job most of its time
+    from matplotlib.typing import RcKeyType
 
 Kind = Literal["roles", "qdisc", "cca", "system"]
 KINDS: tuple[Kind, ...] = ("roles", "qdisc", "cca", "system")
