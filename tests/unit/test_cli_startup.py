@@ -61,6 +61,23 @@ def test_packets_parses_its_arguments_without_polars() -> None:
     assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
 
 
+def test_tables_and_metrics_are_made_without_matplotlib(tmp_path: Path) -> None:
+    """A table job (and a campaign's metrics job) never imports matplotlib: importing it
+    was most of their time (docs/performance.md)."""
+    from tests.unit.synthetic import cbr, table
+
+    packets, doc = tmp_path / "p.parquet", tmp_path / "m.json"
+    tcp = cbr(20, 10, 30, proto=6, flow_id=1, sport=5201, dport=1)
+    table(cbr(20, 0, 30, dport=30002), tcp).write_parquet(packets)
+    args = ["--capacity-mbps", "50", "--window", "10:30", "--role", "cg=udp:30002"]
+    args += ["--role", "competitor=tcp", "--label", "qdisc=pfifo", "--label", "cca=cubic"]
+    metrics = _imported("metrics", str(packets), "-o", str(doc), *args)
+    assert doc.exists() and "matplotlib" not in _top(metrics)
+    made = _imported("tables", "tma-table2", str(doc), "-o", str(tmp_path / "t2"))
+    assert (tmp_path / "t2.md").exists()
+    assert "matplotlib" not in _top(made), "a table job imported matplotlib"
+
+
 def _subcommand_help(parser: argparse.ArgumentParser) -> dict[str, str | None]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
