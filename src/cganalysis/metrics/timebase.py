@@ -7,6 +7,7 @@ binning stays exact; seconds appear only at the edges (windows, series).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 import polars as pl
@@ -55,9 +56,14 @@ class Prepared:
     data_start_s: float  # first and last ingress time, relative to t0
     data_end_s: float
     excluded: pl.DataFrame = field(default_factory=pl.DataFrame)  # reverse-direction flows
-    #: Each role's packets, in the table's (ingress time) order: one pass over the table,
-    #: where a filter per role and window read every row each time (9 role blocks a run).
-    by_role: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    @cached_property
+    def by_role(self) -> dict[str, pl.DataFrame]:
+        """Each role's packets, in the table's (ingress time) order: one pass over the
+        table, where a filter per role and window read every row each time (9 role blocks
+        a run)."""
+        parts = self.packets.partition_by("role", as_dict=True, maintain_order=True)
+        return {str(key[0]): part for key, part in parts.items()}
 
     def role(self, name: str) -> pl.DataFrame:
         """The packets of role ``name`` (none when no packet has it), by ingress time."""
@@ -125,10 +131,6 @@ def prepare(packets: pl.DataFrame, spec: RunSpec) -> Prepared:
         data_start_s=span["a"].item() / NS_PER_S,
         data_end_s=span["b"].item() / NS_PER_S,
         excluded=excluded,
-        by_role={
-            str(key[0]): part
-            for key, part in df.partition_by("role", as_dict=True, maintain_order=True).items()
-        },
     )
 
 
