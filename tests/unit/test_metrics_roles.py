@@ -125,3 +125,23 @@ def test_dominant_direction_sums_the_flows_of_one_direction() -> None:
     kept_no_ids, dropped_no_ids = dominant_direction(no_ids)
     assert kept_no_ids.drop("flow_id").equals(kept.drop("flow_id"))
     assert dropped_no_ids.equals(dropped)
+
+
+def test_a_windows_packets_are_those_that_entered_in_it_half_open() -> None:
+    """entered_between slices a table in ingress order: [start, end), as the filter it
+    replaced selected, at the edges, outside the data and for an empty table."""
+    from cganalysis.metrics.timebase import entered_between
+
+    t = [0, 10, 10, 20, 30, 30, 40]
+    packets = pl.DataFrame({"t_in_ns": t, "row": range(len(t))})
+
+    def rows(a: int, b: int) -> list[int]:
+        expected = packets.filter((pl.col("t_in_ns") >= a) & (pl.col("t_in_ns") < b))
+        got = entered_between(packets, a, b)
+        assert got.equals(expected)
+        return got.get_column("row").to_list()
+
+    assert rows(10, 30) == [1, 2, 3]
+    assert rows(-5, 0) == [] and rows(41, 99) == [] and rows(30, 10) == []
+    assert rows(0, 41) == list(range(7)) and rows(30, 31) == [4, 5]
+    assert entered_between(packets.clear(), 0, 10).height == 0
