@@ -11,6 +11,7 @@ import yaml
 
 from cganalysis.commands import figures as figures_command
 from cganalysis.commands import tables as tables_command
+from cganalysis.errors import ConfigError
 from cganalysis.report import artefacts
 from tests.conftest import REPO
 
@@ -106,3 +107,6 @@ def test_a_run_figure_from_the_command_line_and_the_workflow(
         for ext in ("pdf", "png"):
             made = stem.with_name(f"{stem.name}.{ext}").read_bytes()
             assert made == (tmp_path / "wf" / f"r1.timeseries.{ext}").read_bytes()
+    broken = [(series, metrics, stems[0]), (series, tmp_path / "nope.json", stems[1])]
+    with pytest.raises(ConfigError, match=r"r2.timeseries .*nope.json"):
+        artefacts.write_runs_from_files("timeseries", broken, STYLE, log)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import polars as pl
 
+from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import role_rows, run_rows
 from cganalysis.report.conditions import require_one_condition
 from cganalysis.report.factors import factor_table
@@ -311,9 +312,13 @@ def write_runs_from_files(
 ) -> None:
     """:func:`write_run_from_files` for each run's (series, metrics, stem), one after another
     in one process (the workflow's ``run_figure_<figure>_<campaign>`` job: importing
-    matplotlib and polars costs more than drawing a run); a line per run in ``log``."""
+    matplotlib and polars costs more than drawing a run); a line per run in ``log``, and an
+    error naming the run that failed."""
     for i, (timeseries, metrics, stem) in enumerate(runs, 1):
         start = time.perf_counter()
-        write_run_from_files(name, timeseries, metrics, style, stem)
+        try:
+            write_run_from_files(name, timeseries, metrics, style, stem)
+        except Exception as err:  # any: the job's log names the run that stopped it
+            raise ConfigError(f"{name} of {stem.name} ({metrics}): {err}") from err
         took = time.perf_counter() - start
         print(f"[{i}/{len(runs)}] {stem.name}: {took:.2f} s", file=log, flush=True)
