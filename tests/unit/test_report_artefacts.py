@@ -71,7 +71,8 @@ def test_a_run_figure_from_the_command_line_and_the_workflow(
     tmp_path: Path, dualpoint_dir: Path
 ) -> None:
     """The per-run time series is in the registry: `figures timeseries` and the workflow's
-    run_figure rule make it through the same entry, to the paths the workflow expects."""
+    run_figure_<figure>_<campaign> rules make it through the same entry, to the paths the
+    workflow expects."""
     import cganalysis
     from cganalysis.cli import main
 

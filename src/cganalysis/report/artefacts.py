@@ -297,7 +297,7 @@ def write_run_from_files(
     name: str, timeseries: Path, metrics: Path, style: Path, stem: Path
 ) -> list[Path]:
     """:func:`write_run` from the run's files, with the defaults: what the workflow's
-    ``run_figure`` rule runs."""
+    ``run_figure_<figure>_<campaign>`` rules run for each run."""
     from cganalysis.report.inputs import load_metrics, read_timeseries
     from cganalysis.report.style import load_style
 
