@@ -3,9 +3,10 @@
 # figures). Definitions: docs/metrics.md.
 #
 # One job per campaign, its runs one after another in one process: starting Python and
-# importing polars cost more than a run's metrics (0.5-0.6 s each), and a job per run paid
-# them for every run. A run whose metrics fail fails its campaign's job, by name; the
-# campaign's tables need every run's metrics anyway.
+# importing polars cost about a second, more than a run's metrics, and a job per run paid
+# it for every run (docs/performance.md). A run whose metrics fail fails its campaign's
+# job, by name (the campaign's tables need every run's metrics anyway); a run added or
+# analysed again redoes its campaign's job (under a second a run).
 
 
 for _campaign, _runs in campaign_runs().items():
