@@ -11,7 +11,9 @@
 #   results/figures/<campaign>/<run_id>.timeseries.pdf   throughput / delay / loss over time
 #   results/tables/<campaign>/<table>.{csv,md,tex,html}  the papers' tables
 #   results/figures/<campaign>/<figure>.{pdf,png}        the papers' figures
-#   logs/<rule>/<campaign>/<run_id>.log                  every rule's log
+#   logs/<rule>/<campaign>/<run_id>.log                  every rule's log (a job per run)
+#   logs/metrics/<campaign>.log, logs/run_figure/<campaign>/<figure>.log   a campaign's
+#                                                        metrics and per-run figures
 #   results/published/<dataset>/<table>.{csv,md,tex,html} tables of datasets/<dataset>/
 #   results/published/<dataset>/<figure>.{pdf,png}      figures of datasets/<dataset>/
 #
