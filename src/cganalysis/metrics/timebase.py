@@ -62,9 +62,9 @@ class Prepared:
         """Each role's packets, in the table's (ingress time) order: one pass over the
         table, where a filter per role and window read every row each time (9 role blocks
         a run)."""
-        # Without the addresses, which no per-role figure reads (copying their strings was
-        # most of the partition's time).
-        # A filter per role: half a partition's time (its grouping hashes every string).
+        # Without the addresses, which no role's metric reads (copying their strings was
+        # most of the time), and a filter per role (a partition by role took twice as
+        # long: its grouping hashes every role string).
         table = self.packets.drop("src", "dst")
         names = table.get_column("role").unique(maintain_order=True).to_list()
         return {str(r): table.filter(pl.col("role") == r) for r in names}
