@@ -1,7 +1,7 @@
 """Reading and matching speed on ~2 million packet dual-point pairs, next to dpkt.
 
     python -m benchmarks.bench_capture [--packets 2000000] [--dpkt-packets 200000]
-    python -m benchmarks.bench_capture --pair-packets 100000000 [--tmpdir DIR]
+    python -m benchmarks.bench_capture --pair-packets 100000000 [--tmpdir DIR | --pair-dir DIR]
 
 Generates synthetic ingress/egress pairs of two traffic mixes (snaplen 128, RTP + TCP +
 UDP through a model bottleneck; `benchmarks.capture_pairs`: mix A, three flows; mix B,
@@ -31,9 +31,15 @@ streaming) and dpkt's take turns, round after round, so that the ratios compare 
 under the same conditions.
 
 `--pair-packets N` instead generates a pair of N ingress packets (and their egress twins)
-slice by slice into a temporary folder (`--tmpdir`; about 150 bytes a packet each) and
-measures only the whole command (peak memory, bytes per packet) next to dpkt on the
-first `--dpkt-packets` packets: what memory does as the captures outgrow it.
+slice by slice into a temporary folder (`--tmpdir`; about 150 bytes a packet each; or
+`--pair-dir DIR`, where it is kept and measured again by the next run with the same N)
+and measures only the whole command (peak memory, bytes per packet) next to dpkt on the
+first `--dpkt-packets` packets (timed before, between and after the command's runs, the
+median): what memory does as the captures outgrow it, and what the disk does as they
+outgrow the page cache. The command runs once cold (the pair's pages dropped from the
+page cache first: a pair just copied in, or written long ago), then as above (after an
+untimed run: what a run leaves in the page cache helps the next, as it does a user's
+second command on the same pair).
 """
 
 from __future__ import annotations
@@ -53,7 +59,14 @@ from typing import Any
 import dpkt  # type: ignore[import-untyped,unused-ignore]
 import polars as pl
 
-from benchmarks.capture_pairs import disk_read_rate, generate_pair, mix_a, mix_b, write_pair
+from benchmarks.capture_pairs import (
+    disk_read_rate,
+    generate_pair,
+    mix_a,
+    mix_b,
+    uncache,
+    write_pair,
+)
 from cganalysis import _native
 from cganalysis.capture import read_capture
 from cganalysis.capture.chunks import CaptureChunks
@@ -117,6 +130,7 @@ def whole_command(
     extra: tuple[str, ...] = (),
     *,
     over_existing: bool = False,
+    warm: bool = True,
 ) -> tuple[float, float, int]:
     """Median wall time, median CPU time (all threads) and largest peak memory (bytes) of
     `cganalysis packets` as a user runs it, each run in a fresh process, after one untimed
@@ -129,12 +143,13 @@ def whole_command(
     outputs before it runs it): the previous run's are removed first, untimed. With
     `over_existing` they are left, and each run replaces them; on ext4 that rename frees
     the old files and starts writing the new ones back, which the command then waits
-    for (~40 ms here)."""
+    for (~40 ms here). Without `warm`, no untimed run first."""
     peak_file = out.with_name("peak-kb.txt")
     argv = [sys.executable, "-c", _PEAK_PROBE, str(peak_file), "packets"]
     argv += [str(ingress), str(egress), "-o", str(out), *extra]
     outputs = [out, out.with_name(out.name.removesuffix(".parquet") + ".egress-only.parquet")]
-    run_process(argv)
+    if warm:
+        run_process(argv)
     times, cpus, peaks = [], [], []
     for _ in range(repeat):
         if not over_existing:
@@ -268,27 +283,53 @@ def _native_chunks(path: Path) -> Any:
         yield chunk["columns"]["t_ns"]
 
 
+def _pair_in(folder: Path, packets: int) -> tuple[Path, Path, int]:
+    """The pair of ``packets`` ingress packets in ``folder`` and the packets of both
+    captures: generated there unless a pair of that size already is (``pair.json`` says
+    so, and how many packets both hold)."""
+    ingress, egress, marker = folder / "ingress.pcap", folder / "egress.pcap", folder / "pair.json"
+    made = json.loads(marker.read_text()) if marker.exists() else {}
+    if made.get("ingress_packets") == packets and ingress.exists() and egress.exists():
+        print(f"the pair of {packets:,} ingress packets in {folder}, generated before")
+        return ingress, egress, int(made["packets_both"])
+    marker.unlink(missing_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"generating a pair of {packets:,} ingress packets in {folder} ...", flush=True)
+    start = time.perf_counter()
+    generate_pair(folder, packets)
+    print(f"generated in {time.perf_counter() - start:.0f} s", flush=True)
+    n_both = _count_records(ingress) + _count_records(egress)
+    marker.write_text(json.dumps({"ingress_packets": packets, "packets_both": n_both}))
+    return ingress, egress, n_both
+
+
 def big_pair(args: argparse.Namespace) -> None:
-    """The whole command on a generated pair of ``--pair-packets`` ingress packets."""
+    """The whole command on a generated pair of ``--pair-packets`` ingress packets, cold and
+    after an untimed run, next to dpkt timed before, between and after them."""
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as tmp:
-        folder = Path(tmp)
-        print(f"generating a pair of {args.pair_packets:,} ingress packets in {folder} ...")
-        start = time.perf_counter()
-        ingress, egress = generate_pair(folder, args.pair_packets)
-        gen_s = time.perf_counter() - start
-        n_both = _count_records(ingress) + _count_records(egress)
+        folder = args.pair_dir or Path(tmp)
+        ingress, egress, n_both = _pair_in(folder, args.pair_packets)
         size_gb = (ingress.stat().st_size + egress.stat().st_size) / 1e9
-        print(f"generated {n_both:,} packets ({size_gb:.1f} GB) in {gen_s:.0f} s", flush=True)
+        print(f"{n_both:,} packets ({size_gb:.1f} GB)", flush=True)
         n_dpkt = args.dpkt_packets
-        t_dpkt, _ = timed(lambda: dpkt_read(ingress, n_dpkt), 1)
-        whole, cpu, peak = whole_command(ingress, egress, folder / "out.parquet", args.repeat)
+        dpkt_s = [timed(lambda: dpkt_read(ingress, n_dpkt), 1)[0]]
+        out = Path(tmp) / "out.parquet"
+        uncache((ingress, egress))
+        cold = whole_command(ingress, egress, out, 1, warm=False)
+        dpkt_s.append(timed(lambda: dpkt_read(ingress, n_dpkt), 1)[0])
+        warm = whole_command(ingress, egress, out, args.repeat)
+        dpkt_s.append(timed(lambda: dpkt_read(ingress, n_dpkt), 1)[0])
         disk = disk_read_rate((ingress, egress)) if args.disk else float("nan")
-    reference = n_dpkt / t_dpkt
-    print(f"\nwhole `cganalysis packets`: {whole:.1f} s for {n_both:,} packets of both captures")
-    print(f"  {n_both / whole / 1e6:.2f} M packets/s, {n_both / whole / reference:,.0f}x dpkt")
-    print(f"  CPU time (user + sys, all threads): {cpu:.1f} s")
-    print(f"  peak memory: {peak / 1e6:,.0f} MB, {peak / n_both:,.1f} bytes per packet")
-    print(f"dpkt (first {n_dpkt:,} packets): {reference / 1e6:.3f} M packets/s")
+    reference = n_dpkt / statistics.median(dpkt_s)
+    print(f"\nwhole `cganalysis packets` on {n_both:,} packets of both captures:")
+    for what, (wall, cpu, peak) in (("cold", cold), ("after a run", warm)):
+        print(
+            f"  {what}: {wall:.1f} s, {n_both / wall / 1e6:.2f} M packets/s, "
+            f"{n_both / wall / reference:,.0f}x dpkt; CPU (user + sys, all threads) "
+            f"{cpu:.1f} s; peak memory {peak / 1e6:,.0f} MB ({peak / n_both:,.1f} bytes a packet)"
+        )
+    rates = ", ".join(f"{n_dpkt / t / 1e6:.3f}" for t in dpkt_s)
+    print(f"dpkt (first {n_dpkt:,} packets): {reference / 1e6:.3f} M packets/s ({rates})")
     print(
         f"the disk reads the captures at {disk / 1e6:,.0f} MB/s cold ({size_gb * 1e9 / disk:.1f} s)"
     )
@@ -372,6 +413,9 @@ def main() -> None:
         "--pair-packets", type=int, help="only the whole command, on a pair this large"
     )
     parser.add_argument("--tmpdir", type=Path, help="where --pair-packets writes the pair")
+    parser.add_argument(
+        "--pair-dir", type=Path, help="where --pair-packets keeps the pair (made if absent)"
+    )
     args = parser.parse_args()
     if args.pair_packets:
         big_pair(args)

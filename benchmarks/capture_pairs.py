@@ -84,6 +84,22 @@ def generate_pair(folder: Path, packets: int, slice_packets: int = 1_000_000) ->
     return ingress, egress
 
 
+def drop_from_page_cache(fd: int) -> None:
+    """The file's pages written back, then dropped from the page cache: read cold next."""
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def uncache(paths: tuple[Path, ...]) -> None:
+    """:func:`drop_from_page_cache` for each of ``paths``."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            drop_from_page_cache(fd)
+        finally:
+            os.close(fd)
+
+
 def disk_read_rate(paths: tuple[Path, ...], block: int = 8 << 20) -> float:
     """Bytes per second reading ``paths`` from the disk itself: each file's pages dropped
     from the page cache first (written back, then POSIX_FADV_DONTNEED), then read in
@@ -93,8 +109,7 @@ def disk_read_rate(paths: tuple[Path, ...], block: int = 8 << 20) -> float:
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
         try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            drop_from_page_cache(fd)
             start = time.perf_counter()
             with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
                 while n := f.readinto(buf):

@@ -6,6 +6,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+def keep_freed_blocks() -> None:
+    """For a process that matches captures and exits (the ``packets`` command): the C
+    allocator keeps freed blocks for reuse (``cga_core::hugepages::keep_freed_blocks``)."""
+
 def read_capture(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Reads a whole pcap or pcapng file (memory-mapped, one pass, GIL released).
 
@@ -128,9 +132,12 @@ def start_stream(
     chunk_packets: int = 131072,
     flows: bool = False,
     keep_delays: int = 16777216,
+    page_cache_bytes: int | None = None,
 ) -> PendingStream:
     """Starts matching both captures streaming into the tables at ``packets`` and
-    ``egress_only`` (``cga_core::streaming``) and returns at once."""
+    ``egress_only`` (``cga_core::streaming``) and returns at once. ``page_cache_bytes``:
+    what the page cache may hold of the captures between the passes (default: the memory
+    available, less a reserve)."""
 
 class PairedTables:
     """The packet and egress-only tables of :func:`match_pair`, held natively."""

@@ -287,9 +287,14 @@ def test_every_format_fixture_streams_as_it_matches_in_memory(name: str) -> None
     assert_same(path, path, 2)
 
 
-@pytest.mark.parametrize("chunk", [1, 64, 5_000])
-def test_streamed_files_are_the_in_memory_files_byte_for_byte(tmp_path: Path, chunk: int) -> None:
-    """Reordering and losses, any chunk: the same bytes either way (tables of several row
+@pytest.mark.parametrize(
+    ("chunk", "page_cache_bytes"), [(1, None), (64, None), (5_000, None), (64, 1)]
+)
+def test_streamed_files_are_the_in_memory_files_byte_for_byte(
+    tmp_path: Path, chunk: int, page_cache_bytes: int | None
+) -> None:
+    """Reordering and losses, any chunk, and captures too big for the page cache (each
+    pass dropping the pages it read): the same bytes either way (tables of several row
     groups of 2^20 rows: `benchmarks.bench_capture` compares them)."""
     from cganalysis.matching.native import match_files_native
 
@@ -305,6 +310,7 @@ def test_streamed_files_are_the_in_memory_files_byte_for_byte(tmp_path: Path, ch
         tmp_path / "s.parquet",
         tmp_path / "s.eo.parquet",
         chunk_packets=chunk,
+        page_cache_bytes=page_cache_bytes,
     )
     assert summary.to_dict() == memory.summary.to_dict()
     for a, b in (("m.parquet", "s.parquet"), ("m.eo.parquet", "s.eo.parquet")):

@@ -93,7 +93,9 @@ pub fn read_file(path: &Path) -> Result<Capture, ReadError> {
                 let _ = map.advise(memmap2::Advice::Sequential);
             }
             let mut released = 0usize;
-            let mut release = |upto: usize| chunks::release_pages(&map, &mut released, upto);
+            let mut release = |upto: usize| {
+                chunks::release_pages(&map, &mut released, upto);
+            };
             return read_bytes_releasing(&map, &mut release);
         }
         // a file system without mmap: read it instead

@@ -4,11 +4,15 @@
 //! counts are those of `table::match_pair` on the whole captures (tests check it, and
 //! that the files are the same bytes).
 //!
+//! A pair larger than the page cache may hold keeps each capture's beginning there for the
+//! second pass, and drops the rest as it reads (`cache`).
+//!
 //! Memory holds the packets of one to two `max_delay_ns` (the matcher's buckets) plus two
 //! chunks (plus a capture's disorder), a row group of each table, and a few words per flow. Flows found at the end
 //! to cross the taps the other way are left out by a second matching pass that leaves
 //! them out from the start (only when there are any).
 
+mod cache;
 mod groups;
 mod held;
 mod pass;
@@ -16,6 +20,7 @@ mod prescan;
 mod queue;
 mod side;
 
+pub use cache::{budget as cache_budget, plan as cache_plan, CachePlan};
 pub use groups::Tables;
 pub use prescan::NO_WATERMARK;
 
@@ -60,25 +65,39 @@ pub struct Streamed {
     pub most_held: usize,
 }
 
+/// How the captures are read.
+#[derive(Debug, Clone, Copy)]
+pub struct Reads {
+    /// Packets read at a time from each capture.
+    pub chunk: usize,
+    /// Bytes of the captures the page cache may hold between the passes (`cache_budget`;
+    /// `None`: unknown, nothing is dropped from the cache).
+    pub cache_budget: Option<u64>,
+}
+
 /// Matches `ingress` and `egress` into the packet table at `outputs[0]` and the
-/// egress-only table at `outputs[1]`, reading `chunk` packets at a time.
+/// egress-only table at `outputs[1]`, reading them as `reads` says.
 /// `flows`: also the flow table (`Tables::flows`), keeping at most this many delays in
 /// memory (the rest go to a file next to the packet table).
 pub fn stream_pair(
     ingress: &Path,
     egress: &Path,
     opts: PairOptions,
-    chunk: usize,
+    reads: Reads,
     outputs: [&Path; 2],
     flows: Option<usize>,
     progress: &Progress,
 ) -> Result<Streamed, StreamError> {
+    let chunk = reads.chunk;
     assert!(chunk > 0, "a chunk must hold at least one packet");
     let mut clock = Stages::start();
     progress.pass.store(1, Ordering::Relaxed);
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let cache = cache::plan([size(ingress), size(egress)], reads.cache_budget);
+    let [uncache_in, uncache_eg] = cache;
     let (ing, eg) = std::thread::scope(|s| {
-        let eg = s.spawn(|| prescan::scan(egress, chunk, false, &progress.bytes[1]));
-        let ing = prescan::scan(ingress, chunk, true, &progress.bytes[0]);
+        let eg = s.spawn(|| prescan::scan(egress, chunk, false, uncache_eg, &progress.bytes[1]));
+        let ing = prescan::scan(ingress, chunk, true, uncache_in, &progress.bytes[0]);
         (ing, eg.join().expect("prescan thread"))
     });
     let ing = ing.map_err(|e| StreamError::Read(0, e))?;
@@ -98,6 +117,7 @@ pub fn stream_pair(
             scans: [&ing, &eg],
             opts,
             chunk,
+            uncache: cache,
             reverse: &reverse,
             progress,
         };

@@ -13,8 +13,15 @@ mod pairing;
 mod reading;
 mod streaming;
 
+/// See `cga_core::hugepages::keep_freed_blocks`: for the `packets` command's process only.
+#[pyfunction]
+fn keep_freed_blocks() {
+    cga_core::hugepages::keep_freed_blocks();
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(keep_freed_blocks, m)?)?;
     reading::register(m)?;
     matching::register(m)?;
     metrics::register(m)?;

@@ -5,7 +5,9 @@ use crate::flows::flow_table_dict;
 use crate::pairing::{counts_dict, read_error, set_error};
 use crate::reading::{columns_to_dict, flow_keys_dict, info_dict, to_py_err};
 use cga_core::pcap::ChunkReader;
-use cga_core::streaming::{stream_pair, Progress, StreamError, Streamed, Tables};
+use cga_core::streaming::{
+    cache_budget, stream_pair, Progress, Reads, StreamError, Streamed, Tables,
+};
 use cga_core::table::{PairOptions, KEEP_DELAYS};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -196,7 +198,7 @@ impl PendingStream {
 /// `egress_only` (their rows; `StreamedTables.finish` writes the footers), reading
 /// `chunk_packets` packets at a time, and returns at once.
 #[pyfunction]
-#[pyo3(signature = (ingress, egress, packets, egress_only, max_delay_ns, end_guard_ns=None, chunk_packets=131072, flows=false, keep_delays=KEEP_DELAYS))]
+#[pyo3(signature = (ingress, egress, packets, egress_only, max_delay_ns, end_guard_ns=None, chunk_packets=131072, flows=false, keep_delays=KEEP_DELAYS, page_cache_bytes=None))]
 #[allow(clippy::too_many_arguments)]
 fn start_stream(
     ingress: PathBuf,
@@ -208,6 +210,7 @@ fn start_stream(
     chunk_packets: usize,
     flows: bool,
     keep_delays: usize,
+    page_cache_bytes: Option<u64>,
 ) -> PyResult<PendingStream> {
     if max_delay_ns < 0 || end_guard_ns.is_some_and(|g| g < 0) {
         return Err(PyValueError::new_err(
@@ -221,6 +224,10 @@ fn start_stream(
         max_delay_ns,
         end_guard_ns,
     };
+    let reads = Reads {
+        chunk: chunk_packets,
+        cache_budget: page_cache_bytes.or_else(cache_budget),
+    };
     let progress = Arc::new(Progress::default());
     let shared = Arc::clone(&progress);
     let paths = (ingress.clone(), egress.clone());
@@ -231,7 +238,7 @@ fn start_stream(
                 &ingress,
                 &egress,
                 opts,
-                chunk_packets,
+                reads,
                 [&packets, &egress_only],
                 flows.then_some(keep_delays),
                 &shared,

@@ -117,6 +117,11 @@ def run(args: argparse.Namespace) -> int:
     eg_only = args.egress_only or egress_only_path(args.output)
     outputs = [p for p in (args.output, eg_only, args.flows, args.summary) if p is not None]
     _check(args, outputs)
+    if args.engine == "native":
+        from cganalysis import _native
+
+        # A process that matches and exits: its C allocator may keep what it frees.
+        _native.keep_freed_blocks()
     in_memory = args.engine == "native" and not _large(args)
     pending = _start_native(args) if in_memory else None
     from cganalysis.io import write_json

@@ -43,6 +43,7 @@ def match_to_files(
     timings: dict[str, float] | None = None,
     progress: bool = False,
     keep_delays: int | None = None,
+    page_cache_bytes: int | None = None,
 ) -> MatchSummary:
     """Matches two captures into the packet table (``output``), the egress-only table and,
     given ``flows``, the flow table; returns the summary (each file's provenance holds it,
@@ -50,7 +51,11 @@ def match_to_files(
     ``progress``: each pass's progress on a terminal (:mod:`cganalysis.progress`);
     ``timings`` also receives ``most_held``, the most packets held at once.
     ``keep_delays``: delays the flow table keeps in memory for its percentiles (the rest
-    go to a file; default ``cga_core::table::KEEP_DELAYS``, 16 M)."""
+    go to a file; default ``cga_core::table::KEEP_DELAYS``, 16 M). ``page_cache_bytes``:
+    what the page cache may hold of the captures between the two passes (default: the
+    memory the system has available, less a reserve); of captures larger than that, the
+    first pass leaves each one's beginning in the cache for the second and drops the rest
+    as it reads."""
     options = options or MatchOptions()
     if chunk_packets <= 0:
         raise ValueError("chunk_packets must be positive")
@@ -70,6 +75,7 @@ def match_to_files(
             chunk_packets,
             flows is not None,
             **({} if keep_delays is None else {"keep_delays": keep_delays}),
+            page_cache_bytes=page_cache_bytes,
         )
         if progress and wanted():
             _follow(pending, ingress, egress)

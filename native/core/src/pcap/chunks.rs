@@ -22,9 +22,15 @@ impl Bytes {
 
 /// Gives back the mapped pages before `upto` (rounded down to `RELEASE_CHUNK`): they
 /// are read back from the file if touched again, and the reader only moves forward.
-pub(super) fn release_pages(map: &memmap2::Mmap, released: &mut usize, upto: usize) {
+/// The range given back, if any.
+pub(super) fn release_pages(
+    map: &memmap2::Mmap,
+    released: &mut usize,
+    upto: usize,
+) -> Option<(usize, usize)> {
     let end = upto & !(RELEASE_CHUNK - 1);
     if end > *released {
+        let start = *released;
         // SAFETY: a read-only file mapping; dropped pages are read back on access.
         #[cfg(unix)]
         unsafe {
@@ -35,7 +41,32 @@ pub(super) fn release_pages(map: &memmap2::Mmap, released: &mut usize, upto: usi
             );
         }
         *released = end;
+        return Some((start, end));
     }
+    None
+}
+
+/// Largest page-cache folio (a PMD page): a folio straddling `start` was still mapped when
+/// the range before it was dropped, so each drop reaches back this far for it.
+const FOLIO_MAX: usize = 2 << 20;
+
+/// Drops the file's pages in `start..end` (from `from` on) from the page cache: clean
+/// pages that no one maps; elsewhere than on Linux, nothing.
+fn uncache(file: &File, from: usize, start: usize, end: usize) {
+    let start = start.saturating_sub(FOLIO_MAX).max(from);
+    #[cfg(target_os = "linux")]
+    if end > start {
+        use std::os::fd::AsRawFd;
+        let (Ok(off), Ok(len)) = (i64::try_from(start), i64::try_from(end - start)) else {
+            return;
+        };
+        // SAFETY: a plain system call on an open descriptor; failure only leaves the pages.
+        unsafe {
+            libc::posix_fadvise(file.as_raw_fd(), off, len, libc::POSIX_FADV_DONTNEED);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, start, end);
 }
 
 /// Where a reader is in its file.
@@ -123,6 +154,10 @@ impl Cursor {
 /// A capture read a chunk at a time: `next_chunk` until it gives `None`, then `finish`.
 pub struct ChunkReader {
     bytes: Bytes,
+    /// The mapped file (for the page-cache advice), and the offset from which the pages
+    /// read are dropped from the page cache (`uncache_from`).
+    file: Option<File>,
+    uncache_from: Option<usize>,
     cursor: Cursor,
     builder: Builder,
     quirks: Quirks,
@@ -131,6 +166,8 @@ pub struct ChunkReader {
     packets: usize,
     /// The packets the file's first records predict (caps a chunk's allocation).
     estimate: usize,
+    /// A chunk's columns given back (`recycle`), for the next chunk.
+    spare: Option<Columns>,
 }
 
 impl ChunkReader {
@@ -148,7 +185,9 @@ impl ChunkReader {
                 {
                     let _ = map.advise(memmap2::Advice::Sequential);
                 }
-                return ChunkReader::new(Bytes::Mapped(map));
+                let mut reader = ChunkReader::new(Bytes::Mapped(map))?;
+                reader.file = Some(file);
+                return Ok(reader);
             }
         }
         let mut data = Vec::new();
@@ -167,13 +206,24 @@ impl ChunkReader {
         let estimate = cursor.estimate(data);
         Ok(ChunkReader {
             bytes,
+            file: None,
+            uncache_from: None,
             cursor,
             builder: Builder::with_capacity(0),
             quirks: Quirks::default(),
             released: 0,
             packets: 0,
             estimate,
+            spare: None,
         })
+    }
+
+    /// From now on, the pages of the file from `offset` on are dropped from the page cache
+    /// once read (and those before it kept): a file read again soon that the cache cannot
+    /// hold whole keeps its beginning there, instead of each read evicting the pages the
+    /// next one needs first. No effect on a file read into memory.
+    pub fn uncache_from(&mut self, offset: usize) {
+        self.uncache_from = Some(offset);
     }
 
     /// The next (at most) `max_packets` packet records, in file order; `None` at the end.
@@ -183,27 +233,62 @@ impl ChunkReader {
             return Ok(None);
         }
         let room = max_packets.min(self.estimate.saturating_sub(self.packets).max(1024));
-        self.builder.cols = Columns::with_capacity(room);
+        self.builder.cols = match self.spare.take() {
+            Some(mut cols) if cols.t_ns.capacity() >= room => {
+                cols.clear();
+                cols
+            }
+            _ => Columns::with_capacity(room),
+        };
         let ChunkReader {
             bytes,
+            file,
+            uncache_from,
             cursor,
             builder,
             quirks,
             released,
             ..
         } = self;
+        let (file, from) = (&*file, *uncache_from);
         let mut release = |upto: usize| {
             if let Bytes::Mapped(map) = &*bytes {
-                release_pages(map, released, upto);
+                let done = release_pages(map, released, upto);
+                if let (Some((start, end)), Some(file), Some(from)) = (done, file, from) {
+                    uncache(file, from, start, end);
+                }
             }
         };
         cursor.advance(bytes.as_slice(), builder, quirks, &mut release, max_packets)?;
+        if let (true, Bytes::Mapped(map), Some(file), Some(from)) =
+            (cursor.done(), &*bytes, file, from)
+        {
+            // The last pages, short of a release step: unmapped, so that they can go.
+            let start = *released;
+            // SAFETY: as in `release_pages`; the reader reads nothing more.
+            unsafe {
+                let _ = map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start,
+                    map.len() - start,
+                );
+            }
+            *released = map.len();
+            uncache(file, from, start, map.len());
+        }
         let columns = builder.take_columns(0);
         self.packets += columns.len();
         if columns.is_empty() && self.cursor.done() {
             return Ok(None);
         }
         Ok(Some(columns))
+    }
+
+    /// Gives a chunk's columns back once their values are no longer needed: the next chunk
+    /// is read into their memory. (Fresh memory costs the kernel a page fault and the
+    /// zeroing of each page, a tenth of a chunked read's time.)
+    pub fn recycle(&mut self, columns: Columns) {
+        self.spare = Some(columns);
     }
 
     /// The flows of the packets read so far, numbered as the chunks' `flow_idx`.

@@ -215,9 +215,9 @@ fn per_packet(c: &Capture) -> PerPacket {
     }
 }
 
-fn append(all: &mut Columns, c: Columns) {
+fn append(all: &mut Columns, c: &Columns) {
     macro_rules! cat {
-        ($($f:ident),*) => { $(all.$f.extend(c.$f);)* };
+        ($($f:ident),*) => { $(all.$f.extend_from_slice(&c.$f);)* };
     }
     // Interface ids are kept only when one is not 0: so for the whole as for a read.
     let ids = [all.interface_ids(), c.interface_ids()].concat();
@@ -255,13 +255,19 @@ fn check_chunked(data: &[u8], whole: &Capture, size: usize) {
     let mut reader = ChunkReader::from_bytes(data.to_vec()).expect("open");
     let mut all = Columns::default();
     let mut read = reader.bytes_read();
+    let mut chunks = 0;
     while let Some(c) = reader.next_chunk(size).expect("chunk") {
         assert!(
             !c.is_empty() && c.len() <= size,
             "chunk of {} packets",
             c.len()
         );
-        append(&mut all, c);
+        append(&mut all, &c);
+        chunks += 1;
+        if chunks % 2 == 1 {
+            // the next chunk read into this one's memory: the same packets
+            reader.recycle(c);
+        }
         // a chunk of packets moves the reader on, never past the end
         assert!(read < reader.bytes_read() && reader.bytes_read() <= data.len());
         read = reader.bytes_read();

@@ -9,7 +9,7 @@ use super::held::Held;
 use super::prescan::{Scan, NO_WATERMARK};
 use super::queue::Queue;
 use super::side::{read_ahead, Reading, Side};
-use super::Progress;
+use super::{CachePlan, Progress};
 use crate::pcap::{ReadError, NO_TIMESTAMP};
 use crate::stream::StreamMatcher;
 use crate::table::PairOptions;
@@ -73,6 +73,8 @@ pub(crate) struct Pass<'a> {
     pub(crate) scans: [&'a Scan; 2],
     pub(crate) opts: PairOptions,
     pub(crate) chunk: usize,
+    /// Per capture, where the pages read start to be dropped from the page cache.
+    pub(crate) uncache: CachePlan,
     pub(crate) reverse: &'a HashSet<u64, WordMap>,
     pub(crate) progress: &'a Progress,
 }
@@ -88,6 +90,7 @@ impl Pass<'_> {
                 let reading = Reading {
                     path: self.paths[which],
                     chunk: self.chunk,
+                    uncache_from: self.uncache[which],
                     scan: self.scans[which],
                     streams,
                     reverse: self.reverse,

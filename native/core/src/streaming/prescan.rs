@@ -41,14 +41,20 @@ pub(crate) struct Scan {
 }
 
 /// Reads `path` a chunk of `chunk` packets at a time; `rtp`: classify the RTP streams
-/// and note first packets (ingress). `bytes` counts the bytes read (progress).
+/// and note first packets (ingress); `uncache_from`: the pages from this offset on are
+/// dropped from the page cache once read (`cache`). `bytes` counts the bytes read
+/// (progress).
 pub(crate) fn scan(
     path: &Path,
     chunk: usize,
     ingress: bool,
+    uncache_from: Option<usize>,
     bytes: &AtomicUsize,
 ) -> Result<Scan, ReadError> {
     let mut reader = ChunkReader::open(path)?;
+    if let Some(offset) = uncache_from {
+        reader.uncache_from(offset);
+    }
     let mut minima = Vec::new();
     let mut classifier = Classifier::default();
     let (mut rows, mut ip_rows, mut truncated, mut in_order) = (0u64, 0u64, 0u64, true);
@@ -83,6 +89,7 @@ pub(crate) fn scan(
         minima.push(lo);
         rows += c.len() as u64;
         bytes.store(reader.bytes_read(), Ordering::Relaxed);
+        reader.recycle(c);
     }
     let mut watermarks = vec![NO_WATERMARK; minima.len() + 1];
     for c in (0..minima.len()).rev() {
@@ -92,7 +99,7 @@ pub(crate) fn scan(
         (false, _) => Streams::default(),
         (true, true) => classifier.streams(),
         // The rule reads each stream in time order: the candidates once more, sorted.
-        (true, false) => rtp::classify_sorted(candidates(path, chunk)?),
+        (true, false) => rtp::classify_sorted(candidates(path, chunk, uncache_from)?),
     };
     Ok(Scan {
         cap: reader.finish()?,
@@ -108,11 +115,19 @@ pub(crate) fn scan(
 }
 
 /// Every RTP candidate of the capture (see `rtp::candidates`), in file order.
-fn candidates(path: &Path, chunk: usize) -> Result<Vec<rtp::Candidate>, ReadError> {
+fn candidates(
+    path: &Path,
+    chunk: usize,
+    uncache_from: Option<usize>,
+) -> Result<Vec<rtp::Candidate>, ReadError> {
     let mut reader = ChunkReader::open(path)?;
+    if let Some(offset) = uncache_from {
+        reader.uncache_from(offset);
+    }
     let mut out = Vec::new();
     while let Some(c) = reader.next_chunk(chunk)? {
         rtp::candidates(&c, reader.flows(), &mut out);
+        reader.recycle(c);
     }
     Ok(out)
 }

@@ -32,6 +32,8 @@ pub(super) struct Reading<'a> {
     pub(super) path: &'a Path,
     /// Packets a chunk.
     pub(super) chunk: usize,
+    /// Where the pages read start to be dropped from the page cache (`cache`).
+    pub(super) uncache_from: Option<usize>,
     pub(super) scan: &'a Scan,
     pub(super) streams: &'a Streams,
     /// The flows left out.
@@ -55,6 +57,9 @@ pub(super) fn read_ahead(
             return;
         }
     };
+    if let Some(offset) = r.uncache_from {
+        reader.uncache_from(offset);
+    }
     let mut pushed = 0u64;
     loop {
         let cols = match reader.next_chunk(r.chunk) {

@@ -203,3 +203,66 @@ fn many_records_beyond_the_capacity_estimate() {
     assert_eq!(per_packet(&c).ip_version[4096], 0);
     assert_eq!(c.columns.flow_idx.iter().filter(|&&f| f == 0).count(), 4096);
 }
+
+/// Which of the file's pages are in the page cache (Linux `mincore`).
+#[cfg(target_os = "linux")]
+fn cached_pages(path: &Path) -> Vec<bool> {
+    let file = File::open(path).unwrap();
+    // SAFETY: a read-only map only inspected, never read, while the file is unchanged.
+    let map = unsafe { MmapOptions::new().map(&file) }.unwrap();
+    let page = 4096;
+    let mut flags = vec![0u8; map.len().div_ceil(page)];
+    // SAFETY: `flags` has a byte per page of the mapping.
+    let rc = unsafe {
+        libc::mincore(
+            map.as_ptr() as *mut libc::c_void,
+            map.len(),
+            flags.as_mut_ptr(),
+        )
+    };
+    assert_eq!(rc, 0, "mincore failed");
+    flags.iter().map(|f| f & 1 == 1).collect()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_chunked_read_drops_the_pages_from_the_uncache_offset_on() {
+    // Written and synced, the whole file is in the page cache (clean pages); read a chunk
+    // at a time with `uncache_from`, it keeps the pages before the offset and loses the
+    // rest (but for a folio of up to 2 MiB across the offset), and reads the same packets.
+    let frame = udp_frame();
+    let n = (16 << 20) / (16 + frame.len());
+    let recs: Vec<Rec<'_>> = (0..n as u32).map(|i| rec(i, 7, &frame)).collect();
+    let data = pcap(false, false, 65535, 1, &recs);
+    let dir = std::env::temp_dir().join(format!("cga-core-uncache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("big.pcap");
+    let file = File::create(&path).unwrap();
+    std::io::Write::write_all(&mut &file, &data).unwrap();
+    file.sync_all().unwrap();
+    assert!(
+        cached_pages(&path).iter().all(|&c| c),
+        "a written file is cached"
+    );
+    let keep = 4 << 20;
+    let mut reader = ChunkReader::open(&path).unwrap();
+    reader.uncache_from(keep);
+    let mut packets = 0;
+    while let Some(c) = reader.next_chunk(1000).unwrap() {
+        packets += c.len();
+    }
+    assert_eq!(packets, n);
+    let cached = cached_pages(&path);
+    let kept = keep / 4096;
+    assert!(
+        cached[..kept].iter().all(|&c| c),
+        "the pages before the offset stay"
+    );
+    let left: Vec<usize> = (kept + 512..cached.len()).filter(|&i| cached[i]).collect();
+    assert!(
+        left.is_empty(),
+        "the pages from the offset on are dropped: {left:?} of {}",
+        cached.len()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
