@@ -154,9 +154,9 @@ impl Cursor {
 /// A capture read a chunk at a time: `next_chunk` until it gives `None`, then `finish`.
 pub struct ChunkReader {
     bytes: Bytes,
-    /// The mapped file (for the page-cache advice), and the offset from which the pages
-    /// read are dropped from the page cache (`uncache_from`).
+    /// The mapped file (for the page-cache advice).
     file: Option<File>,
+    /// Where the pages read start to be dropped from the page cache (`uncache_from`).
     uncache_from: Option<usize>,
     cursor: Cursor,
     builder: Builder,
@@ -221,9 +221,10 @@ impl ChunkReader {
     /// From now on, the pages of the file from `offset` on are dropped from the page cache
     /// once read (and those before it kept): a file read again soon that the cache cannot
     /// hold whole keeps its beginning there, instead of each read evicting the pages the
-    /// next one needs first. No effect on a file read into memory.
-    pub fn uncache_from(&mut self, offset: usize) {
-        self.uncache_from = Some(offset);
+    /// next one needs first. `None` (the default): every page is left to the kernel. No
+    /// effect on a file read into memory.
+    pub fn uncache_from(&mut self, offset: Option<usize>) {
+        self.uncache_from = offset;
     }
 
     /// The next (at most) `max_packets` packet records, in file order; `None` at the end.

@@ -52,9 +52,7 @@ pub(crate) fn scan(
     bytes: &AtomicUsize,
 ) -> Result<Scan, ReadError> {
     let mut reader = ChunkReader::open(path)?;
-    if let Some(offset) = uncache_from {
-        reader.uncache_from(offset);
-    }
+    reader.uncache_from(uncache_from);
     let mut minima = Vec::new();
     let mut classifier = Classifier::default();
     let (mut rows, mut ip_rows, mut truncated, mut in_order) = (0u64, 0u64, 0u64, true);
@@ -121,9 +119,7 @@ fn candidates(
     uncache_from: Option<usize>,
 ) -> Result<Vec<rtp::Candidate>, ReadError> {
     let mut reader = ChunkReader::open(path)?;
-    if let Some(offset) = uncache_from {
-        reader.uncache_from(offset);
-    }
+    reader.uncache_from(uncache_from);
     let mut out = Vec::new();
     while let Some(c) = reader.next_chunk(chunk)? {
         rtp::candidates(&c, reader.flows(), &mut out);

@@ -57,9 +57,7 @@ pub(super) fn read_ahead(
             return;
         }
     };
-    if let Some(offset) = r.uncache_from {
-        reader.uncache_from(offset);
-    }
+    reader.uncache_from(r.uncache_from);
     let mut pushed = 0u64;
     loop {
         let cols = match reader.next_chunk(r.chunk) {

@@ -246,7 +246,7 @@ fn a_chunked_read_drops_the_pages_from_the_uncache_offset_on() {
     );
     let keep = 4 << 20;
     let mut reader = ChunkReader::open(&path).unwrap();
-    reader.uncache_from(keep);
+    reader.uncache_from(Some(keep));
     let mut packets = 0;
     while let Some(c) = reader.next_chunk(1000).unwrap() {
         packets += c.len();
