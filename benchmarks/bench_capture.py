@@ -39,7 +39,7 @@ median): what memory does as the captures outgrow it, and what the disk does as 
 outgrow the page cache. The command runs once cold (the pair's pages dropped from the
 page cache first: a pair just copied in, or written long ago), then as above (after an
 untimed run: what a run leaves in the page cache helps the next, as it does a user's
-second command on the same pair).
+second command on the same pair), and once more for the time of each of its steps.
 """
 
 from __future__ import annotations
@@ -283,6 +283,31 @@ def _native_chunks(path: Path) -> Any:
         yield chunk["columns"]["t_ns"]
 
 
+# The streaming command's steps as the native side times them, in a process of its own
+# set up as the command's (`cganalysis packets` keeps freed blocks).
+_STREAM_STEPS_PROBE = """
+import json, sys
+from pathlib import Path
+from cganalysis import _native
+from cganalysis.matching.streaming import match_to_files
+_native.keep_freed_blocks()
+steps = {}
+match_to_files(*(Path(a) for a in sys.argv[1:5]), timings=steps)
+print(json.dumps(steps))
+"""
+
+
+def _stream_steps(ingress: Path, egress: Path, out: Path) -> dict[str, float]:
+    """Seconds of each step of one streaming match (first pass, matching pass, footers)."""
+    eg_only = out.with_name("steps.egress-only.parquet")
+    argv = [sys.executable, "-c", _STREAM_STEPS_PROBE, str(ingress), str(egress), str(out)]
+    done = subprocess.run([*argv, str(eg_only)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the streaming steps failed:\n{done.stderr}")
+    steps: dict[str, float] = json.loads(done.stdout)
+    return steps
+
+
 def _pair_in(folder: Path, packets: int) -> tuple[Path, Path, int]:
     """The pair of ``packets`` ingress packets in ``folder`` and the packets of both
     captures: generated there unless a pair of that size already is (``pair.json`` says
@@ -319,6 +344,7 @@ def big_pair(args: argparse.Namespace) -> None:
         dpkt_s.append(timed(lambda: dpkt_read(ingress, n_dpkt), 1)[0])
         warm = whole_command(ingress, egress, out, args.repeat)
         dpkt_s.append(timed(lambda: dpkt_read(ingress, n_dpkt), 1)[0])
+        steps = _stream_steps(ingress, egress, Path(tmp) / "steps.parquet")
         disk = disk_read_rate((ingress, egress)) if args.disk else float("nan")
     reference = n_dpkt / statistics.median(dpkt_s)
     print(f"\nwhole `cganalysis packets` on {n_both:,} packets of both captures:")
@@ -328,11 +354,16 @@ def big_pair(args: argparse.Namespace) -> None:
             f"{n_both / wall / reference:,.0f}x dpkt; CPU (user + sys, all threads) "
             f"{cpu:.1f} s; peak memory {peak / 1e6:,.0f} MB ({peak / n_both:,.1f} bytes a packet)"
         )
+    print(
+        f"  where the time goes (one more run after those): first pass (both captures) "
+        f"{steps['prescan']:.1f} s, matching pass (both again, pairing, writing) "
+        f"{steps['matching']:.1f} s, footers {steps['flows and footers']:.1f} s"
+    )
     rates = ", ".join(f"{n_dpkt / t / 1e6:.3f}" for t in dpkt_s)
     print(f"dpkt (first {n_dpkt:,} packets): {reference / 1e6:.3f} M packets/s ({rates})")
-    print(
-        f"the disk reads the captures at {disk / 1e6:,.0f} MB/s cold ({size_gb * 1e9 / disk:.1f} s)"
-    )
+    if args.disk:
+        rate = f"{disk / 1e6:,.0f} MB/s cold ({size_gb * 1e9 / disk:.1f} s)"
+        print(f"the disk reads the captures at {rate}")
 
 
 def _same_bytes(a: Path, b: Path) -> bool:
