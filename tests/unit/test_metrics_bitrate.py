@@ -77,3 +77,29 @@ def test_smooth_is_a_centred_moving_average() -> None:
     x = np.array([0.0, 0.0, 3.0, 0.0, 0.0])
     assert smooth(x, 0.5, 0.0).tolist() == x.tolist()
     assert smooth(x, 0.5, 1.5).tolist() == pytest.approx([0, 1, 1, 1, 0])
+
+
+@pytest.mark.parametrize("point", ["egress", "ingress"])
+def test_one_key_gives_what_the_keys_together_give_for_it(point: str) -> None:
+    """One key's series (counted by bincount) is the rows of that key in the series of
+    several (a group-by joined with the grid): losses, times outside the window and bins
+    at both ends, to the last bit."""
+    rng = np.random.default_rng(5)
+    t_cg, t_tcp = np.sort(rng.uniform(-0.5, 4.5, 400)), np.sort(rng.uniform(-0.5, 4.5, 300))
+    pk = _prepared(
+        flow(
+            t_cg, size_bytes=rng.integers(60, 1500, 400).tolist(), lost=list(rng.random(400) < 0.1)
+        ),
+        flow(t_tcp, flow_id=1, proto=6, sport=5201, dport=40001, size_bytes=1448),
+    )
+    for role in ("cg", "competitor"):
+        for start_s, end_s, bin_s in (
+            (0.0, 4.0, 0.5),
+            (0.3, 3.9, 0.1),
+            (5.0, 6.0, 0.5),
+            (1.0, 1.2, 0.5),
+        ):
+            kw = {"start_s": start_s, "end_s": end_s, "bin_s": bin_s, "point": point}
+            one = bitrate_series(pk, keys=[role], **kw)  # type: ignore[arg-type]
+            both = bitrate_series(pk, keys=["cg", "competitor"], **kw)  # type: ignore[arg-type]
+            assert one.equals(both.filter(pl.col("role") == role)), (role, start_s, end_s, bin_s)
