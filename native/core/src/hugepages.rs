@@ -115,9 +115,9 @@ unsafe fn take_or_map(size: usize) -> *mut u8 {
 /// for reuse, instead of mapping each block above its threshold on its own and trimming
 /// its heaps at every large free. A match's chunks come and go by the megabyte (each
 /// chunk's columns, keys, sort buffers and row groups), and every block given back was
-/// a page fault, a zeroed page and a TLB flush on both cores again: up to 0.3 s of
-/// system time of a 4 M-packet match, a fifth of its CPU time. The heaps keep at most
-/// `TRIM_BYTES` free at their top.
+/// a page fault, a zeroed page and a TLB flush on both cores again: 0.15-0.35 s of
+/// system time of a 4 M-packet match (a fifth of its CPU time in memory, a tenth
+/// streaming). The heaps keep at most `TRIM_BYTES` free at their top.
 pub fn keep_freed_blocks() {
     /// glibc's largest mmap threshold (`DEFAULT_MMAP_THRESHOLD_MAX` on 64-bit).
     const MMAP_THRESHOLD: i32 = 32 << 20;

@@ -20,7 +20,7 @@ mod prescan;
 mod queue;
 mod side;
 
-pub use cache::{budget as cache_budget, plan as cache_plan, CachePlan};
+pub use cache::{budget as cache_budget, CachePlan};
 pub use groups::Tables;
 pub use prescan::NO_WATERMARK;
 
