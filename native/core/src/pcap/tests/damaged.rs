@@ -234,7 +234,9 @@ fn a_chunked_read_drops_the_pages_from_the_uncache_offset_on() {
     let n = (16 << 20) / (16 + frame.len());
     let recs: Vec<Rec<'_>> = (0..n as u32).map(|i| rec(i, 7, &frame)).collect();
     let data = pcap(false, false, 65535, 1, &recs);
-    let dir = std::env::temp_dir().join(format!("cga-core-uncache-{}", std::process::id()));
+    // Next to the test binary, not in the temporary directory: a tmpfs keeps its pages.
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.with_file_name(format!("cga-core-uncache-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("big.pcap");
     let file = File::create(&path).unwrap();
