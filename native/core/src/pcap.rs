@@ -160,6 +160,7 @@ mod error;
 mod pcapng;
 
 pub(crate) use builder::Builder;
+pub(crate) use capture::each_column;
 pub use capture::{Capture, Columns, Format, Interface, InterfaceStats, Quirks, TsResolution};
 pub use chunks::ChunkReader;
 pub(crate) use classic::PcapCursor;

@@ -163,6 +163,38 @@ pub struct Columns {
     pub truncated: Vec<bool>,
 }
 
+/// Applies `$m` to every per-packet column of `Columns` but `interface_id` (which may be
+/// empty: see `Columns::interface_id`).
+macro_rules! each_column {
+    ($m:ident) => {
+        $m!(
+            t_ns,
+            wire_len,
+            cap_len,
+            flow_idx,
+            has_ports,
+            ip_id,
+            has_ip_id,
+            ip_len,
+            dscp,
+            ecn,
+            ttl,
+            tcp_seq_rtp_ssrc,
+            tcp_ack_rtp_ts,
+            tcp_flags_rtp_seq,
+            tcp_payload_len,
+            has_tcp,
+            has_rtp,
+            rtp_marker,
+            rtp_pt,
+            l4_hash,
+            truncated
+        )
+    };
+}
+
+pub(crate) use each_column;
+
 impl Columns {
     pub(super) fn with_capacity(n: usize) -> Columns {
         Columns {
@@ -197,52 +229,11 @@ impl Columns {
 
     /// Empties every column, keeping its memory (for the next chunk of a chunked read).
     pub(super) fn clear(&mut self) {
-        let Columns {
-            t_ns,
-            interface_id,
-            wire_len,
-            cap_len,
-            flow_idx,
-            has_ports,
-            ip_id,
-            has_ip_id,
-            ip_len,
-            dscp,
-            ecn,
-            ttl,
-            tcp_seq_rtp_ssrc,
-            tcp_ack_rtp_ts,
-            tcp_flags_rtp_seq,
-            tcp_payload_len,
-            has_tcp,
-            has_rtp,
-            rtp_marker,
-            rtp_pt,
-            l4_hash,
-            truncated,
-        } = self;
-        t_ns.clear();
-        interface_id.clear();
-        wire_len.clear();
-        cap_len.clear();
-        flow_idx.clear();
-        ip_id.clear();
-        ip_len.clear();
-        tcp_payload_len.clear();
-        l4_hash.clear();
-        tcp_seq_rtp_ssrc.clear();
-        tcp_ack_rtp_ts.clear();
-        tcp_flags_rtp_seq.clear();
-        dscp.clear();
-        ecn.clear();
-        ttl.clear();
-        rtp_pt.clear();
-        has_ports.clear();
-        has_ip_id.clear();
-        has_tcp.clear();
-        has_rtp.clear();
-        rtp_marker.clear();
-        truncated.clear();
+        macro_rules! clear {
+            ($($f:ident),*) => { $(self.$f.clear();)* };
+        }
+        each_column!(clear);
+        self.interface_id.clear();
     }
 
     /// The interface of packet `i` (a pcapng interface id; 0 in a pcap file).

@@ -226,29 +226,7 @@ fn append(all: &mut Columns, c: &Columns) {
     } else {
         Vec::new()
     };
-    cat!(
-        t_ns,
-        wire_len,
-        cap_len,
-        flow_idx,
-        has_ports,
-        ip_id,
-        has_ip_id,
-        ip_len,
-        dscp,
-        ecn,
-        ttl,
-        tcp_payload_len,
-        tcp_seq_rtp_ssrc,
-        tcp_ack_rtp_ts,
-        tcp_flags_rtp_seq,
-        has_tcp,
-        has_rtp,
-        rtp_marker,
-        rtp_pt,
-        l4_hash,
-        truncated
-    );
+    each_column!(cat);
 }
 
 fn check_chunked(data: &[u8], whole: &Capture, size: usize) {

@@ -1,39 +1,9 @@
 //! Packets held between chunks: an IP packet's columns (gathered from the chunks it came
 //! in), its row as the matcher numbers it and, at ingress, its stream and RTP mark.
 
-use crate::pcap::{Capture, Columns, NO_TIMESTAMP};
+use crate::pcap::{each_column, Capture, Columns, NO_TIMESTAMP};
 use crate::table::Point;
 use std::ops::Range;
-
-/// Applies `$m` to every per-packet column of `Columns` but `interface_id` (which may be
-/// empty: see `Columns::interface_id`).
-macro_rules! each_column {
-    ($m:ident) => {
-        $m!(
-            t_ns,
-            wire_len,
-            cap_len,
-            flow_idx,
-            has_ports,
-            ip_id,
-            has_ip_id,
-            ip_len,
-            dscp,
-            ecn,
-            ttl,
-            tcp_seq_rtp_ssrc,
-            tcp_ack_rtp_ts,
-            tcp_flags_rtp_seq,
-            tcp_payload_len,
-            has_tcp,
-            has_rtp,
-            rtp_marker,
-            rtp_pt,
-            l4_hash,
-            truncated
-        )
-    };
-}
 
 /// Rows `rows` of `src` added to the end of `dst`.
 fn extend_rows(dst: &mut Columns, src: &Columns, rows: &[u32]) {
