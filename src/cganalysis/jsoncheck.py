@@ -9,6 +9,7 @@ document that breaks its schema gives one line naming the file and the first key
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -38,21 +39,40 @@ def check_document(
     raise error(f"{where}: key {key}: {err.message}" + (f" ({hint})" if hint else ""))
 
 
+#: The libraries jsonschema's format module imports, when installed, to check formats
+#: (``date-time``, ``duration``, ``iri``, ...). Formats are not checked here (no format
+#: checker is given), and importing them was most of importing jsonschema: isoduration
+#: pulls in arrow, 0.1 s; rfc3987_syntax builds 38 lark grammars, 2-8 s.
+_FORMAT_LIBRARIES: tuple[str, ...] = (
+    "fqdn",
+    "idna",
+    "isoduration",
+    "jsonpointer",
+    "rfc3339_validator",
+    "rfc3986_validator",
+    "rfc3987",
+    "rfc3987_syntax",
+    "uri_template",
+    "webcolors",
+)
+_import_lock = threading.Lock()
+
+
 def _jsonschema() -> ModuleType:
-    """jsonschema, imported when first needed (most commands never validate) and without
-    ``rfc3987_syntax``: when that is installed, jsonschema's format module builds its 38
-    lark grammars on import, 2-8 seconds of every process that validates a document (the
-    analysis of a campaign spent more time there than reading its captures). Formats are
-    not checked here (no format checker is given), so the "iri" check it would register
-    is never used."""
-    if "jsonschema" in sys.modules:
-        return sys.modules["jsonschema"]
-    blocked = "rfc3987_syntax" not in sys.modules
-    if blocked:
-        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import: ImportError
-    try:
-        import jsonschema
-    finally:
-        if blocked and sys.modules.get("rfc3987_syntax", ...) is None:
-            del sys.modules["rfc3987_syntax"]
-    return jsonschema
+    """jsonschema, imported when first needed (most commands never validate), without the
+    libraries of :data:`_FORMAT_LIBRARIES` (not yet imported ones are hidden while it
+    imports: its format module then leaves their checks out, and a later ``import`` of them
+    works). The analysis of a campaign spent more time there than reading its captures."""
+    with _import_lock:  # two threads validating at once: one import, not a half-made module
+        if "jsonschema" in sys.modules:
+            return sys.modules["jsonschema"]
+        hidden = [m for m in _FORMAT_LIBRARIES if m not in sys.modules]
+        for name in hidden:
+            sys.modules[name] = None  # type: ignore[assignment]  # import: ImportError
+        try:
+            import jsonschema
+        finally:
+            for name in hidden:
+                if name in sys.modules and sys.modules[name] is None:
+                    del sys.modules[name]
+        return jsonschema

@@ -157,12 +157,18 @@ def test_the_docs_examples_pass_their_formats_schema(where: str, doc: Any, tmp_p
         assert "campaign" in doc, f"{where}: an example of no known format: {sorted(doc)}"
 
 
-def test_validating_does_not_build_the_iri_grammars() -> None:
-    """jsonschema imports rfc3987_syntax when installed, which builds 38 lark grammars
-    (seconds per process); the project checks no formats, so it is left out."""
+def test_validating_imports_no_format_library() -> None:
+    """jsonschema imports the format libraries it finds (rfc3987_syntax builds 38 lark
+    grammars, seconds per process; isoduration pulls in arrow); the project checks no
+    formats, so they are left out while it imports, and can still be imported after."""
+    import importlib.util
     import subprocess
     import sys
 
+    from cganalysis.jsoncheck import _FORMAT_LIBRARIES
+
+    installed = [m for m in _FORMAT_LIBRARIES if importlib.util.find_spec(m) is not None]
+    assert "isoduration" in installed, "the dev environment has jsonschema's format extras"
     code = (
         "import sys\n"
         "from cganalysis.errors import ConfigError\n"
@@ -173,7 +179,41 @@ def test_validating_does_not_build_the_iri_grammars() -> None:
         "    check_document({}, schema, 'x')\n"
         "except ConfigError as e:\n"
         "    print(e)\n"
-        "print('rfc3987_syntax' in sys.modules)\n"
+        f"print(sorted(m for m in {installed!r} if m in sys.modules))\n"
+        "import isoduration\n"
+        "print(isoduration.__name__)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.splitlines() == ["x: key a: 'a' is a required property", "False"]
+    assert out.stdout.splitlines() == [
+        "x: key a: 'a' is a required property",
+        "[]",
+        "isoduration",
+    ]
+
+
+def test_validating_from_two_threads_at_once_imports_jsonschema_once() -> None:
+    """The metrics of a campaign's runs may be computed two at a time: the first two
+    validations, at once in a fresh process, both see a whole jsonschema module."""
+    import subprocess
+    import sys
+
+    code = (
+        "import threading\n"
+        "from cganalysis.jsoncheck import check_document\n"
+        "schema = {'type': 'object', 'required': ['a']}\n"
+        "errors = []\n"
+        "def check():\n"
+        "    try:\n"
+        "        check_document({'a': 1}, schema, 'x')\n"
+        "    except Exception as e:\n"
+        "        errors.append(repr(e))\n"
+        "threads = [threading.Thread(target=check) for _ in range(4)]\n"
+        "for t in threads: t.start()\n"
+        "for t in threads: t.join()\n"
+        "print(errors)\n"
+    )
+    for _ in range(3):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        assert out.stdout.splitlines() == ["[]"]

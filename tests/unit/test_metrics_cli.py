@@ -190,6 +190,16 @@ def test_a_campaigns_runs_in_one_process_give_each_runs_own_files(
     log = io.StringIO()
     metrics_of_runs(runs, log)
     assert [line.split(":")[0] for line in log.getvalue().splitlines()] == ["[1/2] r0", "[2/2] r1"]
+    # Two at a time (threads): the same files, the log in the runs' order.
+    two = tmp_path / "two"
+    both = [RunFiles(r.packets, meta, two / r.metrics.name, two / r.timeseries.name) for r in runs]
+    log = io.StringIO()
+    metrics_of_runs(both, log, workers=2)
+    assert [line.split(":")[0] for line in log.getvalue().splitlines()] == ["[1/2] r0", "[2/2] r1"]
+    for one, two in zip(runs, both, strict=True):
+        mine, theirs = read(one.metrics), read(two.metrics)
+        assert mine == theirs
+        assert pl.read_parquet(one.timeseries).equals(pl.read_parquet(two.timeseries))
     for run in runs:
         alone = tmp_path / "alone.json"
         assert cli(["metrics", str(run.packets), "-o", str(alone), "--run", str(meta)]) == 0
@@ -203,5 +213,35 @@ def test_a_campaigns_runs_in_one_process_give_each_runs_own_files(
     assert read(runs[1].metrics)["roles"]["cg"]["bitrate_mean_mbps"] == pytest.approx(10, 0.01)
 
     broken = RunFiles(tmp_path / "missing.parquet", meta, tmp_path / "x.json", tmp_path / "x.ts")
-    with pytest.raises(ConfigError, match=r"run x \(.*missing.parquet\)"):
-        metrics_of_runs([runs[0], broken], io.StringIO())
+    for workers in (1, 2):
+        with pytest.raises(ConfigError, match=r"run x \(.*missing.parquet\)"):
+            metrics_of_runs([runs[0], broken], io.StringIO(), workers=workers)
+
+
+def test_a_campaigns_runs_go_two_at_a_time_only_while_two_fit_in_memory(
+    packets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """runs_at_once: as many as asked while that many copies of the biggest run's peak
+    take at most half the memory available; one at least, and one for one run."""
+    from cganalysis.metrics import io as metrics_io
+    from cganalysis.metrics.io import PEAK_BYTES_PER_PACKET, RunFiles, runs_at_once
+
+    rows = pl.read_parquet(packets).height
+    meta = write_meta(tmp_path)
+    runs = [
+        RunFiles(packets, meta, tmp_path / f"r{i}.json", tmp_path / f"r{i}.ts") for i in (0, 1, 2)
+    ]
+    peak = rows * PEAK_BYTES_PER_PACKET
+    for available, workers, expected in [
+        (4 * peak, 2, 2),  # two peaks in half of it
+        (4 * peak - 1, 2, 1),
+        (100 * peak, 8, 3),  # no more threads than runs
+        (0, 2, 1),
+        (100 * peak, 1, 1),
+    ]:
+        monkeypatch.setattr(metrics_io, "_memory_available_bytes", lambda a=available: a)
+        assert runs_at_once(runs, workers) == expected, (available, workers)
+    assert runs_at_once(runs[:1], 4) == 1
+    # The real figure: a positive number of bytes.
+    monkeypatch.undo()
+    assert metrics_io._memory_available_bytes() > 0

@@ -177,6 +177,28 @@ def test_cdf_and_save(style: Style, tmp_path: Path) -> None:
     assert again[1].read_bytes() == paths[1].read_bytes()
 
 
+def test_a_save_lays_the_figure_out_once_and_draws_each_format_once(
+    style: Style, tmp_path: Path
+) -> None:
+    """Three draws for two files: the constrained layout's (without rendering), the PNG's
+    and the PDF's; a figure keeps its layout engine after it is saved."""
+    from matplotlib.artist import Artist
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    class Counter(Artist):
+        draws = 0
+
+        def draw(self, renderer: Any) -> None:
+            Counter.draws += 1
+
+    fig = delay_cdf_figure({"cg": delay_cdf(pl.Series([0.5, 1.0, 12.0]))}, style=style)
+    fig.add_artist(Counter())
+    assert isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)
+    save_figure(fig, tmp_path / "cdf")
+    assert Counter.draws == 3
+    assert isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)
+
+
 def test_packet_delay_figure_marks_losses(style: Style) -> None:
     from cganalysis.metrics.roles import parse_rules
     from cganalysis.metrics.spec import Window, choose_capacity, spec_from_values

@@ -6,7 +6,9 @@
 # importing polars cost about a second, more than a run's metrics, and a job per run paid
 # it for every run (docs/performance.md). A run whose metrics fail fails its campaign's
 # job, by name (the campaign's tables need every run's metrics anyway); a run added or
-# analysed again redoes its campaign's job (under a second a run).
+# analysed again redoes its campaign's job (under a second a run). Two runs at a time, in
+# threads, while two of its biggest run fit in half the memory available
+# (cganalysis.metrics.io.metrics_of_runs).
 
 
 for _campaign, _runs in campaign_runs().items():
@@ -26,5 +28,6 @@ for _campaign, _runs in campaign_runs().items():
             f"logs/metrics/{_campaign}.log",
         conda:
             "../envs/cganalysis.yaml"
+        threads: 2
         script:
             "../scripts/metrics.py"

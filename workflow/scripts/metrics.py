@@ -21,4 +21,4 @@ runs = [
     )
 ]
 with Path(snakemake.log[0]).open("w", encoding="utf-8") as log, contextlib.redirect_stderr(log):
-    metrics_of_runs(runs, log)
+    metrics_of_runs(runs, log, workers=snakemake.threads)

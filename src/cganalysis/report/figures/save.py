@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib as mpl
 from matplotlib.figure import Figure
 
 from cganalysis.io import atomic_path
@@ -25,8 +26,11 @@ def save_figure(fig: Figure, stem: Path, dpi: int = 300) -> list[Path]:
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=ext, dpi=dpi, metadata=meta)
         # The layout (constrained: half of a save's time) is computed once, by the first
-        # save; the second draws the same positions.
-        fig.set_layout_engine("none")
+        # save; the second draws the same positions. With no layout engine at all, not
+        # "none" (a placeholder engine): savefig draws a figure that has an engine once
+        # more, without rendering, before it renders it (a third of the second save).
+        with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            fig.set_layout_engine(None)
         paths.append(path)
     fig.set_layout_engine(engine)
     return sorted(paths)
