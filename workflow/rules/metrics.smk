@@ -28,6 +28,6 @@ for _campaign, _runs in campaign_runs().items():
             f"logs/metrics/{_campaign}.log",
         conda:
             "../envs/cganalysis.yaml"
-        threads: 2
+        threads: min(2, len(_runs))  # a campaign of one run leaves the other core free
         script:
             "../scripts/metrics.py"
