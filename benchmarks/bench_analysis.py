@@ -160,7 +160,8 @@ def main() -> None:
         campaign: dict[str, tuple[float, float]] = {}
         for threads in sorted({args.threads, 1}, reverse=True):
             metrics_job = [py, "-c", _CAMPAIGN_METRICS, str(threads), *campaign_metrics]
-            campaign[f"metrics ({threads} threads)"] = measure(metrics_job, args.repeat)
+            label = f"metrics ({threads} thread{'s' if threads > 1 else ''})"
+            campaign[label] = measure(metrics_job, args.repeat)
         figures_job = [py, "-c", _CAMPAIGN_FIGURES, *campaign_figures]
         campaign["time-series figures"] = measure(figures_job, args.repeat)
         campaign["tables tma-table2"] = tables

@@ -196,10 +196,10 @@ def test_a_campaigns_runs_in_one_process_give_each_runs_own_files(
     log = io.StringIO()
     metrics_of_runs(both, log, workers=2)
     assert [line.split(":")[0] for line in log.getvalue().splitlines()] == ["[1/2] r0", "[2/2] r1"]
-    for one, two in zip(runs, both, strict=True):
-        mine, theirs = read(one.metrics), read(two.metrics)
-        assert mine == theirs
-        assert pl.read_parquet(one.timeseries).equals(pl.read_parquet(two.timeseries))
+    for alone_run, paired_run in zip(runs, both, strict=True):
+        assert read(alone_run.metrics) == read(paired_run.metrics)
+        alone_series = pl.read_parquet(alone_run.timeseries)
+        assert alone_series.equals(pl.read_parquet(paired_run.timeseries))
     for run in runs:
         alone = tmp_path / "alone.json"
         assert cli(["metrics", str(run.packets), "-o", str(alone), "--run", str(meta)]) == 0
