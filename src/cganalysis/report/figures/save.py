@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib as mpl
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import LayoutEngine
 
 from cganalysis.io import atomic_path
 
@@ -16,8 +18,10 @@ def save_figure(fig: Figure, stem: Path, dpi: int = 300) -> list[Path]:
     Metadata that changes at every run (creation date, software version) is left out, so an
     unchanged figure gives an unchanged file.
     """
-    paths = []
     engine = fig.get_layout_engine()
+    if engine is not None:
+        _lay_out(fig, engine, dpi)
+    paths = []
     for ext, meta in (
         ("png", {"Software": None}),
         ("pdf", {"CreationDate": None, "Producer": None}),
@@ -25,12 +29,25 @@ def save_figure(fig: Figure, stem: Path, dpi: int = 300) -> list[Path]:
         path = stem.with_name(f"{stem.name}.{ext}")
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=ext, dpi=dpi, metadata=meta)
-        # The layout (constrained: half of a save's time) is computed once, by the first
-        # save; the second draws the same positions. With no layout engine at all, not
-        # "none" (a placeholder engine): savefig draws a figure that has an engine once
-        # more, without rendering, before it renders it (a third of the second save).
-        with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
-            fig.set_layout_engine(None)
         paths.append(path)
     fig.set_layout_engine(engine)
     return sorted(paths)
+
+
+def _lay_out(fig: Figure, engine: LayoutEngine, dpi: int) -> None:
+    """Runs the figure's layout engine once, as the PNG's save would (text measured by
+    Agg at ``dpi``), and leaves the figure without one: each save is then a single draw.
+    (``savefig`` draws a figure that has a layout engine, even the placeholder "none"
+    leaves, once without rendering before it renders it: four draws for two files where
+    one layout and two draws make the same bytes.)"""
+    canvas, saved_dpi = fig.canvas, fig.dpi
+    FigureCanvasAgg(fig)  # the PNG's canvas: the renderer that measures the text
+    fig.set_dpi(dpi)
+    try:
+        engine.execute(fig)
+    finally:
+        fig.set_dpi(saved_dpi)
+        fig.set_canvas(canvas)  # a figure shown in a window or a notebook stays there
+    # No engine at all (what None gives under these settings), not "none".
+    with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
