@@ -19,18 +19,21 @@ def save_figure(fig: Figure, stem: Path, dpi: int = 300) -> list[Path]:
     unchanged figure gives an unchanged file.
     """
     engine = fig.get_layout_engine()
-    if engine is not None:
-        _lay_out(fig, engine, dpi)
     paths = []
-    for ext, meta in (
-        ("png", {"Software": None}),
-        ("pdf", {"CreationDate": None, "Producer": None}),
-    ):
-        path = stem.with_name(f"{stem.name}.{ext}")
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=ext, dpi=dpi, metadata=meta)
-        paths.append(path)
-    fig.set_layout_engine(engine)
+    try:
+        if engine is not None:
+            _lay_out(fig, engine, dpi)
+        for ext, meta in (
+            ("png", {"Software": None}),
+            ("pdf", {"CreationDate": None, "Producer": None}),
+        ):
+            path = stem.with_name(f"{stem.name}.{ext}")
+            with atomic_path(path) as tmp:
+                fig.savefig(tmp, format=ext, dpi=dpi, metadata=meta)
+            paths.append(path)
+    finally:
+        if engine is not None:  # also when a save failed: the figure as it came
+            fig.set_layout_engine(engine)
     return sorted(paths)
 
 
