@@ -41,7 +41,7 @@ def check_document(
 
 #: The libraries jsonschema's format module imports, when installed, to check formats
 #: (``date-time``, ``duration``, ``iri``, ...). Formats are not checked here (no format
-#: checker is given), and importing them was most of importing jsonschema: isoduration
+#: checker is given), and importing them was half of importing jsonschema: isoduration
 #: pulls in arrow, 0.1 s; rfc3987_syntax builds 38 lark grammars, 2-8 s.
 _FORMAT_LIBRARIES: tuple[str, ...] = (
     "fqdn",
