@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +80,8 @@ def test_timeseries_has_three_panels_and_step_marks(style: Style) -> None:
     assert np.isnan(np.asarray(y)[np.asarray(x) < 10]).all()
     # One vertical line per step on every panel, in the step colour.
     for ax in (ax0, ax1, ax2):
-        verticals = [ln for ln in ax.get_lines() if len(set(ln.get_xdata())) == 1]
-        assert sorted(v.get_xdata()[0] for v in verticals) == [10, 20, 40]
+        xs = [np.asarray(ln.get_xdata()) for ln in ax.get_lines()]
+        assert sorted(float(x[0]) for x in xs if len(set(x.tolist())) == 1) == [10, 20, 40]
     (top,) = ax0.child_axes  # the secondary axis with the step targets
     assert [t.get_text() for t in top.get_xticklabels()] == ["10", "20", "0"]
     legend = fig.legends[0]
@@ -130,8 +131,8 @@ def test_fairness_heatmaps_layout(style: Style) -> None:
     assert _texts(first) == ["-0.30"] * 6
     # Diverging palette centred on 0: a zero would sit at the colour map's middle.
     norm = first.images[0].norm
-    assert norm(0.0) == pytest.approx(0.5)
-    assert norm.vmin == -norm.vmax
+    assert np.asarray(norm(np.array([0.0])))[0] == pytest.approx(0.5)
+    assert isinstance(norm.vmax, float) and norm.vmin == -norm.vmax
     assert "vs Cubic" in first.get_ylabel()
     bar = next(a for a in fig.axes if not a.images)
     assert "capacity" in bar.get_ylabel()
@@ -147,6 +148,47 @@ def test_adaptation_heatmaps_never_is_black(style: Style) -> None:
     black = [p for p in response_cubic_pfifo.patches if to_hex(p.get_facecolor()) == "#000000"]
     assert len(black) == 1
     assert "never" not in _texts(panels[2])  # recovery row: always reached
+
+
+def test_heatmap_panels_show_their_own_queues(style: Style) -> None:
+    # The TMA campaigns: each queue discipline has a queue of its own; the other panels'
+    # columns would be all "n/a" and their labels would overlap.
+    own = {"pfifo": "250p", "htb": "sfq63+pfifo250"}
+    frame = runs().filter(pl.col("queue") == "2x")
+    frame = frame.with_columns(pl.col("qdisc").replace_strict(own).alias("queue"))
+    for make in (fairness_heatmaps, adaptation_heatmaps):
+        fig = make(frame, style=style)
+        panels = [a for a in fig.axes if a.images]
+        bottom = panels[-2:]
+        assert [[t.get_text() for t in a.get_xticklabels()] for a in bottom] == [
+            ["250p"],
+            ["sfq63+pfifo250"],
+        ]
+        assert all("n/a" not in _texts(a) for a in panels)
+    # Shared queues (Xu's): every panel has all of them, cells the same width.
+    fig = fairness_heatmaps(runs(), style=style)
+    panels = [a for a in fig.axes if a.images]
+    widths = {round(a.get_position().width, 6) for a in panels}
+    assert len(widths) == 1
+
+
+def test_adaptiveness_scatter_without_adaptiveness(style: Style, tmp_path: Path) -> None:
+    # No condition has a response or recovery (a campaign without events): the panels
+    # stay, saying so, and the figure lays out (it was 0.3 inches wide, with no axes).
+    frame = runs().with_columns(
+        pl.lit("not_applicable").alias("response_status"),
+        pl.lit("not_applicable").alias("recovery_status"),
+        pl.lit(None, pl.Float64).alias("response_time_s"),
+        pl.lit(None, pl.Float64).alias("recovery_time_s"),
+    )
+    fig = adaptiveness_scatter(frame, style=style)
+    axes = fig.axes
+    assert [a.get_title() for a in axes] == ["vs Cubic", "vs BBR"]
+    assert all("no condition with an adaptiveness" in _texts(a)[0] for a in axes)
+    assert fig.get_size_inches()[0] > 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # constrained layout collapsed, before
+        save_figure(fig, tmp_path / "fig5")
 
 
 def test_adaptiveness_scatter(style: Style) -> None:
@@ -220,5 +262,5 @@ def test_packet_delay_figure_marks_losses(style: Style) -> None:
     assert ax.get_ylabel() == "Queuing delay (ms)"
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["CG (RTP)", "TCP (iperf3)", "TCP (iperf3) lost"]
-    lost = ax.collections[-1].get_offsets()
-    assert len(lost) == 1 and lost[0][1] == 0.0
+    lost = np.asarray(ax.collections[-1].get_offsets())
+    assert lost.shape[0] == 1 and lost[0, 1] == 0.0

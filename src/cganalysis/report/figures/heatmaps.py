@@ -42,8 +42,17 @@ def _text_color(rgb: tuple[float, float, float]) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def _axes_for(fig: Figure, n_rows: int, n_cols: int) -> list[list[Axes]]:
-    grid = fig.subplots(n_rows, n_cols, squeeze=False, sharex=True, sharey=True)
+def _axes_for(fig: Figure, n_rows: int, queues: Sequence[Sequence[str]]) -> list[list[Axes]]:
+    """One panel per row and column of panels; a column as wide as its queues, so that every
+    cell of the figure has the same size."""
+    grid = fig.subplots(
+        n_rows,
+        len(queues),
+        squeeze=False,
+        sharex="col",
+        sharey=True,
+        gridspec_kw={"width_ratios": [max(1, len(q)) for q in queues]},
+    )
     return [list(r) for r in grid]
 
 
@@ -82,20 +91,20 @@ def _heat_panel(
 def _condition_axes_labels(
     axes: list[list[Axes]],
     capacities: Sequence[float],
-    queues: Sequence[str],
+    queues: Sequence[Sequence[str]],
     col_titles: Sequence[str],
     row_titles: Sequence[str],
 ) -> None:
+    bdp = all(q.endswith("x") for col in queues for q in col)
     for r, row in enumerate(axes):
         for c, ax in enumerate(row):
-            ax.set_xticks(range(len(queues)), labels=list(queues))
+            ax.set_xticks(range(len(queues[c])), labels=list(queues[c]))
             ax.set_yticks(range(len(capacities)), labels=[num2(x) for x in capacities])
             if r == 0:
                 ax.set_title(col_titles[c])
             if c == 0:
                 ax.set_ylabel(f"{row_titles[r]}\nCapacity (Mbit/s)")
             if r == len(axes) - 1:
-                bdp = all(q.endswith("x") for q in queues)
                 ax.set_xlabel("Queue size (\u00d7 BDP)" if bdp else "Queue size")
 
 
@@ -105,7 +114,7 @@ def _conditions(
     style: Style,
     panels: Sequence[str] | None,
     ccas: Sequence[str] | None,
-) -> tuple[pl.DataFrame, list[str], list[str], list[float], list[str], Kind]:
+) -> tuple[pl.DataFrame, list[str], list[str], list[float], list[list[str]], Kind]:
     kind: Kind = "system" if panel_key == "system" else "qdisc"
     summary = summarise_conditions(runs, [panel_key, "cca", "capacity_mbps", "queue"])
     panels = (
@@ -113,7 +122,14 @@ def _conditions(
     )
     ccas = list(ccas) if ccas is not None else style.order("cca", summary.get_column("cca"))
     capacities = sorted(set(summary.get_column("capacity_mbps").drop_nulls()), reverse=True)
-    queues = _queue_order(list(set(summary.get_column("queue").drop_nulls())))
+    every = _queue_order(list(set(summary.get_column("queue").drop_nulls())))
+    # Each panel's own queues: where each discipline has queues of its own (the TMA
+    # campaigns: 250p drop-tail, sfq63+pfifo250 HTB), the other panels' columns would be
+    # all "n/a" and crowd the labels; where they share them (Xu's), every panel has all.
+    queues = []
+    for panel in panels:
+        own = summary.filter(pl.col(panel_key) == panel).get_column("queue").drop_nulls()
+        queues.append(_queue_order(list(set(own))) or every)
     return summary, panels, ccas, capacities, queues, kind
 
 
@@ -143,12 +159,12 @@ def fairness_heatmaps(
     with mpl.rc_context(style.rc()):
         width = min(f.full_width_in, 1.2 + 1.6 * len(panels))
         fig = Figure(figsize=(width, 0.6 + 1.35 * len(ccas)), layout="constrained")
-        axes = _axes_for(fig, len(ccas), len(panels))
+        axes = _axes_for(fig, len(ccas), queues)
         im = None
         for r, cca in enumerate(ccas):
             for c, panel in enumerate(panels):
                 sel = summary.filter((pl.col("cca") == cca) & (pl.col(panel_key) == panel))
-                m = _grid(sel, "fairness_ratio", capacities, queues)
+                m = _grid(sel, "fairness_ratio", capacities, queues[c])
                 im = _heat_panel(axes[r][c], m, cmap=cmap, norm=norm, fmt=".2f", style=style)
         _condition_axes_labels(
             axes,
@@ -186,19 +202,19 @@ def adaptation_heatmaps(
     with mpl.rc_context(style.rc()):
         width = min(f.full_width_in, 1.2 + 1.6 * len(panels))
         fig = Figure(figsize=(width, 0.6 + 1.25 * len(rows)), layout="constrained")
-        axes = _axes_for(fig, len(rows), len(panels))
+        axes = _axes_for(fig, len(rows), queues)
         im = None
         for r, (cca, what) in enumerate(rows):
             for c, panel in enumerate(panels):
                 sel = summary.filter((pl.col("cca") == cca) & (pl.col(panel_key) == panel))
-                m = _grid(sel, f"{what}_time_s", capacities, queues)
+                m = _grid(sel, f"{what}_time_s", capacities, queues[c])
                 never = _grid(
                     sel.with_columns(
                         (pl.col(f"{what}_status") == "never").cast(pl.Float64).alias("_never")
                     ),
                     "_never",
                     capacities,
-                    queues,
+                    queues[c],
                 )
                 im = _heat_panel(
                     axes[r][c], m, cmap=cmap, norm=norm, fmt=".1f", style=style, never=never == 1

@@ -50,13 +50,17 @@ def adaptiveness_scatter(
     Adaptiveness is normalised over every condition in ``runs`` (Cmax, Emax over them all).
     """
     kind: Kind = "system" if panel_key == "system" else "qdisc"
-    summary = adaptiveness(
+    conditions = adaptiveness(
         summarise_conditions(runs, [panel_key, "cca", "capacity_mbps", "queue"])
-    ).drop_nulls(["fairness_ratio", "adaptiveness"])
-    panels = (
-        list(panels) if panels is not None else style.order(kind, summary.get_column(panel_key))
     )
-    ccas = list(ccas) if ccas is not None else style.order("cca", summary.get_column("cca"))
+    # Panels for every competing CCA of the runs, also one whose conditions have no
+    # adaptiveness (no event to respond to, or no baseline): it says so instead of
+    # vanishing (a campaign without one would otherwise be a figure without axes).
+    panels = (
+        list(panels) if panels is not None else style.order(kind, conditions.get_column(panel_key))
+    )
+    ccas = list(ccas) if ccas is not None else style.order("cca", conditions.get_column("cca"))
+    summary = conditions.drop_nulls(["fairness_ratio", "adaptiveness"])
     f = style.figure
     with mpl.rc_context(style.rc()):
         fig = Figure(
@@ -65,6 +69,16 @@ def adaptiveness_scatter(
         axes = fig.subplots(1, max(1, len(ccas)), squeeze=False, sharey=True)[0]
         for ax, cca in zip(axes, ccas, strict=False):
             ax.axvline(0.0, color="0.5", linestyle="--", linewidth=0.7, zorder=0)
+            if summary.filter(pl.col("cca") == cca).height == 0:
+                ax.text(
+                    0.5,
+                    0.5,
+                    "no condition with an adaptiveness\n(no response or recovery measured)",
+                    transform=ax.transAxes,
+                    ha="center",
+                    va="center",
+                    color="0.4",
+                )
             for panel in panels:
                 e = style.entry(kind, panel)
                 sel = summary.filter((pl.col("cca") == cca) & (pl.col(panel_key) == panel))
