@@ -3,13 +3,13 @@ leaves no output behind, and an existing output is only replaced by a complete o
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from cganalysis.partials import new_partial
 
 if TYPE_CHECKING:
     import polars as pl
@@ -18,29 +18,12 @@ if TYPE_CHECKING:
 METADATA_KEY = "cganalysis"
 
 
-#: Numbers the partial files of this process.
-_partials = itertools.count()
-
-
-def new_partial(path: Path) -> Path:
-    """A new empty file next to ``path``, ``.NAME.PID-N.partial``, readable as the umask
-    allows (an ordinary result file). Created exclusively, so no two writers share one;
-    not with tempfile, whose import (random, shutil and the compression modules) is a
-    tenth of ``cganalysis packets``' start-up."""
-    while True:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}-{next(_partials)}.partial")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:  # left by an earlier process of the same pid
-            continue
-        return tmp
-
-
 @contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yields a temporary path in ``path``'s folder, renamed to ``path`` on success."""
+def atomic_path(path: Path, partial: Path | None = None) -> Iterator[Path]:
+    """Yields a temporary path in ``path``'s folder (``partial``: one already made by
+    :func:`new_partial`), renamed to ``path`` on success and removed otherwise."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = new_partial(path)
+    tmp = partial or new_partial(path)
     try:
         yield tmp
         tmp.replace(path)

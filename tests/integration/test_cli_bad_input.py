@@ -21,8 +21,9 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _packets(tmp_path: Path, ingress: Path, egress: Path) -> int:
-    return main(["packets", str(ingress), str(egress), "-o", str(tmp_path / "out.parquet")])
+def _packets(tmp_path: Path, ingress: Path, egress: Path, *extra: str) -> int:
+    out = str(tmp_path / "out.parquet")
+    return main(["packets", str(ingress), str(egress), "-o", out, *extra])
 
 
 @pytest.mark.parametrize(
@@ -34,12 +35,19 @@ def _packets(tmp_path: Path, ingress: Path, egress: Path) -> int:
         ("does-not-exist.pcap", ["does-not-exist.pcap", "no such file"]),
     ],
 )
+# In memory, and streaming (whose match starts, writing partial files, before the command's
+# imports: they are gone too).
+@pytest.mark.parametrize("how", [(), ("--stream-above-mb", "0")], ids=["memory", "streaming"])
 def test_unreadable_captures_are_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, words: list[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    words: list[str],
+    how: tuple[str, ...],
 ) -> None:
     bad = FORMATS / name
     before = _sha(bad) if bad.exists() else None
-    assert _packets(tmp_path, bad, DUAL / "egress.pcap") == 2
+    assert _packets(tmp_path, bad, DUAL / "egress.pcap", *how) == 2
     err = capsys.readouterr().err
     assert err.startswith("cganalysis packets: error: ")
     for word in words:

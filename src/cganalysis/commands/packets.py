@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from cganalysis.matching.early import StartedStream
     from cganalysis.matching.summary import MatchSummary
 
 # Parsing the arguments must not import polars (see cganalysis.cli): the engines and the
@@ -113,7 +114,7 @@ def print_summary(s: MatchSummary, seconds: float) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
+    started_s = time.perf_counter()
     eg_only = args.egress_only or egress_only_path(args.output)
     outputs = [p for p in (args.output, eg_only, args.flows, args.summary) if p is not None]
     _check(args, outputs)
@@ -124,7 +125,31 @@ def run(args: argparse.Namespace) -> int:
         _native.keep_freed_blocks()
     in_memory = args.engine == "native" and not _large(args)
     pending = _start_native(args) if in_memory else None
-    from cganalysis.io import write_json
+    started = _start_stream(args, eg_only) if args.engine == "native" and not in_memory else None
+    try:
+        summary = _match(args, eg_only, in_memory, pending, started)
+    finally:
+        if started is not None:
+            started.discard()  # the partial files of a match that did not end
+    if args.summary:
+        from cganalysis.dependencies import software
+        from cganalysis.io import write_json
+
+        # With the versions that matched the captures into the tables (and their lock).
+        write_json({**summary.to_dict(), "software": software()}, args.summary)
+    print_summary(summary, time.perf_counter() - started_s)
+    return 0
+
+
+def _match(
+    args: argparse.Namespace,
+    eg_only: Path,
+    in_memory: bool,
+    pending: Any,
+    started: StartedStream | None,
+) -> MatchSummary:
+    """The match, in memory (``pending``: the native match started, or None) or streaming
+    (``started``)."""
     from cganalysis.matching import MatchOptions
     from cganalysis.progress import Progress, format_bytes
 
@@ -134,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         # (cganalysis.matching.streaming).
         from cganalysis.matching.streaming import match_to_files
 
-        summary = match_to_files(
+        return match_to_files(
             args.ingress,
             args.egress,
             args.output,
@@ -143,20 +168,14 @@ def run(args: argparse.Namespace) -> int:
             options=options,
             chunk_packets=args.chunk_packets,
             progress=True,
+            started=started,
         )
-    else:  # small captures, or tshark (which reads a whole capture anyway): in memory
-        # One native call reads both captures: no progress within it, only that it runs
-        # (the summary then says how long it took).
-        size = format_bytes(_size_bytes(args))
-        with Progress(f"reading and matching {size} in memory", keep=False):
-            summary = _match_in_memory(args, options, eg_only, pending)
-    if args.summary:
-        from cganalysis.dependencies import software
-
-        # With the versions that matched the captures into the tables (and their lock).
-        write_json({**summary.to_dict(), "software": software()}, args.summary)
-    print_summary(summary, time.perf_counter() - started)
-    return 0
+    # Small captures, or tshark (which reads a whole capture anyway): in memory. One native
+    # call reads both captures: no progress within it, only that it runs (the summary then
+    # says how long it took).
+    size = format_bytes(_size_bytes(args))
+    with Progress(f"reading and matching {size} in memory", keep=False):
+        return _match_in_memory(args, options, eg_only, pending)
 
 
 def _check(args: argparse.Namespace, outputs: list[Path]) -> None:
@@ -191,6 +210,24 @@ def _start_native(args: argparse.Namespace) -> Any:
     from cganalysis.matching.early import start_match
 
     return start_match(args.ingress, args.egress, args.max_delay_ms, args.end_guard_ms)
+
+
+def _start_stream(args: argparse.Namespace, eg_only: Path) -> StartedStream | None:
+    """The streaming match, started before the modules the command needs next are imported
+    (see :func:`_start_native`); None when a capture is not a file."""
+    if not (args.ingress.is_file() and args.egress.is_file()):
+        return None
+    from cganalysis.matching.early import start_stream
+
+    return start_stream(
+        args.ingress,
+        args.egress,
+        (args.output, eg_only),
+        max_delay_ms=args.max_delay_ms,
+        end_guard_ms=args.end_guard_ms,
+        chunk_packets=args.chunk_packets,
+        flows=args.flows is not None,
+    )
 
 
 def _match_in_memory(

@@ -21,7 +21,7 @@ from cganalysis.capture.nativeinfo import info_from_raw, native_errors
 from cganalysis.capture.toollog import with_saved_log
 from cganalysis.errors import CaptureError
 from cganalysis.io import atomic_path
-from cganalysis.matching.early import ms_to_ns
+from cganalysis.matching.early import StartedStream, start_stream
 from cganalysis.matching.native import match_error, write_flows
 from cganalysis.matching.options import DEFAULT_CHUNK_PACKETS, MatchOptions
 from cganalysis.matching.summary import MatchSummary, SummaryCounts, make_summary
@@ -44,6 +44,7 @@ def match_to_files(
     progress: bool = False,
     keep_delays: int | None = None,
     page_cache_bytes: int | None = None,
+    started: StartedStream | None = None,
 ) -> MatchSummary:
     """Matches two captures into the packet table (``output``), the egress-only table and,
     given ``flows``, the flow table; returns the summary (each file's provenance holds it,
@@ -55,28 +56,32 @@ def match_to_files(
     what the page cache may hold of the captures between the two passes (default: the
     memory the system has available, less a reserve); of captures larger than that, the
     first pass leaves each one's beginning in the cache for the second and drops the rest
-    as it reads."""
+    as it reads. ``started``: the match already started by :func:`start_stream` with these
+    captures, outputs and options (``cganalysis packets`` starts it before its imports);
+    its partial files become the outputs."""
     options = options or MatchOptions()
     if chunk_packets <= 0:
         raise ValueError("chunk_packets must be positive")
     for path in (ingress, egress):
         if not path.exists():
             raise CaptureError(path, "no such file")
-    guard = None if options.end_guard_ms is None else ms_to_ns(options.end_guard_ms)
-    with ExitStack() as stack:
-        tmp = [stack.enter_context(atomic_path(p)) for p in (output, egress_only)]
-        pending = _native.start_stream(
-            str(ingress),
-            str(egress),
-            str(tmp[0]),
-            str(tmp[1]),
-            ms_to_ns(options.max_delay_ms),
-            guard,
-            chunk_packets,
-            flows is not None,
-            **({} if keep_delays is None else {"keep_delays": keep_delays}),
+    if started is None:
+        started = start_stream(
+            ingress,
+            egress,
+            (output, egress_only),
+            max_delay_ms=options.max_delay_ms,
+            end_guard_ms=options.end_guard_ms,
+            chunk_packets=chunk_packets,
+            flows=flows is not None,
+            keep_delays=keep_delays,
             page_cache_bytes=page_cache_bytes,
         )
+    with ExitStack() as stack:
+        stack.callback(started.discard)
+        for partial, path in zip(started.partials, (output, egress_only), strict=True):
+            stack.enter_context(atomic_path(path, partial))
+        pending = started.pending
         if progress and wanted():
             _follow(pending, ingress, egress)
         try:
