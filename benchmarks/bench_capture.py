@@ -20,8 +20,9 @@ then prints for each mix:
 - the in-memory command's native steps (`cga_core::table`, as it times them: reading both
   captures, RTP streams, identity keys, pairing, the tables) and its Parquet writer;
 - the streaming command's steps (`cga_core::streaming`, as it times them): the first
-  pass over both captures, the matching pass (reading both again, pairing, writing the
-  tables) and the flow table with the footers;
+  pass (over the ingress capture; over both when the egress one is pcapng or out of
+  order beyond a chunk), the matching pass (reading both, pairing, writing the tables)
+  and the flow table with the footers;
 - for comparison, the whole-capture matcher (identity keys and pairing) in memory;
 - whether the streamed tables are the in-memory ones byte for byte;
 - at the end, the disk's own read rate for the capture files (their pages dropped from
@@ -264,8 +265,10 @@ def stages(ingress: Path, egress: Path, args: argparse.Namespace) -> list[tuple[
             flows=out.with_name("stage.flows.parquet"),
             timings=steps[-1],
         )
+    # The egress capture (classic pcap, in order) is read only in the matching pass.
+    first = "both captures" if any(s["egress_first_pass"] for s in steps) else "ingress capture"
     for name, what in (
-        ("prescan", "streaming: first pass (both captures)"),
+        ("prescan", f"streaming: first pass ({first})"),
         ("matching", "streaming: matching pass (read, pair, write)"),
         ("flows and footers", "streaming: flow table, footers"),
     ):
@@ -355,8 +358,9 @@ def big_pair(args: argparse.Namespace) -> None:
             f"{cpu:.1f} s; peak memory {peak / 1e6:,.0f} MB ({peak / n_both:,.1f} bytes a packet)"
         )
     print(
-        f"  where the time goes (one more run after those): first pass (both captures) "
-        f"{steps['prescan']:.1f} s, matching pass (both again, pairing, writing) "
+        f"  where the time goes (one more run after those): first pass "
+        f"({'both captures' if steps['egress_first_pass'] else 'ingress capture'}) "
+        f"{steps['prescan']:.1f} s, matching pass (both, pairing, writing) "
         f"{steps['matching']:.1f} s, footers {steps['flows and footers']:.1f} s"
     )
     rates = ", ".join(f"{n_dpkt / t / 1e6:.3f}" for t in dpkt_s)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -115,6 +115,34 @@ cases = st.fixed_dictionaries(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases)
+# Egress chunks of one packet, two in a row without a time (read live, the watermark of a
+# lookahead without a time once said that nothing earlier was to come).
+@example(
+    {
+        "knobs": Knobs(
+            seed=176,
+            n_rtp=0,
+            n_tcp=74,
+            n_udp=40,
+            p_drop=0.0,
+            p_dup=0.2,
+            p_retx=0.0,
+            p_ce=0.0,
+            jitter_us=0,
+            rtp_seq_start=0,
+            ip_id_start=0,
+        ),
+        "chunk": 1,
+        "disorder_in": 0.3,
+        "disorder_eg": 0.0,
+        "acks": 10,
+        "strays": 1,
+        "egress_stops_at": 1.0,
+        "no_time": 0.02,
+        "max_delay_ms": 2000.0,
+        "end_guard_ms": None,
+    }
+)
 def test_streaming_equals_the_whole_capture_match(case: dict[str, object]) -> None:
     k = case["knobs"]
     assert isinstance(k, Knobs)
@@ -342,3 +370,46 @@ def test_the_flow_table_is_the_same_when_its_delays_spill_to_a_file(
     memory = match_files_native(tmp_path / "in.pcap", tmp_path / "eg.pcap")
     expected = pl.DataFrame(memory.flow_table(), schema=pl.read_parquet(out / "f.parquet").schema)
     assert_frame_equal(pl.read_parquet(out / "f.parquet"), expected)
+
+
+@pytest.mark.parametrize(("disorder", "read_first"), [(0.0, False), (0.01, False), (0.3, True)])
+def test_the_egress_capture_is_read_once_unless_out_of_order_beyond_a_chunk(
+    tmp_path: Path, disorder: float, read_first: bool
+) -> None:
+    """A pcap egress capture is read live in the matching pass (no first pass over it):
+    in order, or out of order within a chunk and the next, and the first pass is made
+    only when a packet comes earlier than that; the same bytes either way."""
+    from cganalysis.matching.native import match_files_native
+
+    scenario = make_scenario(Knobs(seed=5, n_rtp=300, n_tcp=300, n_udp=100, p_drop=0.05))
+    egress = scenario.egress.sort("t_ns")
+    if disorder:
+        # A few packets moved to a neighbour's place, or many anywhere in the file.
+        rng = np.random.default_rng(5)
+        if read_first:
+            egress = _disorder(egress, rng, disorder)
+        else:
+            order = np.arange(egress.height)
+            for i in np.flatnonzero(rng.random(egress.height - 1) < disorder):
+                order[i], order[i + 1] = order[i + 1], order[i]
+            egress = egress[order]
+    write_pcap(tmp_path / "in.pcap", scenario.ingress)
+    write_pcap(tmp_path / "eg.pcap", egress)
+    memory = match_files_native(tmp_path / "in.pcap", tmp_path / "eg.pcap")
+    memory.write(tmp_path / "m.parquet", tmp_path / "m.eo.parquet")
+    steps: dict[str, float] = {}
+    match_to_files(
+        tmp_path / "in.pcap",
+        tmp_path / "eg.pcap",
+        tmp_path / "s.parquet",
+        tmp_path / "s.eo.parquet",
+        chunk_packets=50,
+        timings=steps,
+    )
+    assert steps["egress_first_pass"] == float(read_first)
+    again = [s for s in steps if "out of order" in s]
+    assert again == (
+        ["matching (the egress capture out of order: read first)"] if read_first else []
+    )
+    for a, b in (("m.parquet", "s.parquet"), ("m.eo.parquet", "s.eo.parquet")):
+        assert (tmp_path / a).read_bytes() == (tmp_path / b).read_bytes()

@@ -24,10 +24,11 @@ pub use cache::{budget as cache_budget, CachePlan};
 pub use groups::Tables;
 pub use prescan::NO_WATERMARK;
 
-use crate::pcap::{Capture, ReadError};
+use crate::pcap::{Capture, Columns, ReadError};
 use crate::table::rtp::stream_key;
 use crate::table::{stats_span, Counts, FlowIds, PairError, PairOptions, Stages, FIRST_NONE};
 use crate::wordhash::WordMap;
+use held::Held;
 use pass::{largest_delay, reverse_of, Pass, PassError};
 use prescan::Scan;
 use std::collections::HashSet;
@@ -63,6 +64,9 @@ pub struct Streamed {
     pub stages: Vec<(&'static str, f64)>,
     /// The most packets held at once (memory's measure, for tests).
     pub most_held: usize,
+    /// Whether the egress capture had a first pass (a pcapng file, or one out of order
+    /// further than the lookahead), or was read only once (for tests).
+    pub egress_first_pass: bool,
 }
 
 /// How the captures are read.
@@ -95,46 +99,81 @@ pub fn stream_pair(
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     let cache = cache::plan([size(ingress), size(egress)], reads.cache_budget);
     let [uncache_in, uncache_eg] = cache;
+    // A classic pcap egress capture is read live in the matching pass: the first pass
+    // reads only the ingress capture (see `side`). A pcapng one may end with interface
+    // statistics that set its span, which rows written before its end would need.
+    let live = is_classic_pcap(egress);
+    let scan_egress = || prescan::scan(egress, chunk, false, uncache_eg, &progress.bytes[1]);
     let (ing, eg) = std::thread::scope(|s| {
-        let eg = s.spawn(|| prescan::scan(egress, chunk, false, uncache_eg, &progress.bytes[1]));
+        let eg = (!live).then(|| s.spawn(scan_egress));
         let ing = prescan::scan(ingress, chunk, true, uncache_in, &progress.bytes[0]);
-        (ing, eg.join().expect("prescan thread"))
+        (ing, eg.map(|t| t.join().expect("prescan thread")))
     });
     let ing = ing.map_err(|e| StreamError::Read(0, e))?;
-    let eg = eg.map_err(|e| StreamError::Read(1, e))?;
-    for (which, scan) in [&ing, &eg].into_iter().enumerate() {
-        if scan.ip_rows == 0 {
-            return Err(StreamError::Pair(PairError::NoIpPackets(which)));
-        }
+    let mut eg = eg.transpose().map_err(|e| StreamError::Read(1, e))?;
+    if ing.ip_rows == 0 {
+        return Err(StreamError::Pair(PairError::NoIpPackets(0)));
+    }
+    if eg.as_ref().is_some_and(|eg| eg.ip_rows == 0) {
+        return Err(StreamError::Pair(PairError::NoIpPackets(1)));
     }
     clock.lap("prescan");
-    let span_ns = stats_span(&eg.cap).or(eg.t_span);
     let mut reverse = HashSet::default();
     loop {
         progress.pass.store(2, Ordering::Relaxed);
         let pass = Pass {
             paths: [ingress, egress],
-            scans: [&ing, &eg],
+            ingress: &ing,
+            egress: eg.as_ref(),
             opts,
             chunk,
             uncache: cache,
             reverse: &reverse,
             progress,
         };
+        let template = Held::live_capture(Columns::default(), Default::default());
+        let eg_cap = eg.as_ref().map_or(&template, |eg| &eg.cap);
+        let span_ns = eg.as_ref().and_then(|eg| stats_span(&eg.cap).or(eg.t_span));
         let tables = Tables::create(
             outputs,
             &ing.cap,
-            &eg.cap,
+            eg_cap,
             &ing.streams,
             flow_ids(&ing, &reverse),
             span_ns,
             flows,
         )
         .map_err(|(p, e)| StreamError::Write(p, e))?;
-        let mut done = pass.run(tables).map_err(|e| match e {
-            PassError::Read(which, e) => StreamError::Read(which, e),
-            PassError::Write((p, e)) => StreamError::Write(p, e),
-        })?;
+        let mut done = match pass.run(tables) {
+            Ok(done) => done,
+            Err(PassError::Disordered) => {
+                // Out of order further than the lookahead: the first pass over it, and the
+                // matching pass again.
+                eg = Some(scan_egress().map_err(|e| StreamError::Read(1, e))?);
+                clock.lap("matching (the egress capture out of order: read first)");
+                continue;
+            }
+            Err(PassError::Read(which, e)) => return Err(StreamError::Read(which, e)),
+            Err(PassError::Write((p, e))) => return Err(StreamError::Write(p, e)),
+        };
+        let egress_info = match (&eg, done.egress_end.take()) {
+            (Some(eg), _) => EgressInfo {
+                cap: None,
+                rows: eg.rows,
+                ip_rows: eg.ip_rows,
+                span_ns: stats_span(&eg.cap).or(eg.t_span),
+            },
+            (None, Some(end)) => EgressInfo {
+                span_ns: stats_span(&end.cap).or(end.t_span),
+                rows: end.rows,
+                ip_rows: end.ip_rows,
+                cap: Some(end.cap),
+            },
+            (None, None) => unreachable!("a capture read live ends with its end"),
+        };
+        if egress_info.ip_rows == 0 {
+            return Err(StreamError::Pair(PairError::NoIpPackets(1)));
+        }
         let by_flow = &done.by_flow;
         let (fwd_bytes, rev_bytes) = by_flow
             .values()
@@ -174,21 +213,50 @@ pub fn stream_pair(
             reverse_packets_in: done.left_out[0],
             reverse_packets_out: done.left_out[1],
             non_ip_packets_in: ing.rows - ing.ip_rows,
-            non_ip_packets_out: eg.rows - eg.ip_rows,
+            non_ip_packets_out: egress_info.rows - egress_info.ip_rows,
             truncated_packets_in: ing.truncated_ip_rows,
         };
         crate::hugepages::release_cache();
+        let egress_first_pass = egress_info.cap.is_none();
+        let egress = match (egress_info.cap, eg) {
+            (Some(cap), _) => cap,
+            (None, Some(eg)) => eg.cap,
+            (None, None) => unreachable!("an egress capture read live or first"),
+        };
         return Ok(Streamed {
             tables,
             counts,
             ingress: ing.cap,
-            egress: eg.cap,
-            span_ns,
+            egress,
+            span_ns: egress_info.span_ns,
             guard_ns,
             stages: clock.done,
             most_held: done.most_held,
+            egress_first_pass,
         });
     }
+}
+
+/// What the matching needs to say of the egress capture at the end.
+struct EgressInfo {
+    /// Read live: what the file says about itself (else the first pass's).
+    cap: Option<Capture>,
+    rows: u64,
+    ip_rows: u64,
+    span_ns: Option<(i64, i64)>,
+}
+
+/// Whether `path` starts as a classic pcap file (any byte order and timestamp unit); a
+/// file that cannot be read is not (the first pass then says why).
+fn is_classic_pcap(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic));
+    read.is_ok()
+        && matches!(
+            u32::from_be_bytes(magic),
+            0xd4c3_b2a1 | 0xa1b2_c3d4 | 0x4d3c_b2a1 | 0xa1b2_3c4d
+        )
 }
 
 /// Flow ids numbered by each stream's first packet, flows in `reverse` left out.

@@ -187,6 +187,7 @@ impl PendingStream {
         }
         d.set_item("stages_s", stages)?;
         d.set_item("most_held", s.most_held)?;
+        d.set_item("egress_first_pass", s.egress_first_pass)?;
         let tables = StreamedTables {
             inner: Mutex::new(Some(s.tables)),
         };

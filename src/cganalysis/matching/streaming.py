@@ -50,7 +50,9 @@ def match_to_files(
     given ``flows``, the flow table; returns the summary (each file's provenance holds it,
     under "summary"). ``timings`` receives the seconds of each step (benchmarks);
     ``progress``: each pass's progress on a terminal (:mod:`cganalysis.progress`);
-    ``timings`` also receives ``most_held``, the most packets held at once.
+    ``timings`` also receives ``most_held``, the most packets held at once, and
+    ``egress_first_pass``: 1 when the egress capture was read twice (a pcapng file, or one
+    out of order beyond a chunk), 0 when only in the matching pass.
     ``keep_delays``: delays the flow table keeps in memory for its percentiles (the rest
     go to a file; default ``cga_core::table::KEEP_DELAYS``, 16 M). ``page_cache_bytes``:
     what the page cache may hold of the captures between the two passes (default: the
@@ -113,7 +115,11 @@ def match_to_files(
     if flow_columns is not None and flows is not None:
         write_flows(flow_columns, flows, summary)
     if timings is not None:
-        timings.update(result["stages_s"], most_held=result["most_held"])
+        timings.update(
+            result["stages_s"],
+            most_held=result["most_held"],
+            egress_first_pass=float(result["egress_first_pass"]),
+        )
         timings["flows and footers"] = time.perf_counter() - start
     return summary
 

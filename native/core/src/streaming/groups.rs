@@ -5,6 +5,7 @@
 
 use super::held::Held;
 use super::queue::Queue;
+use crate::decode::FlowKey;
 use crate::matcher::NONE;
 use crate::parquet::{GroupWriter, ROW_GROUP_ROWS};
 use crate::pcap::{Capture, Columns};
@@ -128,6 +129,12 @@ impl Tables {
             }
         }
         Ok(())
+    }
+
+    /// Flows of the egress capture (read live) that first came in its latest chunk.
+    pub(crate) fn add_egress_flows(&mut self, keys: Vec<FlowKey>, hashes: Vec<u64>) {
+        self.egress.flows.keys.extend(keys);
+        self.egress.flows.hashes.extend(hashes);
     }
 
     /// Egress-only rows (in file order).

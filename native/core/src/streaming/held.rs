@@ -1,7 +1,8 @@
 //! Packets held between chunks: an IP packet's columns (gathered from the chunks it came
 //! in), its row as the matcher numbers it and, at ingress, its stream and RTP mark.
 
-use crate::pcap::{each_column, Capture, Columns, NO_TIMESTAMP};
+use crate::decode::FlowTable;
+use crate::pcap::{each_column, Capture, Columns, Format, NO_TIMESTAMP};
 use crate::table::Point;
 use std::ops::Range;
 
@@ -200,6 +201,23 @@ impl Held {
         if !self.stream.is_empty() {
             self.stream = order.iter().map(|&i| self.stream[i as usize]).collect();
             self.rtp = order.iter().map(|&i| self.rtp[i as usize]).collect();
+        }
+    }
+
+    /// A chunk of a capture read live, with the flows known so far (the table code reads
+    /// only the columns and the flows of a capture).
+    pub(crate) fn live_capture(cols: Columns, flows: FlowTable) -> Capture {
+        Capture {
+            format: Format::Pcap,
+            big_endian: false,
+            nanosecond: None,
+            snaplen: 0,
+            columns: cols,
+            flows,
+            interfaces: Vec::new(),
+            stats: Vec::new(),
+            warnings: Vec::new(),
+            quirks: Default::default(),
         }
     }
 

@@ -8,11 +8,11 @@ use super::groups::{Tables, Twin, WriteError};
 use super::held::Held;
 use super::prescan::{Scan, NO_WATERMARK};
 use super::queue::Queue;
-use super::side::{read_ahead, Reading, Side};
+use super::side::{read_ahead, End, Reading, Side, SideError};
 use super::{CachePlan, Progress};
 use crate::pcap::{ReadError, NO_TIMESTAMP};
 use crate::stream::StreamMatcher;
-use crate::table::PairOptions;
+use crate::table::{stats_span, PairOptions};
 use crate::wordhash::WordMap;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -54,6 +54,16 @@ pub(crate) fn largest_delay(by_flow: &ByFlow, reverse: &HashSet<u64, WordMap>) -
 pub(crate) enum PassError {
     Read(usize, ReadError),
     Write(WriteError),
+    /// The egress capture, read live, is out of order further than the lookahead: the
+    /// pass is to be made again after a first pass over it.
+    Disordered,
+}
+
+fn side_error(which: usize) -> impl Fn(SideError) -> PassError {
+    move |e| match e {
+        SideError::Read(e) => PassError::Read(which, e),
+        SideError::Disordered => PassError::Disordered,
+    }
 }
 
 /// What a pass leaves: the tables with every row handed over (not yet flushed) and the
@@ -66,11 +76,15 @@ pub(crate) struct Passed {
     pub(crate) left_out: [u64; 2],
     /// The most packets held at once (both points; memory's measure).
     pub(crate) most_held: usize,
+    /// The egress capture read live: what a first pass would have said of it.
+    pub(crate) egress_end: Option<Box<End>>,
 }
 
 pub(crate) struct Pass<'a> {
     pub(crate) paths: [&'a Path; 2],
-    pub(crate) scans: [&'a Scan; 2],
+    /// The captures' first passes; the egress capture's None: it is read live (see `side`).
+    pub(crate) ingress: &'a Scan,
+    pub(crate) egress: Option<&'a Scan>,
     pub(crate) opts: PairOptions,
     pub(crate) chunk: usize,
     /// Per capture, where the pages read start to be dropped from the page cache.
@@ -82,16 +96,17 @@ pub(crate) struct Pass<'a> {
 impl Pass<'_> {
     /// Reads both captures to their end, handing rows to `tables`.
     pub(crate) fn run(&self, tables: Tables) -> Result<Passed, PassError> {
-        let streams = &self.scans[0].streams;
+        let streams = &self.ingress.streams;
+        let scans = [Some(self.ingress), self.egress];
         std::thread::scope(|s| {
             let mut sides = Vec::new();
-            for which in 0..2 {
+            for (which, &scan) in scans.iter().enumerate() {
                 let (tx, rx) = sync_channel(1);
                 let reading = Reading {
                     path: self.paths[which],
                     chunk: self.chunk,
                     uncache_from: self.uncache[which],
-                    scan: self.scans[which],
+                    scan,
                     streams,
                     reverse: self.reverse,
                     ingress: which == 0,
@@ -99,7 +114,7 @@ impl Pass<'_> {
                 };
                 let bytes = &self.progress.bytes[which];
                 s.spawn(move || read_ahead(&reading, &tx, bytes));
-                sides.push(Side::new(rx, self.scans[which]));
+                sides.push(Side::new(rx, scan).map_err(side_error(which))?);
             }
             let eg = sides.pop().expect("two sides");
             let ing = sides.pop().expect("two sides");
@@ -113,31 +128,36 @@ impl Pass<'_> {
         mut ing: Side<'_>,
         mut eg: Side<'_>,
     ) -> Result<Passed, PassError> {
-        let read_err = |which: usize| move |e| PassError::Read(which, e);
         let max_delay = self.opts.max_delay_ns;
         let mut m = StreamMatcher::new(max_delay);
         let (mut ing_buf, mut eg_buf) = (Queue::default(), Queue::default());
         let mut by_flow = ByFlow::default();
-        let span = tables.span_ns;
         let given = self.opts.end_guard_ns;
+        let live = self.egress.is_none();
         // Rows that entered in the last max-delay of the egress capture wait for the end
         // guard: their verdict may depend on it; no other's does (any guard up to
-        // max-delay gives them the same).
-        let mut hold = match (given, span) {
-            (None, Some((_, end))) => Some((end.saturating_sub(max_delay), end)),
+        // max-delay gives them the same). Read live, the capture's end is not known before
+        // it is read: rows wait while they are within the guard (max-delay when none is
+        // given) of its latest packet so far, and the table's span ends there.
+        let mut hold = match (given, tables.span_ns) {
+            (None, Some((_, end))) if !live => Some((end.saturating_sub(max_delay), end)),
             _ => None,
         };
         let mut guard = given.unwrap_or(max_delay);
-        let file_order = self.scans[0].in_order;
+        let mut live_end_pending = live;
+        let file_order = self.ingress.in_order;
         let mut most_held = 0;
         while !(ing.done() && eg.done()) {
             if !ing.done() && (eg.done() || ing.watermark() <= eg.watermark()) {
-                ing.read(&mut m, &mut ing_buf, true).map_err(read_err(0))?;
+                ing.read(&mut m, &mut ing_buf, true)
+                    .map_err(side_error(0))?;
                 if !file_order {
                     ing_buf.sort_by_time();
                 }
-            } else {
-                eg.read(&mut m, &mut eg_buf, false).map_err(read_err(1))?;
+            } else if let Some((keys, hashes)) =
+                eg.read(&mut m, &mut eg_buf, false).map_err(side_error(1))?
+            {
+                tables.add_egress_flows(keys, hashes);
             }
             most_held = most_held.max(ing_buf.len() + eg_buf.len());
             let both = ing.done() && eg.done();
@@ -151,6 +171,13 @@ impl Pass<'_> {
             if ing_buf.is_empty() || both {
                 continue;
             }
+            if live_end_pending && eg.done() && eg_buf.is_empty() {
+                // Read live to its end: the capture's span is known, and so is every
+                // egress packet's fate (as below).
+                tables.span_ns = live_span(&eg);
+                live_end_pending = false;
+                hold = given.is_none().then_some((i64::MIN, i64::MAX));
+            }
             if hold.is_some() && eg.done() && eg_buf.is_empty() {
                 // Every egress packet's fate is known: so are every pair and reverse twin,
                 // and with them the end guard.
@@ -161,12 +188,22 @@ impl Pass<'_> {
                 guard = given.unwrap_or_else(|| largest_delay(&known, &reverse));
                 hold = None;
             }
+            let waiting = if live_end_pending {
+                tables.span_ns = eg.first_watermark.map(|start| (start, eg.latest_t));
+                let within = given.unwrap_or(max_delay);
+                Some((eg.latest_t.saturating_sub(within), i64::MAX))
+            } else {
+                hold
+            };
             let wm = ing.watermark();
-            let k = ready_len(&m, &ing_buf, file_order, wm, hold);
+            let k = ready_len(&m, &ing_buf, file_order, wm, waiting);
             if k > 0 {
                 emit(&mut m, &mut ing_buf, k, &mut by_flow, &mut tables, guard)
                     .map_err(PassError::Write)?;
             }
+        }
+        if live_end_pending {
+            tables.span_ns = live_span(&eg);
         }
         m.advance(NO_WATERMARK);
         drain_egress(&mut m, &mut eg_buf, &mut by_flow, &mut tables).map_err(PassError::Write)?;
@@ -178,8 +215,16 @@ impl Pass<'_> {
             rest: (ing_buf, twins),
             left_out: [ing.left_out, eg.left_out],
             most_held,
+            egress_end: eg.end.take(),
         })
     }
+}
+
+/// The span of an egress capture read live to its end: its interface statistics' (pcapng),
+/// or its IP packets' first and last times.
+fn live_span(eg: &Side<'_>) -> Option<(i64, i64)> {
+    let end = eg.end.as_ref().expect("a capture read to its end");
+    stats_span(&end.cap).or(end.t_span)
 }
 
 /// How many of the first held ingress rows are ready: fate known, place in time order
