@@ -123,7 +123,10 @@ def rate_accuracy(net: Bed, work: Path, seconds: float) -> dict[str, Any]:
             "error_pct": round((rate / RATE_MBIT - 1) * 100, 3),
             "window_s": round(span_ns / 1e9, 2),
             "queue_delay_ms": quantiles(ok["delay_ms"]),
-            "capture_drops": m.summary.capture_drops_ingress + m.summary.capture_drops_egress,
+            # unknown (no capture log) when either is
+            "capture_drops": None
+            if m.summary.capture_drops_ingress is None or m.summary.capture_drops_egress is None
+            else m.summary.capture_drops_ingress + m.summary.capture_drops_egress,
         }
     return res
 

@@ -39,6 +39,12 @@ def share_over(t_ns: np.ndarray, wire_bytes: np.ndarray, rate_bps: float, ms: fl
     return float((waits > ms).mean()) if len(waits) else float("nan")
 
 
+def _mean(column: pl.Series) -> float:
+    """The column's mean (NaN when it has no value)."""
+    value = column.cast(pl.Float64).mean()
+    return float("nan") if value is None else float(value)  # type: ignore[arg-type]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="raw run directory (meta.json, cg-sender/)")
@@ -51,11 +57,11 @@ def main() -> None:
     port = int(meta["roles"]["cg"].split(":")[1])
 
     packets = pl.read_parquet(args.packets)
-    t0 = int(packets["t_ingress_ns"].min())
+    t0 = int(packets["t_ingress_ns"].to_numpy().min())
     cg = packets.filter(pl.col("dport") == port)
     sent = pl.read_parquet(args.run / "cg-sender" / "sender_packets.parquet")
     ctl = pl.read_parquet(args.run / "cg-sender" / "controller.parquet")
-    c0 = int(ctl["t_ns"].min())
+    c0 = int(ctl["t_ns"].to_numpy().min())
 
     for name, (a, b) in (("alone", args.alone), ("loaded", args.loaded)):
         rx = cg.filter(pl.col("t_ingress_ns").is_between(t0 + a * 1e9, t0 + b * 1e9))
@@ -66,13 +72,13 @@ def main() -> None:
             rx["t_ingress_ns"].to_numpy(), rx["size_bytes"].to_numpy() + 14, rate, 1.0
         )
         at_sender = share_over(tx["t_ns"].to_numpy(), tx["size_bytes"].to_numpy() + 42, rate, 1.0)
-        ce = fb["packets_ce"].sum() / max(1, fb["packets_acked"].sum())
+        ce = float(fb["packets_ce"].sum()) / max(1, int(fb["packets_acked"].sum()))
         print(
             f"{name} {a:g}-{b:g} s: CG packets over {STEP_THRESHOLD_MS:g} ms in a fluid "
             f"{rate / 1e6:g} Mbit/s queue: {at_router:.4f} by router arrivals, "
             f"{at_sender:.4f} by send times; CE-marked {ce:.4f}; SCReAM target "
-            f"{fb['target_bps'].mean() / 1e6:.2f} Mbit/s, pacing {fb['pace_bps'].mean() / 1e6:.2f}"
-            f" Mbit/s, l4s_alpha {fb['l4s_alpha'].mean():.4f}"
+            f"{_mean(fb['target_bps']) / 1e6:.2f} Mbit/s, pacing "
+            f"{_mean(fb['pace_bps']) / 1e6:.2f} Mbit/s, l4s_alpha {_mean(fb['l4s_alpha']):.4f}"
         )
     summary = json.loads((args.run / "cg-sender" / "sender_summary.json").read_text())
     print(

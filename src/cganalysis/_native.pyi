@@ -116,8 +116,10 @@ class StreamedTables:
 class PendingStream:
     """A streaming match running on its own threads (``start_stream``)."""
 
-    def progress(self) -> tuple[int, int, int]:
-        """(pass: 1 or 2, bytes of the ingress capture read, of the egress capture)."""
+    def progress(self) -> tuple[int, int, int, bool]:
+        """(pass: 1 or 2, bytes of the ingress capture read, of the egress capture, whether
+        the first pass reads the egress capture too: a classic pcap one is read only in
+        the second)."""
     def done(self) -> bool: ...
     def result(self) -> tuple[StreamedTables | None, dict[str, Any]]:
         """As ``match_pair``'s result, once the match has ended."""

@@ -33,13 +33,15 @@ use pass::{largest_delay, reverse_of, Pass, PassError};
 use prescan::Scan;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// How far a streaming match is: its pass (1 or 2) and the bytes of each capture read.
+/// How far a streaming match is: its pass (1 or 2), the bytes of each capture read, and
+/// whether the first pass reads the egress capture too (`reads_egress_live`).
 #[derive(Default)]
 pub struct Progress {
     pub pass: AtomicUsize,
     pub bytes: [AtomicUsize; 2],
+    pub egress_in_first_pass: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -102,7 +104,10 @@ pub fn stream_pair(
     // A classic pcap egress capture is read live in the matching pass: the first pass
     // reads only the ingress capture (see `side`). A pcapng one may end with interface
     // statistics that set its span, which rows written before its end would need.
-    let live = is_classic_pcap(egress);
+    let live = reads_egress_live(egress);
+    progress
+        .egress_in_first_pass
+        .store(!live, Ordering::Relaxed);
     let scan_egress = || prescan::scan(egress, chunk, false, uncache_eg, &progress.bytes[1]);
     let (ing, eg) = std::thread::scope(|s| {
         let eg = (!live).then(|| s.spawn(scan_egress));
@@ -246,9 +251,10 @@ struct EgressInfo {
     span_ns: Option<(i64, i64)>,
 }
 
-/// Whether `path` starts as a classic pcap file (any byte order and timestamp unit); a
-/// file that cannot be read is not (the first pass then says why).
-fn is_classic_pcap(path: &Path) -> bool {
+/// Whether the egress capture at `path` is read only in the matching pass: a classic pcap
+/// file (any byte order and timestamp unit). A pcapng file, or one that cannot be read
+/// (the first pass then says why), is read in the first pass too.
+pub fn reads_egress_live(path: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 4];
     let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic));

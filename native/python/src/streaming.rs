@@ -6,7 +6,7 @@ use crate::pairing::{counts_dict, read_error, set_error};
 use crate::reading::{columns_to_dict, flow_keys_dict, info_dict, to_py_err};
 use cga_core::pcap::ChunkReader;
 use cga_core::streaming::{
-    cache_budget, stream_pair, Progress, Reads, StreamError, Streamed, Tables,
+    cache_budget, reads_egress_live, stream_pair, Progress, Reads, StreamError, Streamed, Tables,
 };
 use cga_core::table::{PairOptions, KEEP_DELAYS};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -127,13 +127,15 @@ impl StreamedTables {
 
 #[pymethods]
 impl PendingStream {
-    /// (pass: 1 or 2, bytes of the ingress capture read, bytes of the egress one).
-    fn progress(&self) -> (usize, usize, usize) {
+    /// (pass: 1 or 2, bytes of the ingress capture read, bytes of the egress one, whether
+    /// the first pass reads the egress capture too).
+    fn progress(&self) -> (usize, usize, usize, bool) {
         let p = &self.progress;
         (
             p.pass.load(Ordering::Relaxed),
             p.bytes[0].load(Ordering::Relaxed),
             p.bytes[1].load(Ordering::Relaxed),
+            p.egress_in_first_pass.load(Ordering::Relaxed),
         )
     }
 
@@ -230,6 +232,10 @@ fn start_stream(
         cache_budget: page_cache_bytes.or_else(cache_budget),
     };
     let progress = Arc::new(Progress::default());
+    // Known before the match starts: the first look at the progress shows the right pass.
+    progress
+        .egress_in_first_pass
+        .store(!reads_egress_live(&egress), Ordering::Relaxed);
     let shared = Arc::clone(&progress);
     let paths = (ingress.clone(), egress.clone());
     let thread = std::thread::Builder::new()

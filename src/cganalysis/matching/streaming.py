@@ -125,26 +125,31 @@ def match_to_files(
 
 
 def _follow(pending: _native.PendingStream, ingress: Path, egress: Path) -> None:
-    """Shows each pass's progress (bytes of both captures read) until the match ends: a
-    line per pass, each shown even when the pass was too quick to be looked at."""
-    total = ingress.stat().st_size + egress.stat().st_size
-    titles = {1: "reading the captures (pass 1 of 2)", 2: "matching (pass 2 of 2)"}
+    """Shows each pass's progress (bytes of the captures it reads) until the match ends: a
+    line per pass, each shown even when the pass was too quick to be looked at. The first
+    pass reads the egress capture too only when it is not a classic pcap file."""
+    sizes = ingress.stat().st_size, egress.stat().st_size
+    both_first = pending.progress()[3]
+    totals = {1: sizes[0] + (sizes[1] if both_first else 0), 2: sizes[0] + sizes[1]}
+    what = "the captures" if both_first else "the ingress capture"
+    titles = {1: f"reading {what} (pass 1 of 2)", 2: "matching (pass 2 of 2)"}
     current, done = 1, 0
-    line = Progress(titles[1], total)
+    line = Progress(titles[1], totals[1])
     line.__enter__()
     try:
         while True:
             ended = pending.done()
-            step, read_in, read_eg = pending.progress()
-            # a pass reads both captures whole before the next starts; at the end, every
+            step, read_in, read_eg, _ = pending.progress()
+            # a pass reads its captures whole before the next starts; at the end, every
             # pass was made
             for nxt in range(current + 1, (2 if ended else step) + 1):
-                line.add(total - done)
+                line.add(totals[current] - done)
                 line.__exit__(None, None, None)
                 current, done = nxt, 0
-                line = Progress(titles[nxt], total)
+                line = Progress(titles[nxt], totals[nxt])
                 line.__enter__()
-            read = total if ended else read_in + read_eg
+            egress_read = read_eg if current == 2 or both_first else 0
+            read = totals[current] if ended else read_in + egress_read
             line.add(max(0, read - done))
             done = max(done, read)
             if ended:

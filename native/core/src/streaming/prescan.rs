@@ -9,13 +9,15 @@
 //! - At ingress, the **RTP streams** (decided on the whole capture) and each stream's
 //!   first packet (flow ids are numbered by it).
 
-use crate::pcap::{Capture, ChunkReader, ReadError, NO_FLOW, NO_TIMESTAMP};
+use crate::decode::{FlowKey, FlowTable};
+use crate::pcap::{Capture, ChunkReader, Columns, ReadError, NO_FLOW, NO_TIMESTAMP};
 use crate::table::rtp::{self, Classifier, Streams};
 use crate::table::{see_first, First, FIRST_NONE};
 use crate::wordhash::WordMap;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 /// No IP packet is still to come.
 pub const NO_WATERMARK: i64 = i64::MAX;
@@ -40,10 +42,22 @@ pub(crate) struct Scan {
     pub(crate) streams: Streams,
 }
 
+/// What the reading thread of a scan sends: a chunk's columns with the flows that first
+/// came in it (keys and hashes), then what the file says about itself.
+enum Read {
+    Chunk(Box<Columns>, Vec<FlowKey>, Vec<u64>),
+    End(Box<Capture>),
+}
+
 /// Reads `path` a chunk of `chunk` packets at a time; `rtp`: classify the RTP streams
 /// and note first packets (ingress); `uncache_from`: the pages from this offset on are
 /// dropped from the page cache once read (`cache`). `bytes` counts the bytes read
 /// (progress).
+///
+/// The chunks are read and decoded on a thread of their own, a chunk or two ahead of this
+/// one, which looks at them (and gives their memory back for the next chunks): decoding is
+/// two thirds of a scan, and the egress capture no longer has one beside it to keep the
+/// other core busy (`side`).
 pub(crate) fn scan(
     path: &Path,
     chunk: usize,
@@ -51,15 +65,87 @@ pub(crate) fn scan(
     uncache_from: Option<usize>,
     bytes: &AtomicUsize,
 ) -> Result<Scan, ReadError> {
-    let mut reader = ChunkReader::open(path)?;
+    std::thread::scope(|s| {
+        let (tx, rx) = sync_channel(2);
+        let (give_back, given) = channel();
+        s.spawn(move || read_chunks(path, chunk, uncache_from, bytes, &tx, &given));
+        look(path, chunk, ingress, uncache_from, &rx, &give_back)
+    })
+}
+
+/// The reading thread of `scan`.
+fn read_chunks(
+    path: &Path,
+    chunk: usize,
+    uncache_from: Option<usize>,
+    bytes: &AtomicUsize,
+    tx: &SyncSender<Result<Read, ReadError>>,
+    given: &Receiver<Columns>,
+) {
+    let mut reader = match ChunkReader::open(path) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
     reader.uncache_from(uncache_from);
+    let mut sent_flows = 0;
+    loop {
+        if let Ok(c) = given.try_recv() {
+            reader.recycle(c);
+        }
+        let c = match reader.next_chunk(chunk) {
+            Ok(Some(c)) => c,
+            Ok(None) => break,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        bytes.store(reader.bytes_read(), Ordering::Relaxed);
+        let flows = reader.flows();
+        let keys = flows.keys[sent_flows..].to_vec();
+        let hashes = flows.hashes[sent_flows..].to_vec();
+        sent_flows = flows.len();
+        if tx.send(Ok(Read::Chunk(Box::new(c), keys, hashes))).is_err() {
+            return; // the scan stopped
+        }
+    }
+    let _ = tx.send(reader.finish().map(|cap| Read::End(Box::new(cap))));
+}
+
+/// The looking half of `scan`: each chunk from `rx` in turn.
+fn look(
+    path: &Path,
+    chunk: usize,
+    ingress: bool,
+    uncache_from: Option<usize>,
+    rx: &Receiver<Result<Read, ReadError>>,
+    give_back: &Sender<Columns>,
+) -> Result<Scan, ReadError> {
     let mut minima = Vec::new();
     let mut classifier = Classifier::default();
     let (mut rows, mut ip_rows, mut truncated, mut in_order) = (0u64, 0u64, 0u64, true);
     let mut last = (false, i64::MIN);
     let mut t_span: Option<(i64, i64)> = None;
     let mut firsts: HashMap<(u32, Option<u32>), First, WordMap> = HashMap::default();
-    while let Some(c) = reader.next_chunk(chunk)? {
+    let mut flows = FlowTable::default();
+    let cap = loop {
+        let read = rx.recv().unwrap_or_else(|_| {
+            Err(ReadError::Invalid {
+                message: "the capture's reading stopped".into(),
+                offset: 0,
+            })
+        })?;
+        let c = match read {
+            Read::Chunk(c, keys, hashes) => {
+                flows.keys.extend(keys);
+                flows.hashes.extend(hashes);
+                *c
+            }
+            Read::End(cap) => break *cap,
+        };
         let mut lo = NO_WATERMARK;
         for i in 0..c.len() {
             if c.flow_idx[i] == NO_FLOW {
@@ -82,13 +168,12 @@ pub(crate) fn scan(
             ip_rows += 1;
         }
         if ingress && classifier.in_order {
-            classifier.add(&c, reader.flows());
+            classifier.add(&c, &flows);
         }
         minima.push(lo);
         rows += c.len() as u64;
-        bytes.store(reader.bytes_read(), Ordering::Relaxed);
-        reader.recycle(c);
-    }
+        let _ = give_back.send(c);
+    };
     let mut watermarks = vec![NO_WATERMARK; minima.len() + 1];
     for c in (0..minima.len()).rev() {
         watermarks[c] = minima[c].min(watermarks[c + 1]);
@@ -100,7 +185,7 @@ pub(crate) fn scan(
         (true, false) => rtp::classify_sorted(candidates(path, chunk, uncache_from)?),
     };
     Ok(Scan {
-        cap: reader.finish()?,
+        cap,
         rows,
         ip_rows,
         truncated_ip_rows: truncated,
