@@ -99,8 +99,6 @@ pub fn stream_pair(
     let mut clock = Stages::start();
     progress.pass.store(1, Ordering::Relaxed);
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-    let cache = cache::plan([size(ingress), size(egress)], reads.cache_budget);
-    let [uncache_in, uncache_eg] = cache;
     // A classic pcap egress capture is read live in the matching pass: the first pass
     // reads only the ingress capture (see `side`). A pcapng one may end with interface
     // statistics that set its span, which rows written before its end would need.
@@ -108,6 +106,13 @@ pub fn stream_pair(
     progress
         .egress_in_first_pass
         .store(!live, Ordering::Relaxed);
+    let sizes = [size(ingress), size(egress)];
+    let cache = if live {
+        cache::plan_egress_read_once(sizes, reads.cache_budget)
+    } else {
+        cache::plan(sizes, reads.cache_budget)
+    };
+    let [uncache_in, uncache_eg] = cache;
     let scan_egress = || prescan::scan(egress, chunk, false, uncache_eg, &progress.bytes[1]);
     let (ing, eg) = std::thread::scope(|s| {
         let eg = (!live).then(|| s.spawn(scan_egress));

@@ -1,15 +1,17 @@
 //! What of the captures the passes leave in the page cache.
 //!
-//! Both passes read both captures from their beginning. When the page cache holds them
-//! whole, the second pass reads them from memory. When it cannot, the kernel evicts the
-//! pages read longest ago, which are the ones the second pass needs first: each of its
-//! reads misses and evicts the next page it needs, and both passes read everything from
-//! the disk (measured: a 27 GB pair on a machine with 23 GB of memory, each pass a cold
-//! read of both captures). So when the captures exceed what the cache may hold, each
-//! capture keeps its beginning there, its share of what the cache may hold, and both
-//! passes drop every later page from the cache once read: the second pass (and the next
-//! command on the same captures) reads the beginnings from memory and only the rest from
-//! the disk.
+//! Both passes read the ingress capture from its beginning, and the egress capture when it
+//! needs a first pass (otherwise the matching pass reads it once: `side`). When the page
+//! cache holds them whole, the second pass reads them from memory. When it cannot, the
+//! kernel evicts the pages read longest ago, which are the ones the second pass needs
+//! first: each of its reads misses and evicts the next page it needs, and both passes read
+//! everything from the disk (measured: a 27 GB pair on a machine with 23 GB of memory, each
+//! pass a cold read of both captures). So when the captures exceed what the cache may
+//! hold, each capture keeps its beginning there (a share of what the cache may hold: in
+//! proportion to their sizes, or as much of the ingress capture as fits when the egress
+//! capture is read once) and the passes drop every later page from the cache once read:
+//! the second pass (and the next command on the same captures) reads the beginnings from
+//! memory and only the rest from the disk.
 
 /// Per capture (ingress, egress): the offset from which the passes drop the pages they
 /// read from the page cache (`None`: they keep them all).
@@ -24,6 +26,23 @@ pub fn plan(sizes: [u64; 2], budget: Option<u64>) -> CachePlan {
         Some(budget) if total > budget => {
             let share = |size: u64| u128::from(size) * u128::from(budget) / u128::from(total);
             sizes.map(|s| Some(usize::try_from(share(s)).unwrap_or(usize::MAX)))
+        }
+        _ => [None, None],
+    }
+}
+
+/// The plan when the egress capture is read once, in the matching pass (`side`): the
+/// ingress capture, read by both passes, keeps as much of its beginning as the cache may
+/// hold, and the egress capture the rest of it (for the next command on the same pair).
+/// Read cold, each capture then comes from the disk once, where shares in proportion made
+/// the ingress capture's end come from it twice.
+pub fn plan_egress_read_once(sizes: [u64; 2], budget: Option<u64>) -> CachePlan {
+    let total = sizes[0].saturating_add(sizes[1]);
+    match budget {
+        Some(budget) if total > budget => {
+            let ingress = sizes[0].min(budget);
+            let offset = |b: u64| Some(usize::try_from(b).unwrap_or(usize::MAX));
+            [offset(ingress), offset(budget - ingress)]
         }
         _ => [None, None],
     }
@@ -59,6 +78,20 @@ mod tests {
     fn captures_too_big_keep_shares_of_the_budget_in_proportion() {
         assert_eq!(plan([300, 100], Some(200)), [Some(150), Some(50)]);
         assert_eq!(plan([1, 1], Some(0)), [Some(0), Some(0)]);
+    }
+
+    #[test]
+    fn an_egress_capture_read_once_leaves_the_cache_to_the_ingress_one() {
+        assert_eq!(plan_egress_read_once([10, 20], Some(30)), [None, None]);
+        assert_eq!(
+            plan_egress_read_once([300, 100], Some(350)),
+            [Some(300), Some(50)]
+        );
+        assert_eq!(
+            plan_egress_read_once([300, 100], Some(200)),
+            [Some(200), Some(0)]
+        );
+        assert_eq!(plan_egress_read_once([1, 1], Some(0)), [Some(0), Some(0)]);
     }
 
     #[test]
