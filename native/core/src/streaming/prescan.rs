@@ -104,15 +104,20 @@ fn read_chunks(
             }
         };
         bytes.store(reader.bytes_read(), Ordering::Relaxed);
-        let flows = reader.flows();
-        let keys = flows.keys[sent_flows..].to_vec();
-        let hashes = flows.hashes[sent_flows..].to_vec();
-        sent_flows = flows.len();
+        let (keys, hashes) = flows_since(reader.flows(), &mut sent_flows);
         if tx.send(Ok(Read::Chunk(Box::new(c), keys, hashes))).is_err() {
             return; // the scan stopped
         }
     }
     let _ = tx.send(reader.finish().map(|cap| Read::End(Box::new(cap))));
+}
+
+/// The flows of `flows` from the `sent`-th on (keys and hashes), and `sent` moved past
+/// them: what a thread that reads chunks sends along with each.
+pub(super) fn flows_since(flows: &FlowTable, sent: &mut usize) -> (Vec<FlowKey>, Vec<u64>) {
+    let new = (flows.keys[*sent..].to_vec(), flows.hashes[*sent..].to_vec());
+    *sent = flows.len();
+    new
 }
 
 /// The looking half of `scan`: each chunk from `rx` in turn.

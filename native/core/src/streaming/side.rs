@@ -10,7 +10,7 @@
 //! file says about itself) comes with its last chunk (`End`).
 
 use super::held::Held;
-use super::prescan::{Scan, NO_WATERMARK};
+use super::prescan::{flows_since, Scan, NO_WATERMARK};
 use super::queue::Queue;
 use crate::decode::{FlowKey, FlowTable};
 use crate::pcap::{Capture, ChunkReader, ReadError, NO_FLOW, NO_TIMESTAMP};
@@ -130,9 +130,8 @@ pub(super) fn read_ahead(
         let (host, new_flows) = match r.scan {
             Some(scan) => (Held::capture(cols, &scan.cap), None),
             None => {
-                let known = reader.flows();
-                let n = flows.len();
-                let new: NewFlows = (known.keys[n..].to_vec(), known.hashes[n..].to_vec());
+                let mut known = flows.len();
+                let new: NewFlows = flows_since(reader.flows(), &mut known);
                 flows.keys.extend_from_slice(&new.0);
                 flows.hashes.extend_from_slice(&new.1);
                 (
