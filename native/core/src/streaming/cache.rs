@@ -48,6 +48,22 @@ pub fn plan_egress_read_once(sizes: [u64; 2], budget: Option<u64>) -> CachePlan 
     }
 }
 
+/// Asks the kernel to read the file at `path` into the page cache, and returns once it has
+/// started (the reads go on without it); elsewhere than on Linux, or for a file that
+/// cannot be opened, nothing.
+pub fn read_ahead(path: &std::path::Path) {
+    #[cfg(target_os = "linux")]
+    if let Ok(file) = std::fs::File::open(path) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain system call on an open descriptor; failure only reads nothing.
+        unsafe {
+            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = path;
+}
+
 /// What the page cache may hold of the captures: the memory the system reports available
 /// (`MemAvailable`, which counts reclaimable cache) less a reserve for the match itself
 /// and everything else (an eighth, at least 1 GiB). `None` where it is not known.
