@@ -1,16 +1,18 @@
 //! The whole dual-point match of `cganalysis packets` with memory that does not grow with
-//! the captures: both read a chunk at a time, twice (`prescan`, then `pass`), the tables
-//! written a row group at a time as their rows become final (`groups`). The tables and
-//! counts are those of `table::match_pair` on the whole captures (tests check it, and
-//! that the files are the same bytes).
+//! the captures: both read a chunk at a time, the ingress capture twice (`prescan`, then
+//! `pass`), the egress capture once when it is a classic pcap file in time order (read live
+//! in the pass, `side`; otherwise twice too), the tables written a row group at a time as
+//! their rows become final (`groups`). The tables and counts are those of
+//! `table::match_pair` on the whole captures (tests check it, and that the files are the
+//! same bytes).
 //!
 //! A pair larger than the page cache may hold keeps each capture's beginning there for the
 //! second pass, and drops the rest as it reads (`cache`).
 //!
-//! Memory holds the packets of one to two `max_delay_ns` (the matcher's buckets) plus two
-//! chunks (plus a capture's disorder), a row group of each table, and a few words per flow. Flows found at the end
-//! to cross the taps the other way are left out by a second matching pass that leaves
-//! them out from the start (only when there are any).
+//! Memory holds the packets of one to two `max_delay_ns` (the matcher's buckets) plus a few
+//! chunks (plus a capture's disorder), a row group of each table, and a few words per
+//! flow. Flows found at the end to cross the taps the other way are left out by a second
+//! matching pass that leaves them out from the start (only when there are any).
 
 mod cache;
 mod groups;
