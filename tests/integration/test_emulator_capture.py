@@ -50,8 +50,13 @@ def test_captures_measure_the_emulators_sojourn(net: Bed, tmp_path: Path) -> Non
     j = udp.join(truth, on=["proto", "dport", "ip_id"], how="inner", validate="1:1")
     assert j.height == udp.height, "every captured UDP packet is in the event log"
 
-    # The ingress tap and the emulator read the same kernel receive time stamp.
-    assert (j["t_ingress_ns"] == j["t_ns"]).mean() > 0.99
+    # The ingress tap and the emulator read the kernel's receive time stamp: the same one
+    # when the kernel stamped the frame as it arrived; when it had not, each packet socket
+    # stamps the frame as it is handed it, one after the other (on a loaded machine 1.4 %
+    # of the frames differed, by up to 3 us).
+    apart_us = ((j["t_ns"] - j["t_ingress_ns"]) / 1e3).abs()
+    assert (apart_us == 0).mean() > 0.9
+    assert apart_us.max() < 100
     # Captured losses are exactly the emulator's drops, deliveries exactly its sends.
     assert (j["lost"] == j["dropped"].fill_null(False)).all()
     sent = j.filter(pl.col("lost").not_())
