@@ -78,6 +78,19 @@ fn records_are_ordered_by_key_time_and_row() {
         .collect();
     let times: Vec<i64> = (0..10_000i64).map(|i| i % 13).collect();
     check(&keys, &times);
+    // Skewed: nearly all records in the first partition (small keys), a few in the last,
+    // counts that do not fill the last gathered lines, and ties broken by time then row.
+    let keys: Vec<u64> = (0..5_003u64)
+        .map(|i| {
+            if i % 100 == 99 {
+                u64::MAX - i % 7
+            } else {
+                i % 1_500
+            }
+        })
+        .collect();
+    let times: Vec<i64> = (0..5_003i64).map(|i| (i * 7919) % 11).collect();
+    check(&keys, &times);
 }
 
 #[test]

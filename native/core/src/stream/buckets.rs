@@ -43,10 +43,10 @@ pub(super) fn width(max_delay_ns: i64) -> i64 {
 /// The packets with a time (`key`, `ts`), rows numbered from `first`, bucketed for a
 /// matcher of `max_delay_ns`.
 ///
-/// Each bucket's records are sorted by radix straight from the columns, as the
-/// whole-capture matcher sorts its (`matcher::sorted_records`): counted by bucket and by
-/// their keys' top bits (keys are hashes), placed once, and each slot of a few dozen then
-/// sorted where it lies. (Gathering each bucket's records first, then copying their keys
+/// Each bucket's records are sorted by radix straight from the columns: counted by bucket
+/// and by their keys' top bits (keys are hashes), placed once, and each slot of a few dozen
+/// then sorted where it lies. (A chunk's records fit in the caches that one pass writes
+/// into; a whole capture's do not, and `matcher::sorted_records` makes two.) (Gathering each bucket's records first, then copying their keys
 /// out, sorting those and looking each record up again cost twice as much: the records
 /// went through memory five times instead of once.)
 pub fn bucketed(key: &[u64], ts: &[i64], first: u64, max_delay_ns: i64) -> Runs {
