@@ -117,16 +117,6 @@ pub fn stream_pair(
     let [uncache_in, uncache_eg] = cache;
     let scan_egress = || prescan::scan(egress, chunk, false, uncache_eg, &progress.bytes[1]);
     let (ing, eg) = std::thread::scope(|s| {
-        if live && uncache_eg.is_none() {
-            // Read only in the matching pass, a chunk at a time by page faults (each a wait
-            // for the disk when cold, on the matching's critical path): when the cache
-            // holds the pair, the kernel reads it in while the first pass reads the
-            // ingress capture. (Not when it does not: the first pass is then bound by the
-            // disk, and reading both at once made the 190 M pair's cold command slower.)
-            // Not waited for: the kernel may take its time to queue the reads.
-            let path = egress.to_path_buf();
-            std::thread::spawn(move || cache::read_ahead(&path));
-        }
         let eg = (!live).then(|| s.spawn(scan_egress));
         let ing = prescan::scan(ingress, chunk, true, uncache_in, &progress.bytes[0]);
         (ing, eg.map(|t| t.join().expect("prescan thread")))

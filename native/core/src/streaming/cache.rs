@@ -48,20 +48,55 @@ pub fn plan_egress_read_once(sizes: [u64; 2], budget: Option<u64>) -> CachePlan 
     }
 }
 
-/// Asks the kernel to read the file at `path` into the page cache, and returns once it has
-/// started (the reads go on without it); elsewhere than on Linux, or for a file that
-/// cannot be opened, nothing.
-pub fn read_ahead(path: &std::path::Path) {
+/// How far ahead of its reader the matching pass has the kernel read a capture, and in
+/// steps of how much.
+const AHEAD_BYTES: usize = 256 << 20;
+const AHEAD_STEP_BYTES: usize = 16 << 20;
+
+/// Has the kernel read the file at `path` into the page cache up to [`AHEAD_BYTES`] ahead
+/// of `consumed` (how far its reader got), until the file's end or `stop`: for captures
+/// the page cache holds (`Pass::run`). Read cold by page faults alone, each fault the
+/// matching pass's reader took waited for the disk, on its critical path, while the pass's
+/// own work could have covered the reads (the 38 M pair cold 12.2-13.7 -> 10.3-10.9 s; so
+/// far the kernel was asked to read the whole egress capture in beside the first pass,
+/// which then shared the disk: no faster than this, 10.6-10.9 s). Not for pairs larger
+/// than the cache: the 190 M pair's cold command took 83-85 s with it, 66-80 s without
+/// (its system time 14 s against 5: pages read ahead evicted others still to be read).
+/// Pages already cached cost a look-up. Elsewhere than on Linux, nothing.
+pub fn keep_ahead(
+    path: &std::path::Path,
+    consumed: &std::sync::atomic::AtomicUsize,
+    stop: &std::sync::atomic::AtomicBool,
+) {
     #[cfg(target_os = "linux")]
     if let Ok(file) = std::fs::File::open(path) {
         use std::os::fd::AsRawFd;
-        // SAFETY: a plain system call on an open descriptor; failure only reads nothing.
-        unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
+        use std::sync::atomic::Ordering::Relaxed;
+        let len = file.metadata().map_or(0, |m| m.len());
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        let mut asked = 0usize;
+        while asked < len && !stop.load(Relaxed) {
+            let want = consumed.load(Relaxed).saturating_add(AHEAD_BYTES).min(len);
+            if asked < want {
+                let n = AHEAD_STEP_BYTES.min(want - asked);
+                // SAFETY: a plain system call on an open descriptor; failure only reads
+                // nothing ahead.
+                unsafe {
+                    libc::posix_fadvise(
+                        file.as_raw_fd(),
+                        asked as libc::off_t,
+                        n as libc::off_t,
+                        libc::POSIX_FADV_WILLNEED,
+                    );
+                }
+                asked += n;
+            } else {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = path;
+    let _ = (path, consumed, stop);
 }
 
 /// What the page cache may hold of the captures: the memory the system reports available

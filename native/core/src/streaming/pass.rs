@@ -9,13 +9,14 @@ use super::held::Held;
 use super::prescan::{Scan, NO_WATERMARK};
 use super::queue::Queue;
 use super::side::{read_ahead, End, Reading, Side, SideError};
-use super::{CachePlan, Progress};
+use super::{cache, CachePlan, Progress};
 use crate::pcap::{ReadError, NO_TIMESTAMP};
 use crate::stream::StreamMatcher;
 use crate::table::{stats_span, PairOptions};
 use crate::wordhash::WordMap;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::sync_channel;
 
 /// Per flow hash: matched ingress packets and their bytes, the largest delay; egress
@@ -98,27 +99,41 @@ impl Pass<'_> {
     pub(crate) fn run(&self, tables: Tables) -> Result<Passed, PassError> {
         let streams = &self.ingress.streams;
         let scans = [Some(self.ingress), self.egress];
+        let stop_ahead = AtomicBool::new(false);
+        // Read ahead only when the page cache holds both captures (see `keep_ahead`).
+        let ahead = self.uncache == [None, None];
         std::thread::scope(|s| {
-            let mut sides = Vec::new();
-            for (which, &scan) in scans.iter().enumerate() {
-                let (tx, rx) = sync_channel(1);
-                let reading = Reading {
-                    path: self.paths[which],
-                    chunk: self.chunk,
-                    uncache_from: self.uncache[which],
-                    scan,
-                    streams,
-                    reverse: self.reverse,
-                    ingress: which == 0,
-                    max_delay_ns: self.opts.max_delay_ns,
-                };
-                let bytes = &self.progress.bytes[which];
-                s.spawn(move || read_ahead(&reading, &tx, bytes));
-                sides.push(Side::new(rx, scan).map_err(side_error(which))?);
+            for which in 0..2 {
+                let (path, bytes) = (self.paths[which], &self.progress.bytes[which]);
+                bytes.store(0, Ordering::Relaxed); // this pass reads from the start
+                if ahead {
+                    s.spawn(|| cache::keep_ahead(path, bytes, &stop_ahead));
+                }
             }
-            let eg = sides.pop().expect("two sides");
-            let ing = sides.pop().expect("two sides");
-            self.matching(tables, ing, eg)
+            let matched = (|| {
+                let mut sides = Vec::new();
+                for (which, &scan) in scans.iter().enumerate() {
+                    let (tx, rx) = sync_channel(1);
+                    let reading = Reading {
+                        path: self.paths[which],
+                        chunk: self.chunk,
+                        uncache_from: self.uncache[which],
+                        scan,
+                        streams,
+                        reverse: self.reverse,
+                        ingress: which == 0,
+                        max_delay_ns: self.opts.max_delay_ns,
+                    };
+                    let bytes = &self.progress.bytes[which];
+                    s.spawn(move || read_ahead(&reading, &tx, bytes));
+                    sides.push(Side::new(rx, scan).map_err(side_error(which))?);
+                }
+                let eg = sides.pop().expect("two sides");
+                let ing = sides.pop().expect("two sides");
+                self.matching(tables, ing, eg)
+            })();
+            stop_ahead.store(true, Ordering::Relaxed);
+            matched
         })
     }
 
