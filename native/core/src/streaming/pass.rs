@@ -19,6 +19,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::sync_channel;
 
+/// Sets its flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Per flow hash: matched ingress packets and their bytes, the largest delay; egress
 /// packets with a reverse twin and their bytes (which flows cross the taps the other way).
 #[derive(Default, Clone, Copy)]
@@ -103,6 +112,9 @@ impl Pass<'_> {
         // Read ahead only when the page cache holds both captures (see `keep_ahead`).
         let ahead = self.uncache == [None, None];
         std::thread::scope(|s| {
+            // Set when this closure returns or unwinds, before the scope waits for the
+            // threads that read ahead (which would otherwise wait for a reader gone).
+            let _stop = StopOnDrop(&stop_ahead);
             for which in 0..2 {
                 let (path, bytes) = (self.paths[which], &self.progress.bytes[which]);
                 bytes.store(0, Ordering::Relaxed); // this pass reads from the start
@@ -110,7 +122,7 @@ impl Pass<'_> {
                     s.spawn(|| cache::keep_ahead(path, bytes, &stop_ahead));
                 }
             }
-            let matched = (|| {
+            (|| {
                 let mut sides = Vec::new();
                 for (which, &scan) in scans.iter().enumerate() {
                     let (tx, rx) = sync_channel(1);
@@ -131,9 +143,7 @@ impl Pass<'_> {
                 let eg = sides.pop().expect("two sides");
                 let ing = sides.pop().expect("two sides");
                 self.matching(tables, ing, eg)
-            })();
-            stop_ahead.store(true, Ordering::Relaxed);
-            matched
+            })()
         })
     }
 
