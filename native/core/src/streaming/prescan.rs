@@ -82,34 +82,50 @@ fn read_chunks(
     tx: &SyncSender<Result<Read, ReadError>>,
     given: &Receiver<Columns>,
 ) {
-    let mut reader = match ChunkReader::open(path) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = tx.send(Err(e));
-            return;
-        }
-    };
-    reader.uncache_from(uncache_from);
     let mut sent_flows = 0;
-    loop {
+    let read = read_each(path, chunk, uncache_from, bytes, tx, |reader, c| {
+        let (keys, hashes) = flows_since(reader.flows(), &mut sent_flows);
+        let sent = tx.send(Ok(Read::Chunk(Box::new(c), keys, hashes)));
         if let Ok(c) = given.try_recv() {
             reader.recycle(c);
         }
-        let c = match reader.next_chunk(chunk) {
-            Ok(Some(c)) => c,
-            Ok(None) => break,
+        sent.is_ok() // or the scan stopped
+    });
+    if let Some(reader) = read {
+        let _ = tx.send(reader.finish().map(|cap| Read::End(Box::new(cap))));
+    }
+}
+
+/// What a reader thread does (`scan`'s and the pass's, `side`): opens `path` and hands
+/// each chunk of `chunk` packets to `each` while it says go on, `bytes` telling how far
+/// it read; returns the reader once read to its end. A failure to open or read is sent to
+/// `tx` (the thread that waits for the chunks then stops), and gives `None`, as does
+/// `each` saying stop.
+pub(super) fn read_each<T>(
+    path: &Path,
+    chunk: usize,
+    uncache_from: Option<usize>,
+    bytes: &AtomicUsize,
+    tx: &SyncSender<Result<T, ReadError>>,
+    mut each: impl FnMut(&mut ChunkReader, Columns) -> bool,
+) -> Option<ChunkReader> {
+    let mut reader = ChunkReader::open(path).map_err(|e| tx.send(Err(e))).ok()?;
+    reader.uncache_from(uncache_from);
+    loop {
+        match reader.next_chunk(chunk) {
+            Ok(Some(c)) => {
+                bytes.store(reader.bytes_read(), Ordering::Relaxed);
+                if !each(&mut reader, c) {
+                    return None;
+                }
+            }
+            Ok(None) => return Some(reader),
             Err(e) => {
                 let _ = tx.send(Err(e));
-                return;
+                return None;
             }
-        };
-        bytes.store(reader.bytes_read(), Ordering::Relaxed);
-        let (keys, hashes) = flows_since(reader.flows(), &mut sent_flows);
-        if tx.send(Ok(Read::Chunk(Box::new(c), keys, hashes))).is_err() {
-            return; // the scan stopped
         }
     }
-    let _ = tx.send(reader.finish().map(|cap| Read::End(Box::new(cap))));
 }
 
 /// The flows of `flows` from the `sent`-th on (keys and hashes), and `sent` moved past

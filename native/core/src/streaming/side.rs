@@ -10,17 +10,17 @@
 //! file says about itself) comes with its last chunk (`End`).
 
 use super::held::Held;
-use super::prescan::{flows_since, Scan, NO_WATERMARK};
+use super::prescan::{flows_since, read_each, Scan, NO_WATERMARK};
 use super::queue::Queue;
 use crate::decode::{FlowKey, FlowTable};
-use crate::pcap::{Capture, ChunkReader, ReadError, NO_FLOW, NO_TIMESTAMP};
+use crate::pcap::{Capture, ReadError, NO_FLOW, NO_TIMESTAMP};
 use crate::stream::{bucketed, Runs, StreamMatcher};
 use crate::table::rtp::Streams;
 use crate::table::Point;
 use crate::wordhash::WordMap;
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{Receiver, SyncSender};
 
 /// A chunk read and decoded on its reader's thread: its IP packets outside the flows left
@@ -98,68 +98,57 @@ pub(super) fn read_ahead(
     tx: &SyncSender<Result<Message, ReadError>>,
     bytes: &AtomicUsize,
 ) {
-    let mut reader = match ChunkReader::open(r.path) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = tx.send(Err(e));
-            return;
-        }
-    };
-    reader.uncache_from(r.uncache_from);
     let mut pushed = 0u64;
     // Read live: the flows so far (keys and hashes), extended chunk by chunk.
     let mut flows = FlowTable::default();
     let (mut rows, mut ip_rows, mut t_span) = (0u64, 0u64, None::<(i64, i64)>);
-    loop {
-        let cols = match reader.next_chunk(r.chunk) {
-            Ok(Some(c)) => c,
-            Ok(None) => break,
-            Err(e) => {
-                let _ = tx.send(Err(e));
-                return;
+    let read = read_each(
+        r.path,
+        r.chunk,
+        r.uncache_from,
+        bytes,
+        tx,
+        |reader, cols| {
+            let (first_t, last_t, ips) = ip_times(&cols);
+            rows += cols.len() as u64;
+            ip_rows += ips;
+            if last_t >= first_t {
+                t_span = Some(
+                    t_span.map_or((first_t, last_t), |(a, b)| (a.min(first_t), b.max(last_t))),
+                );
             }
-        };
-        bytes.store(reader.bytes_read(), Ordering::Relaxed);
-        let (first_t, last_t, ips) = ip_times(&cols);
-        rows += cols.len() as u64;
-        ip_rows += ips;
-        if last_t >= first_t {
-            t_span =
-                Some(t_span.map_or((first_t, last_t), |(a, b)| (a.min(first_t), b.max(last_t))));
-        }
-        let (host, new_flows) = match r.scan {
-            Some(scan) => (Held::capture(cols, &scan.cap), None),
-            None => {
-                let mut known = flows.len();
-                let new: NewFlows = flows_since(reader.flows(), &mut known);
-                flows.keys.extend_from_slice(&new.0);
-                flows.hashes.extend_from_slice(&new.1);
-                (
-                    Held::live_capture(cols, std::mem::take(&mut flows)),
-                    Some(new),
-                )
+            let (host, new_flows) = match r.scan {
+                Some(scan) => (Held::capture(cols, &scan.cap), None),
+                None => {
+                    let mut known = flows.len();
+                    let new: NewFlows = flows_since(reader.flows(), &mut known);
+                    flows.keys.extend_from_slice(&new.0);
+                    flows.hashes.extend_from_slice(&new.1);
+                    (
+                        Held::live_capture(cols, std::mem::take(&mut flows)),
+                        Some(new),
+                    )
+                }
+            };
+            let (p, keys) = Point::new(&host, r.streams, r.ingress);
+            let (mut decoded, whole) = decode(&p, &keys, r, pushed);
+            drop(p);
+            let Capture {
+                columns, flows: f, ..
+            } = host;
+            if r.scan.is_none() {
+                flows = f;
             }
-        };
-        let (p, keys) = Point::new(&host, r.streams, r.ingress);
-        let (mut decoded, whole) = decode(&p, &keys, r, pushed);
-        drop(p);
-        let Capture {
-            columns, flows: f, ..
-        } = host;
-        if r.scan.is_none() {
-            flows = f;
-        }
-        if whole {
-            // Every packet kept, in the chunk's order: its columns, moved, not gathered.
-            decoded.held.cols = columns;
-        }
-        (decoded.first_t, decoded.last_t, decoded.new_flows) = (first_t, last_t, new_flows);
-        pushed += decoded.ts.len() as u64;
-        if tx.send(Ok(Message::Chunk(Box::new(decoded)))).is_err() {
-            return; // the pass stopped
-        }
-    }
-    if r.scan.is_none() {
+            if whole {
+                // Every packet kept, in the chunk's order: its columns, moved, not gathered.
+                decoded.held.cols = columns;
+            }
+            (decoded.first_t, decoded.last_t, decoded.new_flows) = (first_t, last_t, new_flows);
+            pushed += decoded.ts.len() as u64;
+            tx.send(Ok(Message::Chunk(Box::new(decoded)))).is_ok() // or the pass stopped
+        },
+    );
+    if let (Some(reader), None) = (read, r.scan) {
         let end = reader.finish().map(|cap| {
             Message::End(Box::new(End {
                 cap,
