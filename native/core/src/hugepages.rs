@@ -45,10 +45,7 @@ struct Cache {
     bytes: usize,
 }
 
-static CACHE: std::sync::Mutex<Cache> = std::sync::Mutex::new(Cache {
-    blocks: [(0, 0); CACHE_SLOTS],
-    bytes: 0,
-});
+static CACHE: std::sync::Mutex<Cache> = std::sync::Mutex::new(Cache::EMPTY);
 
 fn cache() -> std::sync::MutexGuard<'static, Cache> {
     // Nothing panics while the lock is held; a poisoned lock still holds a valid cache.
@@ -56,6 +53,12 @@ fn cache() -> std::sync::MutexGuard<'static, Cache> {
 }
 
 impl Cache {
+    /// No block kept.
+    const EMPTY: Cache = Cache {
+        blocks: [(0, 0); CACHE_SLOTS],
+        bytes: 0,
+    };
+
     /// Takes the smallest kept block of at least `len` bytes.
     fn take(&mut self, len: usize) -> Option<(usize, usize)> {
         let fits = |&(_, l): &(usize, usize)| l >= len;
@@ -348,10 +351,7 @@ mod tests {
 
     #[test]
     fn the_cache_gives_the_smallest_block_of_the_request_or_more() {
-        let mut c = Cache {
-            blocks: [(0, 0); CACHE_SLOTS],
-            bytes: 0,
-        };
+        let mut c = Cache::EMPTY;
         let mb = 1 << 20;
         for (addr, len) in [(0x1000, 40 * mb), (0x2000, 12 * mb), (0x3000, 9 * mb)] {
             assert_eq!(c.keep(addr, len), Keep::Kept);
@@ -372,10 +372,7 @@ mod tests {
 
     #[test]
     fn a_freed_block_takes_the_slot_of_a_smaller_one_when_all_are_full() {
-        let mut c = Cache {
-            blocks: [(0, 0); CACHE_SLOTS],
-            bytes: 0,
-        };
+        let mut c = Cache::EMPTY;
         let mb = 1 << 20;
         for k in 0..CACHE_SLOTS {
             assert_eq!(c.keep(0x1000 * (k + 1), (2 + k % 3) * mb), Keep::Kept);
@@ -442,10 +439,7 @@ mod tests {
 
     #[test]
     fn a_drained_cache_holds_nothing_and_hands_back_every_block() {
-        let mut c = Cache {
-            blocks: [(0, 0); CACHE_SLOTS],
-            bytes: 0,
-        };
+        let mut c = Cache::EMPTY;
         assert_eq!(c.keep(0x1000, 8 << 20), Keep::Kept);
         assert_eq!(c.keep(0x2000, 6 << 20), Keep::Kept);
         let mut held: Vec<_> = c.drain().into_iter().filter(|&(_, l)| l > 0).collect();
