@@ -57,6 +57,36 @@ def test_unreadable_captures_are_refused(
         assert _sha(bad) == before
 
 
+def _corrupt_record_at(src: Path, dst: Path, record: int) -> int:
+    """Copies little-endian pcap `src` to `dst` with record `record`'s captured length made
+    impossible; returns that record's byte offset."""
+    data = bytearray(src.read_bytes())
+    offset = 24
+    for _ in range(record):
+        offset += 16 + int.from_bytes(data[offset + 8 : offset + 12], "little")
+    data[offset + 8 : offset + 12] = (0xFFFF_F000).to_bytes(4, "little")
+    dst.write_bytes(bytes(data))
+    return offset
+
+
+# Streaming, the egress capture is read only in the matching pass, chunk by chunk beside
+# the ingress capture: a record corrupt after many chunks stops the pass (its reading
+# threads end with it) with the same line as a whole read.
+@pytest.mark.parametrize("how", [(), ("--stream-above-mb", "0", "--chunk-packets", "16")])
+def test_an_egress_capture_corrupt_midway_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: tuple[str, ...]
+) -> None:
+    bad = tmp_path / "inputs" / "egress.pcap"
+    bad.parent.mkdir()
+    offset = _corrupt_record_at(DUAL / "egress.pcap", bad, 200)
+    out = tmp_path / "out"
+    assert _packets(out, DUAL / "ingress.pcap", bad, *how) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cganalysis packets: error: ")
+    assert f"egress.pcap at byte offset {offset}: corrupt record length" in err
+    assert not out.exists() or list(out.iterdir()) == [], "no output, partial or not"
+
+
 def test_truncated_last_record_warns_and_keeps_the_rest(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
