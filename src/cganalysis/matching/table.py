@@ -89,6 +89,15 @@ def build_packet_table(
     return schemas.check_schema(table, schemas.PACKETS, "packets")
 
 
+def ns_to_ms(ns: pl.Expr) -> pl.Expr:
+    """Nanoseconds in milliseconds, each the quotient correctly rounded, as the native
+    engine divides. Divided by a scalar, polars multiplies by its reciprocal in its
+    vectorised kernel (2,882,000 ns read 2.8819999999999997 ms); by a column, it divides
+    row by row: the divisor is a column of 10^6."""
+    per_ms = pl.int_range(pl.len(), dtype=pl.Int64) * 0 + NS_PER_MS
+    return ns / per_ms
+
+
 def packet_columns(egress_span_ns: tuple[int, int] | None, guard_ns: int) -> list[pl.Expr]:
     """The PACKETS columns of ingress rows in table order, with their egress twin's
     ``t_egress_ns``, ``ecn_egress``, ``dscp_egress``, ``_matched`` and ``rtp_seq_ext``."""
@@ -99,7 +108,7 @@ def packet_columns(egress_span_ns: tuple[int, int] | None, guard_ns: int) -> lis
     ] + [
         pl.col("t_ns").alias("t_ingress_ns"),
         pl.col("t_egress_ns"),
-        ((pl.col("t_egress_ns") - pl.col("t_ns")) / NS_PER_MS).alias("delay_ms"),
+        ns_to_ms(pl.col("t_egress_ns") - pl.col("t_ns")).alias("delay_ms"),
         loss_verdict(pl.col("_matched"), pl.col("t_ns"), egress_span_ns, guard_ns).alias("lost"),
         pl.col("ecn").alias("ecn_ingress"),
         pl.col("ecn_egress"),
