@@ -19,7 +19,7 @@ from cganalysis import schemas
 from cganalysis.capture.writer import write_pcap
 from cganalysis.errors import CaptureError, MatchError
 from cganalysis.io import read_provenance
-from cganalysis.matching import MatchOptions, match_files
+from cganalysis.matching import MatchedPackets, MatchOptions, match_files
 from cganalysis.matching.native import match_files_native
 from tests.support.synthetic import Knobs, make_scenario
 from tests.unit.test_matching_directions import _acks
@@ -28,8 +28,11 @@ from tests.unit.test_matching_streaming import _disorder, _spoil_timestamps
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "dualpoint"
 
 
-def _both(tmp_path: Path, ingress: Path, egress: Path, options: MatchOptions | None = None) -> None:
-    """Matches with both and asserts equal tables, summaries and provenance."""
+def _both(
+    tmp_path: Path, ingress: Path, egress: Path, options: MatchOptions | None = None
+) -> MatchedPackets:
+    """Matches with both and asserts equal tables, summaries and provenance; returns the
+    reference's."""
     reference = match_files(ingress, egress, options=options)
     native = match_files_native(ingress, egress, options)
     packets, eg_only = tmp_path / "native.parquet", tmp_path / "native.egress-only.parquet"
@@ -44,6 +47,7 @@ def _both(tmp_path: Path, ingress: Path, egress: Path, options: MatchOptions | N
     assert read_provenance(packets) == json.loads(
         json.dumps({"summary": reference.summary.to_dict()}, default=str)
     )
+    return reference
 
 
 def test_a_real_dual_point_capture(tmp_path: Path) -> None:
@@ -54,7 +58,12 @@ def test_a_real_dual_point_capture(tmp_path: Path) -> None:
 def test_synthetic_pairs(tmp_path: Path, seed: int) -> None:
     knobs = Knobs(seed=seed, n_rtp=400, n_tcp=300, n_udp=150, p_dup=0.05 * (seed % 3))
     ingress, egress = make_scenario(knobs).write(tmp_path)
-    _both(tmp_path, ingress, egress)
+    reference = _both(tmp_path, ingress, egress)
+    # The RTP flow is one to the matcher (keyed by SSRC and sequence number, which wraps
+    # past 65,535), so both engines' RTP paths are compared, not only TCP and UDP.
+    rtp = reference.packets.filter(pl.col("rtp_ssrc").is_not_null())
+    assert rtp.height == make_scenario(knobs).ingress["is_rtp"].sum()
+    assert rtp["rtp_seq_ext"].max() > 65_535  # type: ignore[operator]
 
 
 @pytest.mark.parametrize("disorder", [0.0, 0.2])
