@@ -209,9 +209,16 @@ pub fn match_pair(
     let in_flow = |p: &Point<'_>, k: usize| {
         !reverse.is_empty() && reverse.contains(&p.cap.flow_hash(p.row(k)))
     };
-    let ing_kept: Vec<u32> = (0..ing.rows.len() as u32)
-        .filter(|&k| !in_flow(&ing, k as usize))
-        .collect();
+    // Every row when no flow crosses the other way (the usual case), made at its known
+    // length: filtered and collected row by row, growing as it went, it took 20 ms of one
+    // core for the benchmark's 2.2 M-packet ingress capture.
+    let ing_kept: Vec<u32> = if reverse.is_empty() {
+        (0..ing.rows.len() as u32).collect()
+    } else {
+        (0..ing.rows.len() as u32)
+            .filter(|&k| !in_flow(&ing, k as usize))
+            .collect()
+    };
     // Flow ids on another core, while this one measures the rest.
     let (flow_ids, guard_ns, span_ns, truncated_packets_in, eg_alone) = std::thread::scope(|s| {
         let ids = s.spawn(|| FlowIds::number(&ing, &ing_kept, &streams));
