@@ -87,7 +87,6 @@ pub(crate) fn columns_to_dict<'py>(
     d.set_item("t_ns", c.t_ns.into_pyarray(py))?;
 
     d.set_item("wire_len", c.wire_len.into_pyarray(py))?;
-    d.set_item("cap_len", c.cap_len.into_pyarray(py))?;
     d.set_item("flow_idx", c.flow_idx.into_pyarray(py))?;
     d.set_item("has_ports", c.has_ports.into_pyarray(py))?;
     d.set_item("ip_id", c.ip_id.into_pyarray(py))?;

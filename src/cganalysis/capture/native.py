@@ -126,7 +126,6 @@ def packets_from_raw(
     ``addresses``: each flow's source and destination (default: ``raw["flows"]``'s); empty
     Series leave ``src`` and ``dst`` null (when they are not needed)."""
     cols: dict[str, np.ndarray[Any, Any]] = raw["columns"]
-    del cols["cap_len"]  # not part of the table
     frame = pl.DataFrame([pl.Series(name, cols.pop(name)) for name in list(cols)])
     if addresses is None:
         flows = raw["flows"]

@@ -136,7 +136,6 @@ pub struct Columns {
     /// interface): read it through [`Columns::interface_id`].
     pub interface_id: Vec<u32>,
     pub wire_len: Vec<u32>,
-    pub cap_len: Vec<u32>,
     pub flow_idx: Vec<u32>,
     pub has_ports: Vec<bool>,
     pub ip_id: Vec<u32>,
@@ -170,7 +169,6 @@ macro_rules! each_column {
         $m!(
             t_ns,
             wire_len,
-            cap_len,
             flow_idx,
             has_ports,
             ip_id,
@@ -201,7 +199,6 @@ impl Columns {
             t_ns: column(n),
             interface_id: Vec::new(),
             wire_len: column(n),
-            cap_len: column(n),
             flow_idx: column(n),
             has_ports: column(n),
             ip_id: column(n),

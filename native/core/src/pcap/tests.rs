@@ -180,6 +180,17 @@ impl Ng {
     }
 }
 
+/// Each packet's captured length, as the reader framed the records.
+fn captured_lengths(data: &[u8]) -> Vec<u32> {
+    let mut cursor = chunks::Cursor::open(data).expect("a capture");
+    let mut b = Builder::with_capacity(0);
+    let mut quirks = Quirks::default();
+    cursor
+        .advance(data, &mut b, &mut quirks, &mut |_| {}, usize::MAX)
+        .expect("readable records");
+    b.cap_lens
+}
+
 fn read(data: &[u8]) -> Capture {
     let whole = match read_bytes(data) {
         Ok(c) => c,

@@ -143,28 +143,23 @@ fn pcap_versions() {
     old[32..36].copy_from_slice(&wire);
     old[36..40].copy_from_slice(&caplen);
     let c = read(&old);
-    assert_eq!(
-        (c.columns.cap_len[0], c.columns.wire_len[0]),
-        (snap as u32, f.len() as u32)
-    );
+    assert_eq!(captured_lengths(&old), vec![snap as u32]);
+    assert_eq!(c.columns.wire_len, vec![f.len() as u32]);
     // 2.3 files come both ways: the smaller field is the captured length
     old[6..8].copy_from_slice(&3u16.to_le_bytes());
     let c = read(&old);
-    assert_eq!(
-        (c.columns.cap_len[0], c.columns.wire_len[0]),
-        (snap as u32, f.len() as u32)
-    );
+    assert_eq!(captured_lengths(&old), vec![snap as u32]);
+    assert_eq!(c.columns.wire_len, vec![f.len() as u32]);
     let recs = [Rec {
         sec: 1,
         frac: 0,
         wire: f.len() as u32,
         data: &f[..snap],
     }];
-    let c = read(&pcap_versioned(2, 3, &recs));
-    assert_eq!(
-        (c.columns.cap_len[0], c.columns.wire_len[0]),
-        (snap as u32, f.len() as u32)
-    );
+    let v23 = pcap_versioned(2, 3, &recs);
+    let c = read(&v23);
+    assert_eq!(captured_lengths(&v23), vec![snap as u32]);
+    assert_eq!(c.columns.wire_len, vec![f.len() as u32]);
 }
 
 #[test]
