@@ -197,13 +197,12 @@ pub fn match_pair(
     }
     clock.lap("identity keys");
     let m = match_keys(
-        &ing_keys,
+        ing_keys,
         |k| ing.t(k),
-        &eg_keys,
+        eg_keys,
         |k| eg.t(k),
         opts.max_delay_ns,
     );
-    drop((ing_keys, eg_keys));
     clock.lap("pairing");
     let reverse = reverse_flows(&ing, &eg, &m)?;
     let in_flow = |p: &Point<'_>, k: usize| {
