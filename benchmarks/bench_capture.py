@@ -24,7 +24,8 @@ then prints for each mix:
   order beyond a chunk), the matching pass (reading both, pairing, writing the tables)
   and the flow table with the footers;
 - for comparison, the whole-capture matcher (identity keys and pairing) in memory;
-- whether the streamed tables are the in-memory ones byte for byte;
+- whether the streamed tables are the in-memory ones byte for byte, and what the packet
+  table holds (rows, RTP, lost and unknown);
 - at the end, the disk's own read rate for the capture files (their pages dropped from
   the page cache first): the physical limit of a command reading them cold.
 Each figure is the median of `--repeat` runs; the whole command's runs (in memory and
@@ -370,6 +371,15 @@ def big_pair(args: argparse.Namespace) -> None:
         print(f"the disk reads the captures at {rate}")
 
 
+def _table_mix(packets: Path) -> str:
+    """What the packet table holds: its rows, and how many are RTP, lost or unknown (a
+    pair whose RTP flow the classifier does not take for one measures no RTP path)."""
+    table = pl.read_parquet(packets, columns=["rtp_ssrc", "lost"])
+    rtp = table["rtp_ssrc"].is_not_null().sum()
+    lost, unknown = table["lost"].eq(True).sum(), table["lost"].null_count()
+    return f"{table.height:,} rows, {rtp:,} RTP, {lost:,} lost, {unknown:,} unknown"
+
+
 def _same_bytes(a: Path, b: Path) -> bool:
     names = ("out.parquet", "out.egress-only.parquet")
     return all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
@@ -411,6 +421,7 @@ def measure_mix(
         rows.append(("whole `cganalysis packets` (both)", n_both, whole))
         rows.append(("  the same, streaming (forced)", n_both, streamed[0]))
         same = _same_bytes(folder / "mem", folder / "stream")
+        holds = _table_mix(folder / "mem" / "out.parquet")
         disk = disk_read_rate((ingress, egress)) if args.disk else float("nan")
     print(f"\nmix {name}")
     print(f"{'what':<44} {'packets':>11} {'seconds':>9} {'M packets/s':>12}")
@@ -423,6 +434,7 @@ def measure_mix(
     print(f"whole command / dpkt: {n_both / whole / reference:,.0f}x (target 100x)")
     print(f"streaming (forced) / dpkt: {n_both / streamed[0] / reference:,.0f}x (target 60x)")
     print(f"streamed tables are the in-memory ones byte for byte: {same}")
+    print(f"the packet table: {holds}")
     for how, (_, seconds_cpu, bytes_peak) in (("", (whole, cpu, peak)), (" streaming", streamed)):
         print(
             f"peak memory{how}: {bytes_peak / 1e6:,.0f} MB "

@@ -323,7 +323,7 @@ def test_streamed_files_are_the_in_memory_files_byte_for_byte(
 ) -> None:
     """Reordering and losses, any chunk, and captures too big for the page cache (each
     pass dropping the pages it read): the same bytes either way (tables of several row
-    groups of 2^20 rows: `benchmarks.bench_capture` compares them)."""
+    groups of 2^18 rows: `benchmarks.bench_capture` compares them)."""
     from cganalysis.matching.native import match_files_native
 
     scenario = make_scenario(Knobs(seed=9, n_rtp=400, n_tcp=400, n_udp=200, p_drop=0.05))
