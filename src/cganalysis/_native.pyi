@@ -150,10 +150,20 @@ class PairedTables:
         """The flow table's columns (``cganalysis.schemas.FLOWS``)."""
 
 class PendingMatch:
-    """A match started by :func:`start_match`, running on threads of its own."""
+    """A match started by :func:`start_read` or :func:`start_match`, running on threads of
+    its own."""
+
+    def match_with(self, max_delay_ns: int, end_guard_ns: int | None = None) -> None:
+        """Gives the match its options (once; :func:`start_match` has): it starts once both
+        captures are read."""
 
     def result(self) -> tuple[PairedTables | None, dict[str, Any]]:
-        """Waits for it; returns what :func:`match_pair` returns (once only)."""
+        """Waits for it; returns what :func:`match_pair` returns (once only). Raises
+        ``RuntimeError`` if the match has no options yet."""
+
+def start_read(ingress: str, egress: str) -> PendingMatch:
+    """Starts reading both captures on threads of their own and returns at once; the match
+    follows once :meth:`PendingMatch.match_with` gives it its options."""
 
 def start_match(
     ingress: str, egress: str, max_delay_ns: int, end_guard_ns: int | None = None

@@ -14,6 +14,7 @@ use pyo3::types::PyDict;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -124,8 +125,10 @@ struct Outcome {
     read_s: f64,
 }
 
-/// Reads both captures (on two threads) and matches them.
-fn read_and_match(ingress: &Path, egress: &Path, opts: PairOptions) -> Outcome {
+/// Reads both captures (on two threads) and matches them with the options `opts` gives
+/// (which may come while the captures are read); nothing more if none come (the
+/// `PendingMatch` was dropped unused).
+fn read_and_match(ingress: &Path, egress: &Path, opts: Receiver<PairOptions>) -> Outcome {
     let started = std::time::Instant::now();
     let (ing, eg) = std::thread::scope(|s| {
         let eg = s.spawn(|| read_file(egress));
@@ -134,8 +137,8 @@ fn read_and_match(ingress: &Path, egress: &Path, opts: PairOptions) -> Outcome {
     // The packet table keeps both captures: it reads their columns when written.
     let (ingress, egress) = (ing.map(Arc::new), eg.map(Arc::new));
     let read_s = started.elapsed().as_secs_f64();
-    let paired = match (&ingress, &egress) {
-        (Ok(ing), Ok(eg)) => Some(core_match_pair(ing, eg, opts)),
+    let paired = match (&ingress, &egress, opts.recv()) {
+        (Ok(ing), Ok(eg), Ok(opts)) => Some(core_match_pair(ing, eg, opts)),
         _ => None,
     };
     if !matches!(paired, Some(Ok(_))) {
@@ -151,17 +154,54 @@ fn read_and_match(ingress: &Path, egress: &Path, opts: PairOptions) -> Outcome {
     }
 }
 
-/// A match running on its own threads, started by `start_match`.
+/// A match running on its own threads, started by `start_read` or `start_match`.
 #[pyclass(module = "cganalysis._native")]
 pub struct PendingMatch {
     thread: Mutex<Option<JoinHandle<Outcome>>>,
+    /// Where the match's options go (taken once they are sent).
+    options: Mutex<Option<Sender<PairOptions>>>,
     paths: (PathBuf, PathBuf),
+}
+
+fn pair_options(max_delay_ns: i64, end_guard_ns: Option<i64>) -> PyResult<PairOptions> {
+    if max_delay_ns < 0 {
+        return Err(PyValueError::new_err("max_delay_ns must not be negative"));
+    }
+    Ok(PairOptions {
+        max_delay_ns,
+        end_guard_ns,
+    })
 }
 
 #[pymethods]
 impl PendingMatch {
+    /// Gives the match its options (once): it starts as soon as both captures are read.
+    #[pyo3(signature = (max_delay_ns, end_guard_ns=None))]
+    fn match_with(&self, max_delay_ns: i64, end_guard_ns: Option<i64>) -> PyResult<()> {
+        let opts = pair_options(max_delay_ns, end_guard_ns)?;
+        let sender = self
+            .options
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("the match was already given its options"))?;
+        // A reader that ended on an error no longer listens: `result` reports the error.
+        let _ = sender.send(opts);
+        Ok(())
+    }
+
     /// Waits for the match; returns `(tables, result)` as `match_pair` does (once only).
     fn result<'py>(&self, py: Python<'py>) -> PyResult<(Option<PairedTables>, Bound<'py, PyDict>)> {
+        if self
+            .options
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+        {
+            return Err(PyRuntimeError::new_err(
+                "the match has no options yet: call match_with first",
+            ));
+        }
         let thread = self
             .thread
             .lock()
@@ -197,6 +237,24 @@ impl PendingMatch {
     }
 }
 
+/// Starts reading `ingress` and `egress` (on two threads of their own) and returns at
+/// once: the match follows once it has its options (`PendingMatch::match_with`). The
+/// `packets` command starts reading before it has parsed its options.
+#[pyfunction]
+fn start_read(ingress: PathBuf, egress: PathBuf) -> PyResult<PendingMatch> {
+    let (sender, options) = channel();
+    let paths = (ingress.clone(), egress.clone());
+    let thread = std::thread::Builder::new()
+        .name("cga-match".into())
+        .spawn(move || read_and_match(&ingress, &egress, options))
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the matching thread: {e}")))?;
+    Ok(PendingMatch {
+        thread: Mutex::new(Some(thread)),
+        options: Mutex::new(Some(sender)),
+        paths,
+    })
+}
+
 /// Starts reading `ingress` and `egress` (on two threads of their own) and matching them,
 /// and returns at once: the caller goes on (importing what it needs next) meanwhile.
 #[pyfunction]
@@ -207,22 +265,10 @@ fn start_match(
     max_delay_ns: i64,
     end_guard_ns: Option<i64>,
 ) -> PyResult<PendingMatch> {
-    if max_delay_ns < 0 {
-        return Err(PyValueError::new_err("max_delay_ns must not be negative"));
-    }
-    let opts = PairOptions {
-        max_delay_ns,
-        end_guard_ns,
-    };
-    let paths = (ingress.clone(), egress.clone());
-    let thread = std::thread::Builder::new()
-        .name("cga-match".into())
-        .spawn(move || read_and_match(&ingress, &egress, opts))
-        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the matching thread: {e}")))?;
-    Ok(PendingMatch {
-        thread: Mutex::new(Some(thread)),
-        paths,
-    })
+    pair_options(max_delay_ns, end_guard_ns)?;
+    let pending = start_read(ingress, egress)?;
+    pending.match_with(max_delay_ns, end_guard_ns)?;
+    Ok(pending)
 }
 
 /// Reads `ingress` and `egress` (on two threads), matches them and returns
@@ -246,5 +292,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PendingMatch>()?;
     m.add_function(wrap_pyfunction!(match_pair, m)?)?;
     m.add_function(wrap_pyfunction!(start_match, m)?)?;
+    m.add_function(wrap_pyfunction!(start_read, m)?)?;
     Ok(())
 }

@@ -7,6 +7,11 @@ import sys
 import time
 from pathlib import Path
 
+# Captures larger than this together are matched streaming, smaller ones in memory (both
+# native, the same files byte for byte; in memory reads each capture once, not twice, and
+# holds ~1.5 bytes per capture byte): defined where the early start needs it.
+from cganalysis.matching.early import DEFAULT_STREAM_ABOVE_MB
+
 # Not `typing.TYPE_CHECKING`: the match starts once the arguments are parsed, and typing
 # would be imported before it (see cganalysis.cli).
 TYPE_CHECKING = False
@@ -22,10 +27,6 @@ if TYPE_CHECKING:
 ENGINES = ("native", "pyshark")
 DEFAULT_MAX_DELAY_MS = 2000.0
 DEFAULT_CHUNK_PACKETS = 1 << 17
-#: Captures larger than this together are matched streaming, smaller ones in memory (both
-#: native, the same files byte for byte; in memory reads each capture once, not twice,
-#: and holds ~1.5 bytes per capture byte).
-DEFAULT_STREAM_ABOVE_MB = 1024.0
 
 
 def add_parser(sub: Any) -> None:
