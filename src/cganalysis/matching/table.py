@@ -89,13 +89,17 @@ def build_packet_table(
     return schemas.check_schema(table, schemas.PACKETS, "packets")
 
 
+def divided(x: pl.Expr, divisor: float) -> pl.Expr:
+    """``x / divisor``, each row the quotient correctly rounded, as the native engine
+    divides. Divided by a scalar, polars multiplies by its reciprocal in its vectorised
+    kernel (2,882,000 ns / 10^6 read 2.8819999999999997); by a column, it divides row by
+    row: the divisor is made a column as long as the frame (not in an aggregation)."""
+    return x / (pl.int_range(pl.len(), dtype=pl.Int64) * 0 + divisor)
+
+
 def ns_to_ms(ns: pl.Expr) -> pl.Expr:
-    """Nanoseconds in milliseconds, each the quotient correctly rounded, as the native
-    engine divides. Divided by a scalar, polars multiplies by its reciprocal in its
-    vectorised kernel (2,882,000 ns read 2.8819999999999997 ms); by a column, it divides
-    row by row: the divisor is a column of 10^6."""
-    per_ms = pl.int_range(pl.len(), dtype=pl.Int64) * 0 + NS_PER_MS
-    return ns / per_ms
+    """Nanoseconds in milliseconds, each the quotient correctly rounded (:func:`divided`)."""
+    return divided(ns, NS_PER_MS)
 
 
 def packet_columns(egress_span_ns: tuple[int, int] | None, guard_ns: int) -> list[pl.Expr]:
