@@ -13,6 +13,16 @@ mod pairing;
 mod reading;
 mod streaming;
 
+/// What `slot` holds, taken out (a value handed over once: a match's options or result, a
+/// table's footers); `RuntimeError(taken)` when it was taken before. A poisoned lock still
+/// holds a valid slot.
+pub(crate) fn take_once<T>(slot: &std::sync::Mutex<Option<T>>, taken: &str) -> PyResult<T> {
+    slot.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err(taken.to_string()))
+}
+
 /// See `cga_core::hugepages::keep_freed_blocks`: for the `packets` command's process only.
 #[pyfunction]
 fn keep_freed_blocks() {

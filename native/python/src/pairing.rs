@@ -3,6 +3,7 @@
 
 use crate::flows::flow_table_dict;
 use crate::reading::{info_dict, os_error};
+use crate::take_once;
 use cga_core::parquet;
 use cga_core::pcap::{read_file, Capture, ReadError};
 use cga_core::table::{
@@ -179,12 +180,7 @@ impl PendingMatch {
     #[pyo3(signature = (max_delay_ns, end_guard_ns=None))]
     fn match_with(&self, max_delay_ns: i64, end_guard_ns: Option<i64>) -> PyResult<()> {
         let opts = pair_options(max_delay_ns, end_guard_ns)?;
-        let sender = self
-            .options
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("the match was already given its options"))?;
+        let sender = take_once(&self.options, "the match was already given its options")?;
         // A reader that ended on an error no longer listens: `result` reports the error.
         let _ = sender.send(opts);
         Ok(())
@@ -202,12 +198,7 @@ impl PendingMatch {
                 "the match has no options yet: call match_with first",
             ));
         }
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("the match's result was already taken"))?;
+        let thread = take_once(&self.thread, "the match's result was already taken")?;
         let outcome = py
             .detach(|| thread.join())
             .map_err(|_| PyRuntimeError::new_err("the matching thread panicked"))?;

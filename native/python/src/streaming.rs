@@ -4,6 +4,7 @@
 use crate::flows::flow_table_dict;
 use crate::pairing::{counts_dict, read_error, set_error};
 use crate::reading::{columns_to_dict, flow_keys_dict, info_dict, to_py_err};
+use crate::take_once;
 use cga_core::pcap::ChunkReader;
 use cga_core::streaming::{
     cache_budget, reads_egress_live, stream_pair, Progress, Reads, StreamError, Streamed, Tables,
@@ -114,12 +115,7 @@ impl StreamedTables {
 
     /// Writes both footers, each with `metadata` (JSON) under the key `cganalysis`.
     fn finish(&self, py: Python<'_>, metadata: String) -> PyResult<()> {
-        let tables = self
-            .inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("the tables were already finished"))?;
+        let tables = take_once(&self.inner, "the tables were already finished")?;
         py.detach(|| tables.finish(&metadata))
             .map_err(|(p, e)| PyOSError::new_err(format!("{}: {e}", p.display())))
     }
@@ -150,12 +146,7 @@ impl PendingStream {
         &self,
         py: Python<'py>,
     ) -> PyResult<(Option<StreamedTables>, Bound<'py, PyDict>)> {
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("the match's result was already taken"))?;
+        let thread = take_once(&self.thread, "the match's result was already taken")?;
         let outcome = py
             .detach(|| thread.join())
             .map_err(|_| PyRuntimeError::new_err("the matching thread panicked"))?;
