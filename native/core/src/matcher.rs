@@ -12,6 +12,8 @@
 //!    pairing keeps every pair causal and minimises the largest delay, so it never breaks
 //!    the window either.
 
+use std::borrow::Cow;
+
 /// Timestamp of a packet whose block carries none (pcapng simple packet block).
 pub const NO_TIMESTAMP: i64 = i64::MIN;
 
@@ -195,9 +197,9 @@ pub fn match_points(
         "key and timestamp columns must have equal lengths"
     );
     let p = match_keys(
-        in_key.to_vec(),
+        Cow::Borrowed(in_key),
         |i| in_ts[i],
-        eg_key.to_vec(),
+        Cow::Borrowed(eg_key),
         |i| eg_ts[i],
         max_delay_ns,
     );
@@ -213,11 +215,12 @@ pub fn match_points(
     }
 }
 
-/// Pairs two points' packets given their identity keys and times (by row).
+/// Pairs two points' packets given their identity keys and times (by row). Keys handed
+/// over (`Cow::Owned`) are freed as soon as the records hold them.
 pub(crate) fn match_keys(
-    in_key: Vec<u64>,
+    in_key: Cow<'_, [u64]>,
     in_ts: impl Fn(usize) -> i64 + Sync,
-    eg_key: Vec<u64>,
+    eg_key: Cow<'_, [u64]>,
     eg_ts: impl Fn(usize) -> i64 + Send,
     max_delay_ns: i64,
 ) -> Pairs {
@@ -236,8 +239,9 @@ pub(crate) fn match_keys(
             egs.join().expect("sorting the egress records panicked"),
         )
     });
-    // The records hold the keys now: freed before the verdicts' arrays are made, which
-    // then take their memory instead of fresh pages (8 bytes a packet).
+    // The records hold the keys now: keys handed over are freed before the verdicts'
+    // arrays are made, which then take their memory instead of fresh pages (8 bytes a
+    // packet).
     drop((in_key, eg_key));
     let mut result = Pairs {
         in_to_eg: vec![NONE; n_in],

@@ -24,6 +24,7 @@ use crate::keys::{identity_key, KIND_OTHER, KIND_RTP, KIND_TCP};
 use crate::matcher::{match_keys, Pairs, NONE};
 use crate::pcap::{Capture, NO_FLOW, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -197,9 +198,9 @@ pub fn match_pair(
     }
     clock.lap("identity keys");
     let m = match_keys(
-        ing_keys,
+        Cow::Owned(ing_keys),
         |k| ing.t(k),
-        eg_keys,
+        Cow::Owned(eg_keys),
         |k| eg.t(k),
         opts.max_delay_ns,
     );
