@@ -3,7 +3,7 @@
 read on their own threads while Python imports what it needs next (20 ms in memory, 60 ms
 streaming, of a command that takes a few tenths of a second). ``cganalysis packets``
 starts reading captures it will match in memory even before it imports its argument
-parser (:func:`start_early`, 15 ms sooner), and the match takes its options once they are
+parser (:func:`start_early`, 10 ms sooner), and the match takes its options once they are
 parsed; otherwise it starts the match right after parsing its arguments. Imports nothing
 but the native module (and, to stream, the partial files' naming)."""
 
