@@ -181,7 +181,8 @@ impl PendingMatch {
     fn match_with(&self, max_delay_ns: i64, end_guard_ns: Option<i64>) -> PyResult<()> {
         let opts = pair_options(max_delay_ns, end_guard_ns)?;
         let sender = take_once(&self.options, "the match was already given its options")?;
-        // A reader that ended on an error no longer listens: `result` reports the error.
+        // The thread waits for them even when a read failed (`result` then reports the
+        // error); it has gone only if it panicked, which `result` reports too.
         let _ = sender.send(opts);
         Ok(())
     }
