@@ -43,6 +43,21 @@ def test_which_command_lines_are_read_early(words: list[str], read_early: bool) 
     assert (early.early_captures(words) is not None) is read_early
 
 
+def test_the_plain_options_are_the_commands_own_and_take_one_value() -> None:
+    """An option renamed or made a flag in the parser would leave the early start reading
+    a command line wrongly: each must be one of ``packets``' options, taking one value,
+    and none may choose the engine or streaming."""
+    from cganalysis.cli import build_parser
+
+    sub = next(a for a in build_parser("packets")._actions if a.dest == "command")
+    parser = sub.choices["packets"]  # type: ignore[union-attr]
+    by_flag = {flag: action for action in parser._actions for flag in action.option_strings}
+    for flag in early._PLAIN_OPTIONS:
+        action = by_flag[flag]
+        assert action.nargs is None and action.const is None, flag
+        assert action.dest not in {"engine", "stream_above_mb", "chunk_packets"}, flag
+
+
 def test_captures_above_the_streaming_threshold_are_not_read_early(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,7 +100,7 @@ def test_a_read_not_taken_is_dropped_when_the_command_ends(tmp_path: Path) -> No
     with pytest.raises(SystemExit, match="must not be negative"):
         main(["packets", IN, EG, "-o", str(tmp_path / "p.parquet"), "--max-delay-ms", "-1"])
     assert not early._early
-    # One of other captures is not taken for these.
+    # A read of other captures is not taken for these.
     early.start_early([IN, EG, "-o", str(tmp_path / "p.parquet")])
     assert early._take_early(Path(EG), Path(IN)) is None
     assert not early._early

@@ -10,7 +10,7 @@ from pathlib import Path
 # Captures larger than this together are matched streaming, smaller ones in memory (both
 # native, the same files byte for byte; in memory reads each capture once, not twice, and
 # holds ~1.5 bytes per capture byte): defined where the early start needs it.
-from cganalysis.matching.early import DEFAULT_STREAM_ABOVE_MB
+from cganalysis.matching.early import DEFAULT_STREAM_ABOVE_MB, streams
 
 # Not `typing.TYPE_CHECKING`: the match starts once the arguments are parsed, and typing
 # would be imported before it (see cganalysis.cli).
@@ -199,7 +199,7 @@ def _size_bytes(args: argparse.Namespace) -> int:
 
 
 def _large(args: argparse.Namespace) -> bool:
-    return bool(_size_bytes(args) > float(args.stream_above_mb) * 1e6)
+    return streams(_size_bytes(args), float(args.stream_above_mb))
 
 
 def _start_native(args: argparse.Namespace) -> Any:

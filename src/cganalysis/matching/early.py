@@ -37,6 +37,12 @@ _PLAIN_OPTIONS = frozenset(
 _early: list[tuple[str, str, _native.PendingMatch]] = []
 
 
+def streams(size_bytes: int, stream_above_mb: float) -> bool:
+    """Whether ``cganalysis packets`` matches captures of ``size_bytes`` together streaming
+    (``--stream-above-mb``): the one rule, for the early start and the command alike."""
+    return size_bytes > stream_above_mb * 1e6
+
+
 def ms_to_ns(ms: float) -> int:
     return round(ms * NS_PER_MS)
 
@@ -68,7 +74,7 @@ def early_captures(words: Sequence[str]) -> tuple[str, str] | None:
         return None  # the command says what is wrong with it
     if not all(stat.S_ISREG(f.st_mode) for f in found):
         return None
-    if sum(f.st_size for f in found) > DEFAULT_STREAM_ABOVE_MB * 1e6:
+    if streams(sum(f.st_size for f in found), DEFAULT_STREAM_ABOVE_MB):
         return None
     return captures[0], captures[1]
 
