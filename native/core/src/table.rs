@@ -127,8 +127,9 @@ impl<'a> Point<'a> {
         };
         let mut keys = Vec::with_capacity(n);
         let or0 = |has: bool, v: u32| if has { v } else { 0 };
+        let mut numbers = rtp::StreamNumbers::new(streams);
         for i in 0..n {
-            let number = rtp::stream_number(cap, i, streams);
+            let number = numbers.of(cap, i);
             if ingress {
                 p.rtp_by_row.push(number.is_some());
             }

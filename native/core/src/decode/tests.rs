@@ -72,6 +72,30 @@ fn flow_table_interns_in_order() {
 }
 
 #[test]
+fn many_interleaved_flows_are_numbered_in_order_of_first_appearance() {
+    // More flows than the table's cache has slots, IPv4 and IPv6, asked for in a scattered
+    // order several times: each gets the number a plain map of first appearances gives.
+    let mk = |f: u64| Packet {
+        ip_version: if f % 3 == 0 { 6 } else { 4 },
+        proto: if f % 2 == 0 { 6 } else { 17 },
+        src: [0x0a00_0000 + f % 97, if f % 3 == 0 { f } else { 0 }],
+        dst: [0x0a01_0000 + f / 97, 0],
+        ports: ((f as u32 % 50_000) << 16) | 443,
+        ..Packet::default()
+    };
+    let flows = 10_000u64;
+    let mut t = FlowTable::default();
+    let mut first: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+    for i in 0..5 * flows {
+        let f = i.wrapping_mul(7_919) % flows;
+        let next = first.len() as u32;
+        let want = *first.entry(f).or_insert(next);
+        assert_eq!(t.intern(&mk(f)), want, "flow {f}");
+    }
+    assert_eq!(t.len(), flows as usize);
+}
+
+#[test]
 fn linktype_names() {
     assert_eq!(linktype_name(147), Some("USER0"));
     assert_eq!(linktype_name(162), Some("USER15"));

@@ -262,6 +262,50 @@ pub fn stream_number(cap: &Capture, i: usize, streams: &Streams) -> Option<u32> 
         .copied()
 }
 
+/// [`stream_number`] for many packets of one capture: the answer for a (flow, SSRC) is
+/// remembered in a direct-mapped slot, so that most packets skip the map (about a third
+/// of a capture's packets are RTP-shaped, and each was a lookup of a mixed 64-bit key).
+pub struct StreamNumbers<'a> {
+    streams: &'a Streams,
+    /// Per slot: (flow index + 1, SSRC, stream number + 1 or 0 for none); flow 0: empty.
+    recent: Vec<(u32, u32, u32)>,
+}
+
+/// Slots of `StreamNumbers::recent` (12 KiB).
+const RECENT_BITS: u32 = 10;
+
+impl<'a> StreamNumbers<'a> {
+    pub fn new(streams: &'a Streams) -> StreamNumbers<'a> {
+        StreamNumbers {
+            streams,
+            recent: vec![(0, 0, 0); 1 << RECENT_BITS],
+        }
+    }
+
+    /// `stream_number(cap, i, streams)`.
+    #[inline]
+    pub fn of(&mut self, cap: &Capture, i: usize) -> Option<u32> {
+        let c = &cap.columns;
+        let flow = c.flow_idx[i];
+        if !c.has_rtp[i] || rtcp_like(c, i) || self.streams.is_empty() || cap.flow(i).is_none() {
+            return None;
+        }
+        let ssrc = c.rtp_ssrc(i);
+        let mixed = ((u64::from(flow) << 32) | u64::from(ssrc)).wrapping_mul(GOLDEN);
+        let slot = (mixed >> (64 - RECENT_BITS)) as usize;
+        let (f, s, number) = self.recent[slot];
+        if f == flow + 1 && s == ssrc {
+            return number.checked_sub(1);
+        }
+        let found = self
+            .streams
+            .get(&stream_key(cap.flow_hash(i), Some(ssrc)))
+            .copied();
+        self.recent[slot] = (flow + 1, ssrc, found.map_or(0, |n| n + 1));
+        found
+    }
+}
+
 /// Per packet: in one of `streams` (and not RTCP).
 #[cfg(test)]
 pub fn mark(cap: &Capture, streams: &Streams) -> Vec<bool> {
@@ -356,5 +400,59 @@ mod tests {
         c.columns.rtp_pt[3] = 72;
         let marked = mark(&c, &classify(&c));
         assert!(!marked[3] && marked[4]);
+    }
+
+    #[test]
+    fn stream_numbers_remembered_per_slot_are_the_maps_answers() {
+        // 64 flows x 40 SSRCs (more pairs than slots, so slots are shared and overwritten),
+        // half of the pairs streams (20 packets in order), half not (a packet each); then
+        // every packet asked again in another order, and RTCP, TCP and non-IP rows among
+        // them.
+        let mut flows = crate::decode::FlowTable::default();
+        let mut cols = Columns::default();
+        let mut t = 0i64;
+        for f in 0..64u32 {
+            flows.intern(&crate::decode::Packet {
+                ip_version: 4,
+                proto: UDP,
+                ports: 5000 + f,
+                ..Default::default()
+            });
+            for ssrc in 0..40u32 {
+                let packets = if (f + ssrc) % 2 == 0 { 20 } else { 1 };
+                for seq in 0..packets {
+                    cols.t_ns.push(t);
+                    t += 1;
+                    cols.flow_idx
+                        .push(if seq == 7 && ssrc == 3 { u32::MAX } else { f });
+                    cols.has_rtp.push(seq != 5 || f % 3 != 0);
+                    // scattered SSRCs (an arithmetic series spreads evenly over the slots)
+                    cols.tcp_seq_rtp_ssrc
+                        .push(ssrc.wrapping_mul(2_654_435_761).rotate_left(f));
+                    cols.tcp_flags_rtp_seq.push(seq as u16);
+                    cols.rtp_marker.push(seq == 4);
+                    cols.rtp_pt
+                        .push(if seq == 4 && ssrc % 4 == 0 { 72 } else { 96 });
+                }
+            }
+        }
+        let n = cols.t_ns.len();
+        cols.has_tcp = vec![false; n];
+        let cap = Capture::of(cols, flows);
+        let streams = classify(&cap);
+        assert!(streams.len() > 1000, "{} streams", streams.len());
+        let mut numbers = StreamNumbers::new(&streams);
+        let order = (0..n).chain((0..n).map(|i| i * 7919 % n));
+        let (mut some, mut none) = (0, 0);
+        for i in order {
+            let want = stream_number(&cap, i, &streams);
+            assert_eq!(numbers.of(&cap, i), want, "row {i}");
+            if want.is_some() {
+                some += 1
+            } else {
+                none += 1
+            }
+        }
+        assert!(some > 0 && none > 0);
     }
 }
