@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -69,6 +68,7 @@ from benchmarks.capture_pairs import (
     uncache,
     write_pair,
 )
+from benchmarks.command_runs import Runs, medians, reports_free_memory, run_process, whole_command
 from cganalysis import _native
 from cganalysis.capture import read_capture
 from cganalysis.capture.chunks import CaptureChunks
@@ -83,91 +83,6 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
         result = fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times), result
-
-
-#: Runs the command line, then writes the process's peak memory (VmHWM, kB) to the file
-#: named by argv[1]. Measured inside the child: a forked child's ru_maxrss also counts
-#: the parent's pages it shared before exec (this benchmark holds a gigabyte of tables).
-#: The command may end the process with os._exit (cganalysis.cli._exit_at_once): the
-#: peak is written then too.
-_PEAK_PROBE = """
-import os, runpy, sys
-peak_file = sys.argv.pop(1)
-sys.argv[0] = "cganalysis"
-def write_peak():
-    with open("/proc/self/status") as status, open(peak_file, "w") as out:
-        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM")))
-exit_now = os._exit
-def exit_after_peak(status):
-    write_peak()
-    exit_now(status)
-os._exit = exit_after_peak
-try:
-    runpy.run_module("cganalysis.cli", run_name="__main__")
-finally:
-    write_peak()
-"""
-
-
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def run_process(argv: list[str]) -> float:
-    """Wall time of one child process."""
-    start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stderr.decode()}")
-    return seconds
-
-
-def whole_command(
-    ingress: Path,
-    egress: Path,
-    out: Path,
-    repeat: int,
-    extra: tuple[str, ...] = (),
-    *,
-    over_existing: bool = False,
-    warm: bool = True,
-) -> tuple[float, float, int]:
-    """Median wall time, median CPU time (all threads) and largest peak memory (bytes) of
-    `cganalysis packets` as a user runs it, each run in a fresh process, after one untimed
-    run. On a machine shared with other jobs the CPU time says what the wall time would be
-    on a quiet one. The untimed run matters in a virtual machine that hands freed memory
-    back to its host: the first process to touch it again waits for the host to supply
-    it, which measured 2-3 times slower than the runs that follow.
-
-    Each timed run writes new tables, as in the workflow (Snakemake removes a job's
-    outputs before it runs it): the previous run's are removed first, untimed. With
-    `over_existing` they are left, and each run replaces them; on ext4 that rename frees
-    the old files and starts writing the new ones back, which the command then waits
-    for (~40 ms here). Without `warm`, no untimed run first."""
-    peak_file = out.with_name("peak-kb.txt")
-    argv = [sys.executable, "-c", _PEAK_PROBE, str(peak_file), "packets"]
-    argv += [str(ingress), str(egress), "-o", str(out), *extra]
-    outputs = [out, out.with_name(out.name.removesuffix(".parquet") + ".egress-only.parquet")]
-    if warm:
-        run_process(argv)
-    times, cpus, peaks = [], [], []
-    for _ in range(repeat):
-        if not over_existing:
-            for path in outputs:
-                path.unlink(missing_ok=True)
-        cpu = _children_cpu_s()
-        times.append(run_process(argv))
-        cpus.append(_children_cpu_s() - cpu)
-        peaks.append(int(peak_file.read_text()) * 1024)
-    return statistics.median(times), statistics.median(cpus), max(peaks)
-
-
-def _medians(runs: list[tuple[float, float, int]]) -> tuple[float, float, int]:
-    """Median wall and CPU times and the largest peak of :func:`whole_command`'s runs."""
-    wall = statistics.median(r[0] for r in runs)
-    return wall, statistics.median(r[1] for r in runs), max(r[2] for r in runs)
 
 
 def dpkt_read(path: Path, limit: int) -> int:
@@ -352,11 +267,13 @@ def big_pair(args: argparse.Namespace) -> None:
         disk = disk_read_rate((ingress, egress)) if args.disk else float("nan")
     reference = n_dpkt / statistics.median(dpkt_s)
     print(f"\nwhole `cganalysis packets` on {n_both:,} packets of both captures:")
-    for what, (wall, cpu, peak) in (("cold", cold), ("after a run", warm)):
+    for what, runs in (("cold", cold), ("after a run", warm)):
+        wall, peak = runs.wall_s, runs.peak_bytes
         print(
             f"  {what}: {wall:.1f} s, {n_both / wall / 1e6:.2f} M packets/s, "
             f"{n_both / wall / reference:,.0f}x dpkt; CPU (user + sys, all threads) "
-            f"{cpu:.1f} s; peak memory {peak / 1e6:,.0f} MB ({peak / n_both:,.1f} bytes a packet)"
+            f"{runs.cpu_s:.1f} s; peak memory {peak / 1e6:,.0f} MB "
+            f"({peak / n_both:,.1f} bytes a packet)"
         )
     print(
         f"  where the time goes (one more run after those): first pass "
@@ -383,6 +300,17 @@ def _table_mix(packets: Path) -> str:
 def _same_bytes(a: Path, b: Path) -> bool:
     names = ("out.parquet", "out.egress-only.parquet")
     return all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
+
+
+def _print_first_runs(n_both: int, reference: float, whole: Runs, streamed: Runs) -> None:
+    """The untimed runs before the timed ones: each the first after a pause long enough
+    for this machine to hand the memory freed before it back to its host (what a user's
+    single command meets here; see `benchmarks.command_runs`)."""
+    figures = (
+        f"{runs.first_wall_s:.3f} s, {n_both / runs.first_wall_s / reference:,.0f}x {how}"
+        for how, runs in (("in memory", whole), ("streaming", streamed))
+    )
+    print(f"a first run after a pause (freed memory back with the host): {'; '.join(figures)}")
 
 
 def measure_mix(
@@ -415,11 +343,11 @@ def measure_mix(
             stream = whole_command(ingress, egress, folder / "stream" / "out.parquet", 1, forced)
             t_dpkt, _ = timed(lambda: dpkt_read(ingress, n_dpkt), 1)
             rounds.append((mem, stream, t_dpkt))
-        whole, cpu, peak = _medians([r[0] for r in rounds])
-        streamed = _medians([r[1] for r in rounds])
+        whole = medians([r[0] for r in rounds])
+        streamed = medians([r[1] for r in rounds])
         reference = n_dpkt / statistics.median(r[2] for r in rounds)
-        rows.append(("whole `cganalysis packets` (both)", n_both, whole))
-        rows.append(("  the same, streaming (forced)", n_both, streamed[0]))
+        rows.append(("whole `cganalysis packets` (both)", n_both, whole.wall_s))
+        rows.append(("  the same, streaming (forced)", n_both, streamed.wall_s))
         same = _same_bytes(folder / "mem", folder / "stream")
         holds = _table_mix(folder / "mem" / "out.parquet")
         disk = disk_read_rate((ingress, egress)) if args.disk else float("nan")
@@ -431,14 +359,16 @@ def measure_mix(
         f"dpkt (first {n_dpkt:,} packets, this run, in turn with the command): "
         f"{reference / 1e6:.3f} M packets/s"
     )
-    print(f"whole command / dpkt: {n_both / whole / reference:,.0f}x (target 100x)")
-    print(f"streaming (forced) / dpkt: {n_both / streamed[0] / reference:,.0f}x (target 60x)")
+    print(f"whole command / dpkt: {n_both / whole.wall_s / reference:,.0f}x (target 100x)")
+    print(f"streaming (forced) / dpkt: {n_both / streamed.wall_s / reference:,.0f}x (target 60x)")
+    if reports_free_memory():
+        _print_first_runs(n_both, reference, whole, streamed)
     print(f"streamed tables are the in-memory ones byte for byte: {same}")
     print(f"the packet table: {holds}")
-    for how, (_, seconds_cpu, bytes_peak) in (("", (whole, cpu, peak)), (" streaming", streamed)):
+    for how, runs in (("", whole), (" streaming", streamed)):
         print(
-            f"peak memory{how}: {bytes_peak / 1e6:,.0f} MB "
-            f"({bytes_peak / n_both:,.0f} bytes per packet); CPU {seconds_cpu:.2f} s"
+            f"peak memory{how}: {runs.peak_bytes / 1e6:,.0f} MB "
+            f"({runs.peak_bytes / n_both:,.0f} bytes per packet); CPU {runs.cpu_s:.2f} s"
         )
     if args.disk:
         print(
