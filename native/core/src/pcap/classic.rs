@@ -60,13 +60,18 @@ impl PcapCursor {
     }
 
     pub(crate) fn estimate(&self, data: &[u8]) -> usize {
+        self.estimate_in(data, data.len())
+    }
+
+    /// [`PcapCursor::estimate`] from `data`, the first bytes of a file of `total` bytes.
+    pub(crate) fn estimate_in(&self, data: &[u8], total: usize) -> usize {
         let be = self.big_endian;
         let caplen_at = if self.records.lengths == Lengths::Swapped {
             12
         } else {
             8
         };
-        estimate_packets(data, 24, |off| {
+        estimate_packets(data, total, 24, |off| {
             (data.len() - off >= 16).then(|| (16 + rd32(data, off + caplen_at, be) as usize, true))
         })
     }
@@ -83,11 +88,7 @@ impl PcapCursor {
         if self.done {
             return Ok(());
         }
-        let end = if self.big_endian {
-            pcap_records::<true>(data, self, b, quirks, release, limit)?
-        } else {
-            pcap_records::<false>(data, self, b, quirks, release, limit)?
-        };
+        let end = self.records_of(data, 0, b, quirks, release, limit)?;
         if let Some(truncated_at) = end {
             self.truncated_at = truncated_at;
             self.done = true;
@@ -97,6 +98,60 @@ impl PcapCursor {
 
     /// The capture, once `advance` reached the end (`columns`: those not yet taken).
     /// `packets`: how many were read in all (chunks already taken included).
+    fn records_of(
+        &mut self,
+        data: &[u8],
+        base: usize,
+        b: &mut Builder,
+        quirks: &mut Quirks,
+        release: &mut dyn FnMut(usize),
+        limit: usize,
+    ) -> Result<Option<Option<usize>>, ReadError> {
+        if self.big_endian {
+            pcap_records::<true>(data, base, self, b, quirks, release, limit)
+        } else {
+            pcap_records::<false>(data, base, self, b, quirks, release, limit)
+        }
+    }
+
+    /// Reads the rest of the file through `buf`, which holds the file's first `filled`
+    /// bytes (the header this cursor was opened on and the records after it), refilling it
+    /// with `more` (which gives 0 bytes at the end of the file). The columns are built in
+    /// `b`.
+    pub(crate) fn read_buffered(
+        &mut self,
+        buf: &mut Vec<u8>,
+        mut filled: usize,
+        more: &mut dyn FnMut(&mut [u8]) -> std::io::Result<usize>,
+        b: &mut Builder,
+        quirks: &mut Quirks,
+    ) -> Result<(), ReadError> {
+        self.next_release = usize::MAX; // nothing mapped to give back
+        let mut base = 0; // the file offset of buf[0]
+        loop {
+            let end = self.records_of(&buf[..filled], base, b, quirks, &mut |_| {}, usize::MAX)?;
+            // The records up to `kept` are read; the bytes after it start the next one.
+            let kept = match end {
+                Some(Some(partial)) => partial,
+                _ => filled,
+            };
+            buf.copy_within(kept..filled, 0);
+            (base, filled) = (base + kept, filled - kept);
+            if filled == buf.len() {
+                // one record longer than the buffer: room for it (its length is checked)
+                buf.resize(2 * buf.len(), 0);
+            }
+            let got = more(&mut buf[filled..])?;
+            if got == 0 {
+                self.truncated_at = (filled > 0).then_some(base);
+                self.done = true;
+                return Ok(());
+            }
+            filled += got;
+            self.off = 0;
+        }
+    }
+
     pub(crate) fn finish(
         &self,
         columns: Columns,
@@ -163,9 +218,12 @@ struct Records {
 }
 
 /// Decodes records from `c.off` until the builder holds `limit` packets (`None`: more to
-/// come) or the file ends (`Some`, with where an incomplete last record starts, if any).
+/// come) or `data` ends (`Some`, with where an incomplete last record starts, if any).
+/// `data` starts at the file's byte `base`: offsets reported (errors, quirks) are the
+/// file's; `c.off` and the offset returned are `data`'s.
 fn pcap_records<const BE: bool>(
     data: &[u8],
+    base: usize,
     c: &mut PcapCursor,
     b: &mut Builder,
     quirks: &mut Quirks,
@@ -196,7 +254,10 @@ fn pcap_records<const BE: bool>(
         }
         let caplen = caplen as usize;
         if caplen > r.max_caplen {
-            return Err(invalid(format!("corrupt record length {caplen}"), off));
+            return Err(invalid(
+                format!("corrupt record length {caplen}"),
+                base + off,
+            ));
         }
         let start = off + 16;
         if data.len() - start < caplen {
@@ -208,7 +269,9 @@ fn pcap_records<const BE: bool>(
             i64::from(sec) * 1_000_000_000 + i64::from(frac) * r.frac_ns
         } else {
             quirks.bad_timestamps += 1;
-            quirks.first_bad_timestamp_at.get_or_insert(off as u64);
+            quirks
+                .first_bad_timestamp_at
+                .get_or_insert((base + off) as u64);
             NO_TIMESTAMP
         };
         b.packet(t_ns, 0, wire, r.link, &data[start..start + caplen]);

@@ -200,7 +200,36 @@ fn read(data: &[u8]) -> Capture {
     for size in 1..=3 {
         check_chunked(data, &whole, size);
     }
+    // and from a file (a pcap file through a buffer of READ_BUFFER bytes)
+    match through_file(data) {
+        Ok(c) => assert_same(&c, &whole),
+        Err(e) => panic!("read from a file failed: {e}"),
+    }
     whole
+}
+
+/// `read_file` of a file holding `data`.
+fn through_file(data: &[u8]) -> Result<Capture, ReadError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static FILES: AtomicUsize = AtomicUsize::new(0);
+    let n = FILES.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("cga-core-file-{}-{n}", std::process::id()));
+    std::fs::write(&path, data).expect("write the test file");
+    let read = read_file(&path);
+    std::fs::remove_file(&path).expect("remove the test file");
+    read
+}
+
+/// Two reads of one capture give the same capture.
+fn assert_same(a: &Capture, b: &Capture) {
+    assert!(a.columns == b.columns, "columns");
+    assert!(a.flows.keys == b.flows.keys && a.flows.hashes == b.flows.hashes);
+    assert_eq!(
+        (&a.warnings, &a.quirks, a.format, a.big_endian),
+        (&b.warnings, &b.quirks, b.format, b.big_endian)
+    );
+    assert_eq!((a.nanosecond, a.snaplen), (b.nanosecond, b.snaplen));
+    assert_eq!((&a.interfaces, &a.stats), (&b.interfaces, &b.stats));
 }
 
 /// What each packet's flow determines, per packet (the columns keep it per flow).
@@ -299,11 +328,19 @@ fn read_err(data: &[u8]) -> (String, u64) {
         (Ok(_), _) => panic!("a chunked read succeeded where a whole read must fail"),
         _ => {}
     }
-    match read_bytes(data) {
+    let whole = match read_bytes(data) {
         Ok(_) => panic!("expected an error"),
         Err(ReadError::Invalid { message, offset }) => (message, offset),
         Err(e) => panic!("unexpected error {e}"),
+    };
+    // the same error from a file (an empty file fails before any reading)
+    if !data.is_empty() {
+        match through_file(data) {
+            Err(ReadError::Invalid { message, offset }) => assert_eq!((message, offset), whole),
+            other => panic!("from a file: {:?}", other.map(|c| c.columns.len())),
+        }
     }
+    whole
 }
 
 fn udp_frame() -> Vec<u8> {

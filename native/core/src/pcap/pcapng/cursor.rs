@@ -54,7 +54,7 @@ impl NgCursor {
     /// The number of packets the first blocks predict for the whole file.
     pub(crate) fn estimate(&self, data: &[u8]) -> usize {
         let be = self.first_be;
-        estimate_packets(data, 0, |off| {
+        estimate_packets(data, data.len(), 0, |off| {
             if data.len() - off < 12 || (off > 0 && rd32(data, off, false) == SHB) {
                 return None;
             }

@@ -190,6 +190,34 @@ fn read_file_gives_back_pages_and_reads_everything() {
 }
 
 #[test]
+fn a_pcap_file_read_through_its_buffer_reports_the_files_offsets() {
+    // Past the first READ_BUFFER bytes (1000 in tests): a record longer than the buffer, a
+    // bad timestamp, a truncated last record and a corrupt length, each where a read of the
+    // whole file in memory puts it (`read` and `read_err` compare the two).
+    let frame = udp_frame();
+    let long = eth(0x0800, &ipv4(17, &udp(9, 9, &[7u8; 3000])));
+    let mut recs: Vec<Rec<'_>> = (0..40).map(|i| rec(i, 0, &frame)).collect();
+    recs.push(rec(40, 0, &long));
+    recs.extend((41..60).map(|i| rec(i, 0, &frame)));
+    recs[50].frac = 2_000_000; // a microsecond field past one second
+    let data = pcap(false, false, 65535, 1, &recs);
+    assert!(data.len() > 4 * READ_BUFFER && long.len() > READ_BUFFER);
+    let c = read(&data);
+    assert_eq!(c.columns.len(), 60);
+    assert_eq!(c.columns.wire_len[40] as usize, long.len());
+    let at = c.quirks.first_bad_timestamp_at.expect("a bad timestamp") as usize;
+    assert!(at > 2 * READ_BUFFER);
+    let cut = data.len() - 7;
+    let c = read(&data[..cut]);
+    assert_eq!(c.columns.len(), 59);
+    assert_eq!(c.warnings.len(), 1);
+    let last = data.len() - 16 - frame.len();
+    let mut bad = data.clone();
+    bad[last + 8..last + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_eq!(read_err(&bad).1, last as u64);
+}
+
+#[test]
 fn many_records_beyond_the_capacity_estimate() {
     // the first 4096 records are big, the rest tiny: the estimate is far too low
     let big = udp_frame();
