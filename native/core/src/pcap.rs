@@ -122,18 +122,15 @@ const READ_BUFFER: usize = if cfg!(test) { 1000 } else { 256 << 10 };
 /// memory rather than from the cache. Reading mix B's ingress capture alone: 0.126 ->
 /// 0.109 s. (pcapng files, rarely this large, are mapped.)
 fn read_pcap_buffered(file: &File, len: u64) -> Result<Option<Capture>, ReadError> {
-    let mut buf = vec![0u8; READ_BUFFER];
-    let mut more = |buf: &mut [u8]| read_full(file, buf);
-    let filled = more(&mut buf)?;
-    let head = &buf[..filled];
-    let Ok(chunks::Cursor::Pcap(mut cursor)) = chunks::Cursor::open(head) else {
-        std::io::Seek::seek(&mut &*file, std::io::SeekFrom::Start(0))?;
-        return Ok(None); // pcapng or not a capture: the mapped read decides
+    let Some((chunks::Cursor::Pcap(mut cursor), mut window, estimate)) =
+        chunks::open_pcap_buffered(file, len)?
+    else {
+        return Ok(None);
     };
-    let total = usize::try_from(len).unwrap_or(usize::MAX);
-    let mut b = Builder::with_capacity(cursor.estimate_in(head, total));
+    let mut b = Builder::with_capacity(estimate);
     let mut quirks = Quirks::default();
-    cursor.read_buffered(&mut buf, filled, &mut more, &mut b, &mut quirks)?;
+    let mut more = |buf: &mut [u8]| read_full(file, buf);
+    cursor.advance_buffered(&mut window, &mut more, &mut b, &mut quirks, usize::MAX)?;
     let (columns, flows) = b.finish(&mut quirks);
     let packets = columns.len();
     Ok(Some(cursor.finish(columns, flows, quirks, packets)))

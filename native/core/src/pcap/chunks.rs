@@ -5,8 +5,10 @@
 
 use super::*;
 
-/// The bytes of a capture: a read-only file mapping, or the file read into memory.
+/// The bytes of a capture: a pcap file read through a buffer (as `read_file` reads one), a
+/// read-only file mapping (pcapng), or the file read into memory.
 enum Bytes {
+    Buffered(classic::Window),
     Mapped(memmap2::Mmap),
     Owned(Vec<u8>),
 }
@@ -14,6 +16,7 @@ enum Bytes {
 impl Bytes {
     fn as_slice(&self) -> &[u8] {
         match self {
+            Bytes::Buffered(w) => &w.buf[..w.filled],
             Bytes::Mapped(m) => m,
             Bytes::Owned(v) => v,
         }
@@ -67,6 +70,25 @@ fn uncache(file: &File, from: usize, start: usize, end: usize) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (file, start, end);
+}
+
+/// Opens a regular file as a pcap file read through a buffer: its cursor, the buffer
+/// holding the file's first bytes and the packets they predict; None (the file's position
+/// put back) when it is not a pcap file.
+pub(super) fn open_pcap_buffered(
+    file: &File,
+    len: u64,
+) -> Result<Option<(Cursor, classic::Window, usize)>, ReadError> {
+    let mut buf = vec![0u8; READ_BUFFER];
+    let filled = read_full(file, &mut buf)?;
+    let head = &buf[..filled];
+    let Ok(Cursor::Pcap(cursor)) = Cursor::open(head) else {
+        std::io::Seek::seek(&mut &*file, std::io::SeekFrom::Start(0))?;
+        return Ok(None); // pcapng or not a capture: the mapped read decides
+    };
+    let estimate = cursor.estimate_in(head, usize::try_from(len).unwrap_or(usize::MAX));
+    let window = classic::Window { buf, filled };
+    Ok(Some((Cursor::Pcap(cursor), window, estimate)))
 }
 
 /// Where a reader is in its file.
@@ -171,13 +193,20 @@ pub struct ChunkReader {
 }
 
 impl ChunkReader {
-    /// Opens a capture file (memory-mapped when it is a regular file) and checks its header.
+    /// Opens a capture file and checks its header: a regular pcap file is read through a
+    /// buffer, a regular pcapng file memory-mapped.
     pub fn open(path: &Path) -> Result<ChunkReader, ReadError> {
         let file = File::open(path)?;
         let meta = file.metadata()?;
         if meta.is_file() {
             if meta.len() == 0 {
                 return Err(invalid("empty file", 0));
+            }
+            if let Some((cursor, window, estimate)) = open_pcap_buffered(&file, meta.len())? {
+                let mut reader =
+                    ChunkReader::with_cursor(Bytes::Buffered(window), cursor, estimate);
+                reader.file = Some(file);
+                return Ok(reader);
             }
             // SAFETY: as in `read_file`: the map is only read, while the reader lives.
             if let Ok(map) = unsafe { MmapOptions::new().map(&file) } {
@@ -204,7 +233,11 @@ impl ChunkReader {
         let data = bytes.as_slice();
         let cursor = Cursor::open(data)?;
         let estimate = cursor.estimate(data);
-        Ok(ChunkReader {
+        Ok(ChunkReader::with_cursor(bytes, cursor, estimate))
+    }
+
+    fn with_cursor(bytes: Bytes, cursor: Cursor, estimate: usize) -> ChunkReader {
+        ChunkReader {
             bytes,
             file: None,
             uncache_from: None,
@@ -215,7 +248,7 @@ impl ChunkReader {
             packets: 0,
             estimate,
             spare: None,
-        })
+        }
     }
 
     /// From now on, the pages of the file from `offset` on are dropped from the page cache
@@ -252,6 +285,27 @@ impl ChunkReader {
             ..
         } = self;
         let (file, from) = (&*file, *uncache_from);
+        if let (Bytes::Buffered(window), Cursor::Pcap(c), Some(f)) =
+            (&mut *bytes, &mut *cursor, file)
+        {
+            let mut more = |buf: &mut [u8]| read_full(f, buf);
+            c.advance_buffered(window, &mut more, builder, quirks, max_packets)?;
+            // What was read is dropped from the page cache as a mapped read drops it: in
+            // release steps, and the rest at the end.
+            let upto = if c.done {
+                usize::MAX
+            } else {
+                c.offset() & !(RELEASE_CHUNK - 1)
+            };
+            if let Some(from) = from {
+                let end = upto.min(c.offset());
+                if end > *released {
+                    uncache(f, from, *released, end);
+                    *released = end;
+                }
+            }
+            return self.take_chunk();
+        }
         let mut release = |upto: usize| {
             if let Bytes::Mapped(map) = &*bytes {
                 let done = release_pages(map, released, upto);
@@ -277,7 +331,12 @@ impl ChunkReader {
             *released = map.len();
             uncache(file, from, start, map.len());
         }
-        let columns = builder.take_columns(0);
+        self.take_chunk()
+    }
+
+    /// The packets the builder holds, as the next chunk (`None` when none are left).
+    fn take_chunk(&mut self) -> Result<Option<Columns>, ReadError> {
+        let columns = self.builder.take_columns(0);
         self.packets += columns.len();
         if columns.is_empty() && self.cursor.done() {
             return Ok(None);

@@ -10,7 +10,10 @@ pub(crate) struct PcapCursor {
     nanosecond: bool,
     snaplen: u32,
     link_type: u32,
+    /// Where the next record starts, in the bytes given to `advance` (from `base`).
     off: usize,
+    /// The file offset of those bytes' first (0 but for a file read through a buffer).
+    base: usize,
     next_release: usize,
     /// Where an incomplete last record starts, once the end is reached.
     truncated_at: Option<usize>,
@@ -47,6 +50,7 @@ impl PcapCursor {
             snaplen,
             link_type,
             off: 24,
+            base: 0,
             next_release: RELEASE_CHUNK,
             truncated_at: None,
             done: false,
@@ -56,7 +60,7 @@ impl PcapCursor {
     /// The number of packets the first records predict for the whole file.
     /// Where the next record starts (bytes from the file's start).
     pub(crate) fn offset(&self) -> usize {
-        self.off
+        self.base + self.off
     }
 
     pub(crate) fn estimate(&self, data: &[u8]) -> usize {
@@ -88,7 +92,7 @@ impl PcapCursor {
         if self.done {
             return Ok(());
         }
-        let end = self.records_of(data, 0, b, quirks, release, limit)?;
+        let end = self.records_of(data, b, quirks, release, limit)?;
         if let Some(truncated_at) = end {
             self.truncated_at = truncated_at;
             self.done = true;
@@ -101,55 +105,52 @@ impl PcapCursor {
     fn records_of(
         &mut self,
         data: &[u8],
-        base: usize,
         b: &mut Builder,
         quirks: &mut Quirks,
         release: &mut dyn FnMut(usize),
         limit: usize,
     ) -> Result<Option<Option<usize>>, ReadError> {
         if self.big_endian {
-            pcap_records::<true>(data, base, self, b, quirks, release, limit)
+            pcap_records::<true>(data, self, b, quirks, release, limit)
         } else {
-            pcap_records::<false>(data, base, self, b, quirks, release, limit)
+            pcap_records::<false>(data, self, b, quirks, release, limit)
         }
     }
 
-    /// Reads the rest of the file through `buf`, which holds the file's first `filled`
-    /// bytes (the header this cursor was opened on and the records after it), refilling it
-    /// with `more` (which gives 0 bytes at the end of the file). The columns are built in
-    /// `b`.
-    pub(crate) fn read_buffered(
+    /// Decodes records from `w`'s buffer, refilling it with `more` (which gives 0 bytes at
+    /// the end of the file), until `b` holds `limit` packets or the file ends. The buffer
+    /// holds the file's bytes from this cursor's `base` on (at first, the header the cursor
+    /// was opened on and the records after it).
+    pub(crate) fn advance_buffered(
         &mut self,
-        buf: &mut Vec<u8>,
-        mut filled: usize,
+        w: &mut Window,
         more: &mut dyn FnMut(&mut [u8]) -> std::io::Result<usize>,
         b: &mut Builder,
         quirks: &mut Quirks,
+        limit: usize,
     ) -> Result<(), ReadError> {
         self.next_release = usize::MAX; // nothing mapped to give back
-        let mut base = 0; // the file offset of buf[0]
-        loop {
-            let end = self.records_of(&buf[..filled], base, b, quirks, &mut |_| {}, usize::MAX)?;
-            // The records up to `kept` are read; the bytes after it start the next one.
-            let kept = match end {
-                Some(Some(partial)) => partial,
-                _ => filled,
+        while !self.done {
+            let data = &w.buf[..w.filled];
+            let Some(end) = self.records_of(data, b, quirks, &mut |_| {}, limit)? else {
+                return Ok(()); // `limit` packets: the buffer keeps the rest
             };
-            buf.copy_within(kept..filled, 0);
-            (base, filled) = (base + kept, filled - kept);
-            if filled == buf.len() {
+            // The records before `kept` are read; the bytes from it start the next one.
+            let kept = end.unwrap_or(w.filled);
+            w.buf.copy_within(kept..w.filled, 0);
+            (self.base, self.off, w.filled) = (self.base + kept, 0, w.filled - kept);
+            if w.filled == w.buf.len() {
                 // one record longer than the buffer: room for it (its length is checked)
-                buf.resize(2 * buf.len(), 0);
+                w.buf.resize(2 * w.buf.len(), 0);
             }
-            let got = more(&mut buf[filled..])?;
+            let got = more(&mut w.buf[w.filled..])?;
             if got == 0 {
-                self.truncated_at = (filled > 0).then_some(base);
+                self.truncated_at = (w.filled > 0).then_some(self.base);
                 self.done = true;
-                return Ok(());
             }
-            filled += got;
-            self.off = 0;
+            w.filled += got;
         }
+        Ok(())
     }
 
     pub(crate) fn finish(
@@ -209,6 +210,13 @@ fn pcap_version(major: u16, minor: u16) -> Result<Lengths, ReadError> {
     }
 }
 
+/// A buffer a pcap file is read through: `buf[..filled]` holds the file's bytes from the
+/// cursor's `base` on.
+pub(crate) struct Window {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) filled: usize,
+}
+
 /// How the records of one pcap file are laid out.
 struct Records {
     link: Link,
@@ -219,11 +227,10 @@ struct Records {
 
 /// Decodes records from `c.off` until the builder holds `limit` packets (`None`: more to
 /// come) or `data` ends (`Some`, with where an incomplete last record starts, if any).
-/// `data` starts at the file's byte `base`: offsets reported (errors, quirks) are the
+/// `data` starts at the file's byte `c.base`: offsets reported (errors, quirks) are the
 /// file's; `c.off` and the offset returned are `data`'s.
 fn pcap_records<const BE: bool>(
     data: &[u8],
-    base: usize,
     c: &mut PcapCursor,
     b: &mut Builder,
     quirks: &mut Quirks,
@@ -231,6 +238,7 @@ fn pcap_records<const BE: bool>(
     limit: usize,
 ) -> Result<Option<Option<usize>>, ReadError> {
     let r = &c.records;
+    let base = c.base;
     // a sub-second field at or above one second is out of range (tshark flags it)
     let frac_limit = (1_000_000_000 / r.frac_ns) as u32;
     let mut off = c.off;

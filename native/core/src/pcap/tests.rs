@@ -208,13 +208,19 @@ fn read(data: &[u8]) -> Capture {
     whole
 }
 
-/// `read_file` of a file holding `data`.
-fn through_file(data: &[u8]) -> Result<Capture, ReadError> {
+/// A new file holding `data` (the caller removes it).
+fn test_file(data: &[u8]) -> std::path::PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static FILES: AtomicUsize = AtomicUsize::new(0);
     let n = FILES.fetch_add(1, Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!("cga-core-file-{}-{n}", std::process::id()));
     std::fs::write(&path, data).expect("write the test file");
+    path
+}
+
+/// `read_file` of a file holding `data`.
+fn through_file(data: &[u8]) -> Result<Capture, ReadError> {
+    let path = test_file(data);
     let read = read_file(&path);
     std::fs::remove_file(&path).expect("remove the test file");
     read
@@ -270,7 +276,20 @@ fn append(all: &mut Columns, c: &Columns) {
 }
 
 fn check_chunked(data: &[u8], whole: &Capture, size: usize) {
-    let mut reader = ChunkReader::from_bytes(data.to_vec()).expect("open");
+    check_chunks(
+        ChunkReader::from_bytes(data.to_vec()).expect("open"),
+        data,
+        whole,
+        size,
+    );
+    // from a file (a pcap file through a buffer of READ_BUFFER bytes)
+    let path = test_file(data);
+    let reader = ChunkReader::open(&path).expect("open the file");
+    std::fs::remove_file(&path).expect("remove the test file");
+    check_chunks(reader, data, whole, size);
+}
+
+fn check_chunks(mut reader: ChunkReader, data: &[u8], whole: &Capture, size: usize) {
     let mut all = Columns::default();
     let mut read = reader.bytes_read();
     let mut chunks = 0;
@@ -333,11 +352,24 @@ fn read_err(data: &[u8]) -> (String, u64) {
         Err(ReadError::Invalid { message, offset }) => (message, offset),
         Err(e) => panic!("unexpected error {e}"),
     };
-    // the same error from a file (an empty file fails before any reading)
+    // the same error from a file, whole and in chunks (an empty file fails before reading)
     if !data.is_empty() {
         match through_file(data) {
             Err(ReadError::Invalid { message, offset }) => assert_eq!((message, offset), whole),
             other => panic!("from a file: {:?}", other.map(|c| c.columns.len())),
+        }
+        let path = test_file(data);
+        let chunked = ChunkReader::open(&path).and_then(|mut r| {
+            while r.next_chunk(2)?.is_some() {}
+            r.finish()
+        });
+        std::fs::remove_file(&path).expect("remove the test file");
+        match chunked {
+            Err(ReadError::Invalid { message, offset }) => assert_eq!((message, offset), whole),
+            other => panic!(
+                "in chunks from a file: {:?}",
+                other.map(|c| c.columns.len())
+            ),
         }
     }
     whole
