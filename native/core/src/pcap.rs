@@ -173,7 +173,8 @@ fn read_bytes_releasing(data: &[u8], release: &mut dyn FnMut(usize)) -> Result<C
 
 /// How many packets to allocate columns for: the packets per byte of the first records
 /// (`record(off)` gives a record's length and whether it is a packet), extrapolated to the
-/// file's `total` bytes (`data` may be its beginning only) with some margin. Columns grow if that was too few and are trimmed at the end.
+/// file's `total` bytes (`data` may be its beginning only) with some margin. Columns grow
+/// if that was too few and are trimmed at the end.
 fn estimate_packets(
     data: &[u8],
     total: usize,

@@ -57,12 +57,12 @@ impl PcapCursor {
         })
     }
 
-    /// The number of packets the first records predict for the whole file.
     /// Where the next record starts (bytes from the file's start).
     pub(crate) fn offset(&self) -> usize {
         self.base + self.off
     }
 
+    /// The number of packets the first records predict for the whole file.
     pub(crate) fn estimate(&self, data: &[u8]) -> usize {
         self.estimate_in(data, data.len())
     }
@@ -100,8 +100,7 @@ impl PcapCursor {
         Ok(())
     }
 
-    /// The capture, once `advance` reached the end (`columns`: those not yet taken).
-    /// `packets`: how many were read in all (chunks already taken included).
+    /// Decodes records from `data` (see `pcap_records`), in the file's byte order.
     fn records_of(
         &mut self,
         data: &[u8],
@@ -153,6 +152,8 @@ impl PcapCursor {
         Ok(())
     }
 
+    /// The capture, once `advance` reached the end (`columns`: those not yet taken).
+    /// `packets`: how many were read in all (chunks already taken included).
     pub(crate) fn finish(
         &self,
         columns: Columns,
