@@ -30,7 +30,9 @@ then prints for each mix:
   the page cache first): the physical limit of a command reading them cold.
 Each figure is the median of `--repeat` runs; the whole command's runs (in memory and
 streaming) and dpkt's take turns, round after round, so that the ratios compare runs made
-under the same conditions.
+under the same conditions. Each timed run of the command follows an untimed one; on a
+virtual machine that hands freed memory back to its host, the untimed run follows a pause
+and is printed too, as a first run after a pause (`benchmarks.command_runs` says why).
 
 `--pair-packets N` instead generates a pair of N ingress packets (and their egress twins)
 slice by slice into a temporary folder (`--tmpdir`; about 150 bytes a packet each; or
