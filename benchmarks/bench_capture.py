@@ -274,7 +274,7 @@ def big_pair(args: argparse.Namespace) -> None:
         print(
             f"  {what}: {wall:.1f} s, {n_both / wall / 1e6:.2f} M packets/s, "
             f"{n_both / wall / reference:,.0f}x dpkt; CPU (user + sys, all threads) "
-            f"{runs.cpu_s:.1f} s; peak memory {peak / 1e6:,.0f} MB "
+            f"{runs.cpu_s:.1f} s (system {runs.sys_s:.1f} s); peak memory {peak / 1e6:,.0f} MB "
             f"({peak / n_both:,.1f} bytes a packet)"
         )
     print(
@@ -370,7 +370,8 @@ def measure_mix(
     for how, runs in (("", whole), (" streaming", streamed)):
         print(
             f"peak memory{how}: {runs.peak_bytes / 1e6:,.0f} MB "
-            f"({runs.peak_bytes / n_both:,.0f} bytes per packet); CPU {runs.cpu_s:.2f} s"
+            f"({runs.peak_bytes / n_both:,.0f} bytes per packet); CPU {runs.cpu_s:.2f} s "
+            f"(system {runs.sys_s:.2f} s)"
         )
     if args.disk:
         print(

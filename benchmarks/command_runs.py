@@ -68,18 +68,21 @@ def reports_free_memory(balloons: Path = _BALLOONS) -> bool:
 
 @dataclass(frozen=True)
 class Runs:
-    """The timed runs of one command line: medians, the largest peak, and the untimed run
-    before them (NaN when there was none)."""
+    """The timed runs of one command line: medians (CPU time: user and system, all
+    threads; system time alone, where the host's taking back freed memory shows), the
+    largest peak, and the untimed run before them (NaN when there was none)."""
 
     wall_s: float
     cpu_s: float
+    sys_s: float
     peak_bytes: int
     first_wall_s: float = float("nan")
 
 
-def children_cpu_s() -> float:
+def children_cpu_s() -> tuple[float, float]:
+    """CPU time of the children waited for so far: (user + system, system)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime, usage.ru_stime
 
 
 def run_process(argv: list[str]) -> float:
@@ -128,14 +131,17 @@ def whole_command(
         if reports_free_memory():
             time.sleep(REPORT_WAIT_S)
         first = run_process(argv)
-    times, cpus, peaks = [], [], []
+    times, cpus, syss, peaks = [], [], [], []
     for _ in range(repeat):
         clear()
-        cpu = children_cpu_s()
+        cpu, sys_ = children_cpu_s()
         times.append(run_process(argv))
-        cpus.append(children_cpu_s() - cpu)
+        cpu_after, sys_after = children_cpu_s()
+        cpus.append(cpu_after - cpu)
+        syss.append(sys_after - sys_)
         peaks.append(int(peak_file.read_text()) * 1024)
-    return Runs(statistics.median(times), statistics.median(cpus), max(peaks), first)
+    median = statistics.median
+    return Runs(median(times), median(cpus), median(syss), max(peaks), first)
 
 
 def medians(runs: list[Runs]) -> Runs:
@@ -144,6 +150,7 @@ def medians(runs: list[Runs]) -> Runs:
     return Runs(
         statistics.median(r.wall_s for r in runs),
         statistics.median(r.cpu_s for r in runs),
+        statistics.median(r.sys_s for r in runs),
         max(r.peak_bytes for r in runs),
         statistics.median(r.first_wall_s for r in runs),
     )
