@@ -29,13 +29,14 @@ with other work, CPU times say more than wall times.
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.command_runs import children_cpu_s
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,16 +68,11 @@ write_runs_from_files("timeseries", runs, style, sys.stderr)
 """
 
 
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measure(argv: list[str], repeat: int) -> tuple[float, float]:
     """Median wall and CPU seconds of ``argv`` in a fresh process, after one untimed run."""
     walls, cpus = [], []
     for i in range(repeat + 1):
-        cpu = _children_cpu_s()
+        cpu, _ = children_cpu_s()
         start = time.perf_counter()
         proc = subprocess.run(argv, capture_output=True, check=False)
         wall = time.perf_counter() - start
@@ -84,7 +80,7 @@ def measure(argv: list[str], repeat: int) -> tuple[float, float]:
             raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stderr.decode()[-2000:]}")
         if i:
             walls.append(wall)
-            cpus.append(_children_cpu_s() - cpu)
+            cpus.append(children_cpu_s()[0] - cpu)
     return statistics.median(walls), statistics.median(cpus)
 
 

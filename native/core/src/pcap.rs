@@ -110,9 +110,9 @@ pub fn read_file(path: &Path) -> Result<Capture, ReadError> {
 
 /// Bytes a classic pcap file is read at a time (small in tests, so that records straddle
 /// the buffer's end). Small enough that the bytes just copied are still in the core's
-/// second-level cache when decoded: the whole command on the benchmark's pairs, alternated
-/// builds, was fastest with 256 KiB (1 MiB and 64-128 KiB slower; 64 KiB also more system
-/// time, from four times the calls).
+/// second-level cache when decoded. The whole command on the benchmark's pairs, alternated
+/// builds: 256 KiB faster than 1 MiB in one set, within the noise of 64-128 KiB in another
+/// (64 KiB with more system time, from four times the calls).
 const READ_BUFFER: usize = if cfg!(test) { 1000 } else { 256 << 10 };
 
 /// Reads a classic pcap file through a small buffer with `read`; None (the file's position
