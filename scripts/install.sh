@@ -163,6 +163,10 @@ else
   # A venv that held other packages before keeps them: say so (runs record it too).
   PYTHONPATH=src "$venv/bin/python" -m cganalysis.dependencies check | sed 's/^/install.sh: /'
 fi
+# Byte-compiled as a wheel's install is: where bytecode is not written on import
+# (PYTHONDONTWRITEBYTECODE, a read-only checkout) each command would compile its modules
+# again, milliseconds of a command that takes a few tenths of a second.
+"$venv/bin/python" -m compileall -q src/cganalysis >/dev/null
 "$venv/bin/python" -c "import cganalysis._native" || {
   echo "install.sh: the native extension did not build; see the pip output above" >&2
   exit 1

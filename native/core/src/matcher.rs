@@ -12,6 +12,10 @@
 //!    pairing keeps every pair causal and minimises the largest delay, so it never breaks
 //!    the window either.
 
+mod partitioned;
+
+use partitioned::partition_keys;
+pub(crate) use partitioned::{match_partitioned, Partitioner};
 use std::borrow::Cow;
 
 /// Timestamp of a packet whose block carries none (pcapng simple packet block).
@@ -37,66 +41,18 @@ pub(crate) struct Rec {
     pub(crate) idx: u64,
 }
 
-/// The packets with a timestamp (`ts(row)`, `key[row]`), ordered by (key, timestamp, row).
-///
-/// Keys are hashes (uniform bits), so two counting-sort passes on their top bits spread
-/// them into buckets of a few records, each then sorted on its own. Records carry their
-/// time, so the walk over groups that follows reads memory in order instead of jumping
-/// around the input columns. These choices set the matcher's speed (a comparison sort of
-/// indices was several times slower; sorting the records in place, cycle by cycle, three
-/// times slower: each move waits for the load before it):
-/// - the first pass places each record in one of [`PARTITIONS`], gathered a few at a time
-///   per partition so that each write fills cache lines (one pass straight into ~2^16
-///   buckets wrote each record to a line of its own, missing the cache each time: three
-///   quarters of the sort);
-/// - the second sorts each partition (~10,000 records, held in the core's second-level
-///   cache) into buckets of about two records by the next bits, whose sort is then a
-///   comparison or two.
-pub(crate) fn sorted_records(key: &[u64], ts: impl Fn(usize) -> i64) -> Vec<Rec> {
-    // Counted and scattered straight from the columns: collecting the records first and
-    // sorting them into a second vector held both at once (24 bytes a packet each).
-    let valid = || {
-        key.iter().enumerate().filter_map(|(i, &key)| {
-            let ts = ts(i);
-            (ts != NO_TIMESTAMP).then_some(Rec {
-                key,
-                ts,
-                idx: i as u64,
-            })
-        })
-    };
-    let mut starts = [0usize; PARTITIONS + 1];
-    for r in valid() {
-        starts[partition(r.key) + 1] += 1;
-    }
-    for b in 1..starts.len() {
-        starts[b] += starts[b - 1];
-    }
-    let total = starts[PARTITIONS];
-    let mut out: Vec<Rec> = Vec::with_capacity(total);
-    let placed = place_gathered(valid(), &starts, out.spare_capacity_mut());
-    assert!(
-        placed.iter().zip(&starts[1..]).all(|(f, s)| f == s),
-        "the records changed between counting and placing them"
-    );
-    // SAFETY: partition p's slots starts[p]..starts[p + 1] were each written once
-    // (placed[p] ran from starts[p] to starts[p + 1], checked above), and the partitions
-    // tile 0..total.
-    unsafe { out.set_len(total) };
-    // About 2 records a bucket (fewer sorted faster than 4 or 8 in the second pass; the
-    // counts, 64 KiB for 2 M records, stay in cache): the bits below the partition's.
-    let bits = (usize::BITS - (total / 2).leading_zeros()).clamp(PARTITION_BITS, 32);
-    let largest = starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-    let mut scratch = Vec::with_capacity(largest);
-    let mut counts = vec![0usize; (1 << (bits - PARTITION_BITS)) + 1];
-    for w in starts.windows(2) {
-        sort_partition(&mut out[w[0]..w[1]], bits, &mut scratch, &mut counts);
-    }
-    out
-}
-
+// How records are sorted by (key, time, row) sets the matcher's speed: a comparison sort
+// of indices was several times slower, sorting the records in place, cycle by cycle,
+// three times slower (each move waits for the load before it). Records carry their time,
+// so the walk over groups reads memory in order instead of jumping around the columns.
+// Keys are hashes (uniform bits), so records are first spread by their top bits into
+// [`PARTITIONS`] (`partitioned`), gathered a few at a time per partition so that each
+// write fills cache lines (one pass straight into ~2^16 buckets wrote each record to a
+// line of its own, missing the cache each time: three quarters of the sort); each
+// partition (~10,000 records, held in the core's second-level cache) is then sorted into
+// buckets of about two records by the next bits, whose sort is a comparison or two.
 const PARTITION_BITS: u32 = 8;
-/// The first pass's partitions (by a key's top bits).
+/// The partitions (by a key's top bits).
 const PARTITIONS: usize = 1 << PARTITION_BITS;
 /// Records gathered per partition before they are written together (192 bytes, three
 /// cache lines; all partitions' 48 KiB stay in the core's caches).
@@ -104,38 +60,6 @@ const GATHER: usize = 8;
 
 fn partition(key: u64) -> usize {
     (key >> (64 - PARTITION_BITS)) as usize
-}
-
-/// Writes each record at the next slot of its partition (`starts[p]` on), gathering
-/// [`GATHER`] of a partition before writing them; returns where each partition's slots
-/// ended.
-fn place_gathered(
-    records: impl Iterator<Item = Rec>,
-    starts: &[usize; PARTITIONS + 1],
-    slots: &mut [std::mem::MaybeUninit<Rec>],
-) -> [usize; PARTITIONS] {
-    let mut fill: [usize; PARTITIONS] = std::array::from_fn(|p| starts[p]);
-    let mut gathered = vec![[Rec::default(); GATHER]; PARTITIONS];
-    let mut held = [0usize; PARTITIONS];
-    let mut write = |p: usize, recs: &[Rec]| {
-        for (slot, r) in slots[fill[p]..fill[p] + recs.len()].iter_mut().zip(recs) {
-            slot.write(*r);
-        }
-        fill[p] += recs.len();
-    };
-    for r in records {
-        let p = partition(r.key);
-        gathered[p][held[p]] = r;
-        held[p] += 1;
-        if held[p] == GATHER {
-            write(p, &gathered[p]);
-            held[p] = 0;
-        }
-    }
-    for p in 0..PARTITIONS {
-        write(p, &gathered[p][..held[p]]);
-    }
-    fill
 }
 
 /// Sorts one partition by (key, time, row): counted into buckets by the key's `bits`
@@ -224,48 +148,24 @@ pub(crate) fn match_keys(
     eg_ts: impl Fn(usize) -> i64 + Send,
     max_delay_ns: i64,
 ) -> Pairs {
-    assert!(max_delay_ns >= 0, "max_delay_ns must not be negative");
     let (n_in, n_eg) = (in_key.len(), eg_key.len());
-    assert!(
-        n_in < NONE as usize && n_eg < NONE as usize,
-        "too many packets for one capture"
-    );
-    // The two sorts are independent and most of the work: one on another core.
+    // The two sides are independent: one on another core.
     let (ins, egs) = std::thread::scope(|scope| {
-        let egs = scope.spawn(|| sorted_records(&eg_key, eg_ts));
-        let ins = sorted_records(&in_key, in_ts);
+        let egs = scope.spawn(|| partition_keys(&eg_key, eg_ts));
+        let ins = partition_keys(&in_key, in_ts);
         (
             ins,
-            egs.join().expect("sorting the egress records panicked"),
+            egs.join()
+                .expect("partitioning the egress records panicked"),
         )
     });
     // The records hold the keys now: keys handed over are freed before the verdicts'
-    // arrays are made, which then take their memory instead of fresh pages (8 bytes a
-    // packet).
+    // arrays are made, which then take their memory instead of fresh pages.
     drop((in_key, eg_key));
-    let mut result = Pairs {
-        in_to_eg: vec![NONE; n_in],
-        eg_to_in: vec![NONE; n_eg],
-        reverse_twin: vec![false; n_eg],
-    };
-    // The walk writes each verdict at its packet's row, random writes into three arrays.
-    // Split at a key (a key's records never straddle the split), the two halves go on two
-    // cores (the pairing step: 0.065 -> 0.054 s for 4 M packets).
-    let pivot = ins.get(ins.len() / 2).map_or(u64::MAX, |r| r.key);
-    let (si, sj) = (
-        ins.partition_point(|r| r.key < pivot),
-        egs.partition_point(|r| r.key < pivot),
-    );
-    let out = Verdicts::new(&mut result);
-    std::thread::scope(|scope| {
-        let upper = scope.spawn(|| walk(&ins[si..], &egs[sj..], max_delay_ns, &out));
-        walk(&ins[..si], &egs[..sj], max_delay_ns, &out);
-        upper.join().expect("pairing the upper keys panicked");
-    });
-    result
+    match_partitioned(ins, egs, n_in, n_eg, max_delay_ns)
 }
 
-/// Where the walks write: `Pairs`' arrays, shared by the two walks.
+/// Where the walks write: `Pairs`' arrays, shared by the walks of all partitions.
 struct Verdicts {
     in_to_eg: *mut u32,
     eg_to_in: *mut u32,
@@ -275,7 +175,7 @@ struct Verdicts {
 }
 
 // SAFETY: the walks write disjoint elements (see `Verdicts::set`); nothing reads the
-// arrays until both have ended.
+// arrays until all have ended.
 unsafe impl Sync for Verdicts {}
 
 impl Verdicts {
@@ -322,8 +222,7 @@ fn run_len(recs: &[Rec]) -> usize {
 }
 
 /// Walks two runs of records sorted by key, pairing the groups of equal keys.
-fn walk(ins: &[Rec], egs: &[Rec], max_delay_ns: i64, out: &Verdicts) {
-    let mut scratch = Scratch::default();
+fn walk(ins: &[Rec], egs: &[Rec], max_delay_ns: i64, out: &Verdicts, scratch: &mut Scratch) {
     let (mut i, mut j) = (0usize, 0usize);
     while i < ins.len() && j < egs.len() {
         let (ki, kj) = (ins[i].key, egs[j].key);
@@ -339,7 +238,7 @@ fn walk(ins: &[Rec], egs: &[Rec], max_delay_ns: i64, out: &Verdicts) {
         let group_eg = &egs[j..j + run_len(&egs[j..])];
         i += group_in.len();
         j += group_eg.len();
-        pair_group(group_in, group_eg, max_delay_ns, &mut scratch, |a, b| {
+        pair_group(group_in, group_eg, max_delay_ns, scratch, |a, b| {
             out.set(a, b)
         });
     }

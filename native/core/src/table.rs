@@ -21,10 +21,9 @@ pub use flowstats::{Delays, Flow, FlowStats, KEEP_DELAYS, QUANTILES};
 pub(crate) use sources::Captures;
 
 use crate::keys::{identity_key, KIND_OTHER, KIND_RTP, KIND_TCP};
-use crate::matcher::{match_keys, Pairs, NONE};
+use crate::matcher::{match_partitioned, Pairs, Partitioner, Rec, NONE};
 use crate::pcap::{Capture, NO_FLOW, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -116,6 +115,38 @@ impl<'a> Point<'a> {
         streams: &rtp::Streams,
         ingress: bool,
     ) -> (Point<'a>, Vec<u64>) {
+        let mut keys = Vec::with_capacity(cap.columns.len());
+        let p = Point::build(cap, streams, ingress, |_, _, key| keys.push(key));
+        (p, keys)
+    }
+
+    /// The point as [`Point::new`] makes it, with the matcher's records (each IP row's
+    /// key and time, rows without a time left out) placed in their partitions as they are
+    /// made instead of its keys.
+    pub(crate) fn with_records(
+        cap: &'a Capture,
+        streams: &rtp::Streams,
+        ingress: bool,
+    ) -> (Point<'a>, Partitioner) {
+        let t_ns = &cap.columns.t_ns;
+        let mut recs = Partitioner::with_capacity(t_ns.len());
+        let p = Point::build(cap, streams, ingress, |k, row, key| {
+            let ts = t_ns[row];
+            if ts != NO_TIMESTAMP {
+                recs.push(Rec { key, ts, idx: k });
+            }
+        });
+        (p, recs)
+    }
+
+    /// The point, each IP row's identity key given to `key(ip_row, capture_row, key)`.
+    #[inline(always)]
+    fn build(
+        cap: &'a Capture,
+        streams: &rtp::Streams,
+        ingress: bool,
+        mut key: impl FnMut(u64, usize, u64),
+    ) -> Point<'a> {
         let c = &cap.columns;
         let n = c.len();
         let flows = cap.flows.len() as u32;
@@ -125,7 +156,6 @@ impl<'a> Point<'a> {
             stream: Vec::with_capacity(if ingress { n } else { 0 }),
             rtp_by_row: Vec::with_capacity(if ingress { n } else { 0 }),
         };
-        let mut keys = Vec::with_capacity(n);
         let or0 = |has: bool, v: u32| if has { v } else { 0 };
         let mut numbers = rtp::StreamNumbers::new(streams);
         for i in 0..n {
@@ -136,6 +166,7 @@ impl<'a> Point<'a> {
             if c.flow_idx[i] == NO_FLOW {
                 continue; // not IP
             }
+            let k = p.rows.len() as u64;
             p.rows.push(i as u32);
             if ingress {
                 p.stream.push(number.map_or(c.flow_idx[i], |s| flows + s));
@@ -147,7 +178,7 @@ impl<'a> Point<'a> {
             } else {
                 KIND_OTHER
             };
-            keys.push(identity_key(
+            let id = identity_key(
                 kind,
                 cap.flows.hashes[c.flow_idx[i] as usize],
                 or0(c.has_ip_id[i], c.ip_id[i]),
@@ -157,9 +188,10 @@ impl<'a> Point<'a> {
                 c.rtp_ssrc(i),
                 c.rtp_seq(i),
                 u64::from(c.l4_hash[i]),
-            ));
+            );
+            key(k, i, id);
         }
-        (p, keys)
+        p
     }
 
     /// The capture time of IP row `k`.
@@ -185,10 +217,10 @@ pub fn match_pair(
     let streams = rtp::classify(ingress);
     clock.lap("RTP streams");
     // Each point's IP rows and records (identity keys), one point per core.
-    let ((ing, ing_keys), (eg, eg_keys)) = std::thread::scope(|s| {
-        let eg = s.spawn(|| Point::new(egress, &streams, false));
+    let ((ing, ing_recs), (eg, eg_recs)) = std::thread::scope(|s| {
+        let eg = s.spawn(|| Point::with_records(egress, &streams, false));
         (
-            Point::new(ingress, &streams, true),
+            Point::with_records(ingress, &streams, true),
             eg.join().expect("identity keys"),
         )
     });
@@ -198,11 +230,11 @@ pub fn match_pair(
         }
     }
     clock.lap("identity keys");
-    let m = match_keys(
-        Cow::Owned(ing_keys),
-        |k| ing.t(k),
-        Cow::Owned(eg_keys),
-        |k| eg.t(k),
+    let m = match_partitioned(
+        ing_recs,
+        eg_recs,
+        ing.rows.len(),
+        eg.rows.len(),
         opts.max_delay_ns,
     );
     clock.lap("pairing");

@@ -46,7 +46,8 @@ pub(super) fn width(max_delay_ns: i64) -> i64 {
 /// Each bucket's records are sorted by radix straight from the columns: counted by bucket
 /// and by their keys' top bits (keys are hashes), placed once, and each slot of a few dozen
 /// then sorted where it lies. A chunk's records fit in the caches that one pass writes
-/// into; a whole capture's do not, and `matcher::sorted_records` makes two passes.
+/// into; a whole capture's do not, and `matcher::partitioned` spreads them over partitions
+/// first.
 /// (Gathering each bucket's records first, then copying their keys out, sorting those and
 /// looking each record up again cost twice as much: the records went through memory five
 /// times instead of once.)
