@@ -62,31 +62,37 @@ fn partition(key: u64) -> usize {
     (key >> (64 - PARTITION_BITS)) as usize
 }
 
-/// Sorts one partition by (key, time, row): counted into buckets by the key's `bits`
-/// top bits below the partition's, then each bucket sorted. `scratch` holds a copy of the
-/// partition; `counts` has a slot per bucket and one more.
-fn sort_partition(part: &mut [Rec], bits: u32, scratch: &mut Vec<Rec>, counts: &mut [usize]) {
+/// One partition's records sorted by (key, time, row) into `out`: counted into buckets by
+/// the key's `bits` top bits below the partition's, placed, then each bucket sorted.
+/// `counts` has a slot per bucket and one more.
+fn sort_partition(part: &[Rec], bits: u32, out: &mut Vec<Rec>, counts: &mut [usize]) {
     let mask = (1usize << (bits - PARTITION_BITS)) - 1;
     let bucket = |r: &Rec| (r.key >> (64 - bits)) as usize & mask;
-    scratch.clear();
-    scratch.extend_from_slice(part);
     counts.fill(0);
-    for r in scratch.iter() {
+    for r in part {
         counts[bucket(r) + 1] += 1;
     }
     for b in 1..counts.len() {
         counts[b] += counts[b - 1];
     }
+    out.clear();
+    out.reserve(part.len());
+    let slots = &mut out.spare_capacity_mut()[..part.len()];
     // counts[b] is bucket b's next slot while placing, then its end (= bucket b + 1's start)
-    for r in scratch.iter() {
+    for r in part {
         let b = bucket(r);
-        part[counts[b]] = *r;
+        slots[counts[b]].write(*r);
         counts[b] += 1;
     }
+    assert_eq!(counts[counts.len() - 2], part.len(), "buckets miscounted");
+    // SAFETY: the buckets tile 0..part.len() (counted from the same records, the last one
+    // ends at part.len(): checked), and each record went to the next slot of its bucket,
+    // so every slot was written once.
+    unsafe { out.set_len(part.len()) };
     let mut begin = 0;
     for &end in &counts[..counts.len() - 1] {
         if end - begin > 1 {
-            part[begin..end].sort_unstable_by_key(|r| (r.key, r.ts, r.idx));
+            out[begin..end].sort_unstable_by_key(|r| (r.key, r.ts, r.idx));
         }
         begin = end;
     }

@@ -153,12 +153,12 @@ struct Partitions {
 /// One partition's records: where they lie in the slab, or copied out to be joined with
 /// its spill.
 enum Part<'a> {
-    Slab(&'a mut [Rec]),
+    Slab(&'a [Rec]),
     Joined(Vec<Rec>),
 }
 
 impl Part<'_> {
-    fn recs(&mut self) -> &mut [Rec] {
+    fn recs(&self) -> &[Rec] {
         match self {
             Part::Slab(s) => s,
             Part::Joined(v) => v,
@@ -174,15 +174,13 @@ impl Partitions {
 
     /// Each partition's records, in partition order.
     fn parts(&mut self) -> Vec<Part<'_>> {
-        let mut rest: &mut [MaybeUninit<Rec>] = &mut self.slab;
         let mut parts = Vec::with_capacity(PARTITIONS);
-        for (placed, spill) in self.placed.iter().zip(&mut self.spill) {
-            let (room, after) = std::mem::take(&mut rest).split_at_mut(self.room);
-            rest = after;
-            let filled = &mut room[..*placed];
+        let rooms = self.slab.chunks_exact(self.room);
+        for ((room, placed), spill) in rooms.zip(&self.placed).zip(&mut self.spill) {
+            let filled = &room[..*placed];
             // SAFETY: a partition's first `placed` slots were written (`Partitioner::write`),
             // and MaybeUninit<Rec> has Rec's layout.
-            let filled = unsafe { &mut *(filled as *mut [MaybeUninit<Rec>] as *mut [Rec]) };
+            let filled = unsafe { &*(filled as *const [MaybeUninit<Rec>] as *const [Rec]) };
             parts.push(if spill.is_empty() {
                 Part::Slab(filled)
             } else {
@@ -221,7 +219,8 @@ pub(crate) fn match_partitioned(
     let jobs: Vec<(Part<'_>, Part<'_>)> = ins.parts().into_iter().zip(egs.parts()).collect();
     let jobs = Mutex::new(jobs);
     let work = || {
-        let (mut scratch, mut walk_scratch) = (Vec::new(), Scratch::default());
+        let (mut sorted_in, mut sorted_eg) = (Vec::new(), Vec::new());
+        let mut walk_scratch = Scratch::default();
         let mut counts = (
             vec![0usize; (1 << (bits.0 - PARTITION_BITS)) + 1],
             vec![0usize; (1 << (bits.1 - PARTITION_BITS)) + 1],
@@ -229,10 +228,16 @@ pub(crate) fn match_partitioned(
         loop {
             // Nothing panics while the lock is held.
             let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            let Some((mut i, mut e)) = job else { break };
-            sort_partition(i.recs(), bits.0, &mut scratch, &mut counts.0);
-            sort_partition(e.recs(), bits.1, &mut scratch, &mut counts.1);
-            walk(i.recs(), e.recs(), max_delay_ns, &out, &mut walk_scratch);
+            let Some((i, e)) = job else { break };
+            sort_partition(i.recs(), bits.0, &mut sorted_in, &mut counts.0);
+            sort_partition(e.recs(), bits.1, &mut sorted_eg, &mut counts.1);
+            walk(
+                &sorted_in,
+                &sorted_eg,
+                max_delay_ns,
+                &out,
+                &mut walk_scratch,
+            );
         }
     };
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
@@ -267,11 +272,11 @@ pub(crate) fn partition_keys(key: &[u64], ts: impl Fn(usize) -> i64) -> Partitio
 pub(crate) fn sorted(recs: Partitioner) -> Vec<Rec> {
     let mut p = recs.finish();
     let bits = p.sort_bits();
-    let (mut scratch, mut counts) = (Vec::new(), vec![0; (1 << (bits - PARTITION_BITS)) + 1]);
+    let (mut sorted, mut counts) = (Vec::new(), vec![0; (1 << (bits - PARTITION_BITS)) + 1]);
     let mut all = Vec::new();
-    for mut part in p.parts() {
-        sort_partition(part.recs(), bits, &mut scratch, &mut counts);
-        all.extend_from_slice(part.recs());
+    for part in p.parts() {
+        sort_partition(part.recs(), bits, &mut sorted, &mut counts);
+        all.extend_from_slice(&sorted);
     }
     all
 }
