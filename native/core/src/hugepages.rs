@@ -20,10 +20,15 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
-/// Blocks this large or larger are mapped on their own: from one huge page on. A capture's
-/// one-byte columns (~2 MB each for 2 M packets) were below the 4 MiB this was, and faulted
-/// in 4 KiB at a time cost reading both benchmark captures ~10 ms.
-pub const LARGE_BYTES: usize = 2 << 20;
+/// Blocks this large or larger are mapped on their own (see [`mapped_len`]: from 256 KiB
+/// past a huge page boundary, on a whole huge page). Blocks of half a MiB to 2 MiB come and
+/// go by the hundred: the Parquet writer's per-chunk buffers (a row group's 4-byte values,
+/// 1 MiB) and a streaming match's chunk columns (0.5-1 MiB each), which the C allocator
+/// served from fresh 4 KiB pages time and again. With the threshold at 2 MiB the in-memory
+/// match of the benchmark's mix B took 8 k page faults and the forced streaming one 55 k;
+/// at 512 KiB, 4 k and 13 k (0.357 -> 0.332 s and 0.70 -> 0.58 s; a streaming match holds
+/// ~100 MB more, its columns on whole huge pages).
+pub const LARGE_BYTES: usize = 512 << 10;
 const HUGE_PAGE: usize = 2 << 20;
 const PAGE: usize = 4096;
 
