@@ -6,7 +6,8 @@
 //! doubling of a growing column copied (the C allocator serves blocks below its adaptive
 //! threshold, up to 32 MiB, from its heap, where `realloc` copies). Blocks of at least
 //! [`LARGE_BYTES`] are therefore mapped here on their own:
-//! - aligned to 2 MiB and marked `MADV_HUGEPAGE`, so the kernel backs them with 2 MiB pages
+//! - aligned to 2 MiB, in whole 2 MiB pages unless the last would hold little of the block
+//!   (`mapped_len`), and marked `MADV_HUGEPAGE`, so the kernel backs them with 2 MiB pages
 //!   (512 times fewer faults) where the system allows it (`transparent_hugepage/enabled`
 //!   set to `madvise` or `always`; elsewhere the advice is ignored);
 //! - grown with `mremap`, which moves page tables instead of copying bytes;
