@@ -15,7 +15,7 @@
 mod partitioned;
 
 use partitioned::partition_keys;
-pub(crate) use partitioned::{match_partitioned, Partitioner};
+pub(crate) use partitioned::{match_partitioned, Partitioner, Partitions};
 use std::borrow::Cow;
 
 /// Timestamp of a packet whose block carries none (pcapng simple packet block).

@@ -21,7 +21,7 @@ pub use flowstats::{Delays, Flow, FlowStats, KEEP_DELAYS, QUANTILES};
 pub(crate) use sources::Captures;
 
 use crate::keys::{identity_key, KIND_OTHER, KIND_RTP, KIND_TCP};
-use crate::matcher::{match_partitioned, Pairs, Partitioner, Rec, NONE};
+use crate::matcher::{match_partitioned, Pairs, Partitioner, Partitions, Rec, NONE};
 use crate::pcap::{Capture, NO_FLOW, NO_TIMESTAMP};
 use crate::wordhash::WordMap;
 use std::collections::{HashMap, HashSet};
@@ -127,7 +127,7 @@ impl<'a> Point<'a> {
         cap: &'a Capture,
         streams: &rtp::Streams,
         ingress: bool,
-    ) -> (Point<'a>, Partitioner) {
+    ) -> (Point<'a>, Partitions) {
         let t_ns = &cap.columns.t_ns;
         let mut recs = Partitioner::with_capacity(t_ns.len());
         let p = Point::build(cap, streams, ingress, |k, row, key| {
@@ -136,7 +136,7 @@ impl<'a> Point<'a> {
                 recs.push(Rec { key, ts, idx: k });
             }
         });
-        (p, recs)
+        (p, recs.finish())
     }
 
     /// The point, each IP row's identity key given to `key(ip_row, capture_row, key)`.

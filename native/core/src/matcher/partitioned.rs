@@ -7,10 +7,10 @@
 //! [`GATHER`] at a time per partition and written as whole cache lines with streaming
 //! stores: no key vector, no counting pass, no pass that reads the keys back to place
 //! them (a sort of the whole key vector made all three). Then partition by partition, on
-//! every core, both sides' records are sorted (see [`sort_partition`]) and walked while in
-//! the core's cache. From identity keys to verdicts, the benchmark's mix B (2.3 M + 2.0 M
-//! packets): 0.092-0.115 s -> 0.083-0.088 s, 0.17-0.22 -> 0.16 s of CPU; streaming stores
-//! alone took the partitioning from 0.060 to 0.044 s.
+//! every core, both sides' records are sorted out of place into buffers of that core (see
+//! [`sort_partition`]) and walked while there. From identity keys to verdicts, the
+//! benchmark's mix B (2.3 M + 2.0 M packets): 0.092-0.115 s -> 0.078 s, 0.17-0.22 -> 0.15 s
+//! of CPU; streaming stores alone took the partitioning from 0.060 to 0.044 s.
 //!
 //! A partition's room in the slab is its expected share and a margin of many standard
 //! deviations; records past it (many packets with one key: duplicates, a flood of one
@@ -92,8 +92,9 @@ impl Partitioner {
         self.held[p] = 0;
     }
 
-    /// Each partition's records, in the order they came.
-    fn finish(mut self) -> Partitions {
+    /// Each partition's records, in the order they came. Called on the thread that pushed
+    /// them: its streaming stores are fenced there, before other threads read the slab.
+    pub(crate) fn finish(mut self) -> Partitions {
         for p in 0..PARTITIONS {
             self.write(p, usize::from(self.held[p]));
         }
@@ -142,7 +143,7 @@ fn stream_line(dst: &mut [MaybeUninit<Rec>], recs: &[Rec]) -> bool {
 }
 
 /// A side's records, partitioned and complete.
-struct Partitions {
+pub(crate) struct Partitions {
     slab: Vec<MaybeUninit<Rec>>,
     room: usize,
     placed: Vec<usize>,
@@ -167,7 +168,8 @@ impl Part<'_> {
 }
 
 impl Partitions {
-    /// The bits a partition's sort buckets by: about two records a bucket.
+    /// The bits a partition's sort buckets by: about two records a bucket (fewer sorted
+    /// faster than four or eight; the counts, 64 KiB for 2 M records, stay in cache).
     fn sort_bits(&self) -> u32 {
         (usize::BITS - (self.total / 2).leading_zeros()).clamp(PARTITION_BITS, 32)
     }
@@ -197,8 +199,8 @@ impl Partitions {
 /// module). Partitions are taken by whichever core is free, both sides' sorted and walked
 /// together.
 pub(crate) fn match_partitioned(
-    ins: Partitioner,
-    egs: Partitioner,
+    mut ins: Partitions,
+    mut egs: Partitions,
     n_in: usize,
     n_eg: usize,
     max_delay_ns: i64,
@@ -208,7 +210,6 @@ pub(crate) fn match_partitioned(
         n_in < NONE as usize && n_eg < NONE as usize,
         "too many packets for one capture"
     );
-    let (mut ins, mut egs) = (ins.finish(), egs.finish());
     let bits = (ins.sort_bits(), egs.sort_bits());
     let mut result = Pairs {
         in_to_eg: vec![NONE; n_in],
@@ -252,7 +253,7 @@ pub(crate) fn match_partitioned(
 }
 
 /// Partitions `key` (with times `ts(row)`; rows without one left out) as a point does.
-pub(crate) fn partition_keys(key: &[u64], ts: impl Fn(usize) -> i64) -> Partitioner {
+pub(crate) fn partition_keys(key: &[u64], ts: impl Fn(usize) -> i64) -> Partitions {
     let mut recs = Partitioner::with_capacity(key.len());
     for (i, &key) in key.iter().enumerate() {
         let ts = ts(i);
@@ -264,13 +265,12 @@ pub(crate) fn partition_keys(key: &[u64], ts: impl Fn(usize) -> i64) -> Partitio
             });
         }
     }
-    recs
+    recs.finish()
 }
 
 /// All records of `recs`, sorted by (key, time, row): what the match walks.
 #[cfg(test)]
-pub(crate) fn sorted(recs: Partitioner) -> Vec<Rec> {
-    let mut p = recs.finish();
+pub(crate) fn sorted(mut p: Partitions) -> Vec<Rec> {
     let bits = p.sort_bits();
     let (mut sorted, mut counts) = (Vec::new(), vec![0; (1 << (bits - PARTITION_BITS)) + 1]);
     let mut all = Vec::new();
