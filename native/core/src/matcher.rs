@@ -107,6 +107,8 @@ pub struct Pairs {
     pub in_to_eg: Vec<u32>,
     pub eg_to_in: Vec<u32>,
     pub reverse_twin: Vec<bool>,
+    /// The largest time through the bottleneck of a pair (0 when none).
+    pub largest_delay_ns: i64,
 }
 
 pub fn match_points(
@@ -227,8 +229,10 @@ fn run_len(recs: &[Rec]) -> usize {
     recs.iter().take_while(|r| r.key == k).count()
 }
 
-/// Walks two runs of records sorted by key, pairing the groups of equal keys.
-fn walk(ins: &[Rec], egs: &[Rec], max_delay_ns: i64, out: &Verdicts, scratch: &mut Scratch) {
+/// Walks two runs of records sorted by key, pairing the groups of equal keys; returns the
+/// largest delay of a pair (0 when none).
+fn walk(ins: &[Rec], egs: &[Rec], max_delay_ns: i64, out: &Verdicts, scratch: &mut Scratch) -> i64 {
+    let mut largest = 0;
     let (mut i, mut j) = (0usize, 0usize);
     while i < ins.len() && j < egs.len() {
         let (ki, kj) = (ins[i].key, egs[j].key);
@@ -244,10 +248,14 @@ fn walk(ins: &[Rec], egs: &[Rec], max_delay_ns: i64, out: &Verdicts, scratch: &m
         let group_eg = &egs[j..j + run_len(&egs[j..])];
         i += group_in.len();
         j += group_eg.len();
-        pair_group(group_in, group_eg, max_delay_ns, scratch, |a, b| {
-            out.set(a, b)
+        pair_group(group_in, group_eg, max_delay_ns, scratch, |a, twin| {
+            if let Twin::Pair(b) = twin {
+                largest = largest.max(b.ts - a.ts);
+            }
+            out.set(a.idx, twin)
         });
     }
+    largest
 }
 
 /// What `pair_group` found: an (ingress, egress) pair, or an egress packet whose only
@@ -267,23 +275,23 @@ pub(crate) struct Scratch {
 }
 
 /// Pairs the packets of one identity key, each side in (time, row) order: calls
-/// `found(in_idx, Twin::Pair(eg_rec))` for each pair and `found(eg_idx, Twin::Reverse)`
+/// `found(in_rec, Twin::Pair(eg_rec))` for each pair and `found(eg_rec, Twin::Reverse)`
 /// for each egress packet with a reverse twin (see the module documentation).
 pub(crate) fn pair_group(
     group_in: &[Rec],
     group_eg: &[Rec],
     max_delay_ns: i64,
     scratch: &mut Scratch,
-    mut found: impl FnMut(u64, Twin),
+    mut found: impl FnMut(&Rec, Twin),
 ) {
     if group_in.len() == 1 && group_eg.len() == 1 {
         // The common case: one packet in, one out.
         let (a, b) = (group_in[0], group_eg[0]);
         let delay = b.ts - a.ts;
         if (0..=max_delay_ns).contains(&delay) {
-            found(a.idx, Twin::Pair(b));
+            found(&a, Twin::Pair(b));
         } else if delay < 0 && -delay <= max_delay_ns {
-            found(b.idx, Twin::Reverse);
+            found(&b, Twin::Reverse);
         }
         return;
     }
@@ -314,13 +322,13 @@ pub(crate) fn pair_group(
         // No causal twin: is there one just after it (a sign of swapped captures)?
         let later = group_in.partition_point(|x| x.ts <= e.ts);
         if later < group_in.len() && group_in[later].ts - e.ts <= max_delay_ns {
-            found(e.idx, Twin::Reverse);
+            found(e, Twin::Reverse);
         }
     }
     // Pair the chosen ones first in, first out (`chosen_eg` is already in time order).
     chosen_in.sort_unstable_by_key(|r| (r.ts, r.idx));
     for (a, &b) in chosen_in.iter().zip(chosen_eg.iter()) {
-        found(a.idx, Twin::Pair(b));
+        found(a, Twin::Pair(b));
     }
 }
 

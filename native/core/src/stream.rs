@@ -368,15 +368,15 @@ impl Fates {
                 // memory); the twin's time comes with its record, its TOS byte from an
                 // array of one byte a row, small enough to stay in cache.
                 Twin::Pair(b) => {
-                    egs.get_mut(b.idx).twin = a as i64;
-                    *ins.get_mut(a) = InFate {
+                    egs.get_mut(b.idx).twin = a.idx as i64;
+                    *ins.get_mut(a.idx) = InFate {
                         resolved: true,
                         twin: b.idx as i64,
                         twin_ts: b.ts,
                         twin_tos: eg_tos.get(b.idx).expect("a paired row is kept"),
                     };
                 }
-                Twin::Reverse => egs.get_mut(a).reverse = true,
+                Twin::Reverse => egs.get_mut(a.idx).reverse = true,
             },
         );
         for r in group_in {

@@ -255,9 +255,15 @@ pub fn match_pair(
     // Flow ids on another core, while this one measures the rest.
     let (flow_ids, guard_ns, span_ns, truncated_packets_in, eg_alone) = std::thread::scope(|s| {
         let ids = s.spawn(|| FlowIds::number(&ing, &ing_kept, &streams));
-        let guard_ns = opts
-            .end_guard_ns
-            .unwrap_or_else(|| largest_delay_ns(&ing, &eg, &ing_kept, &m.in_to_eg));
+        // The walks measured it over every pair; only pairs of flows that cross the other
+        // way (rare) call for measuring the kept ones again.
+        let guard_ns = opts.end_guard_ns.unwrap_or_else(|| {
+            if reverse.is_empty() {
+                m.largest_delay_ns
+            } else {
+                largest_delay_ns(&ing, &eg, &ing_kept, &m.in_to_eg)
+            }
+        });
         let span_ns = stats_span(egress).or_else(|| packet_span(&eg));
         let truncated = ing
             .rows

@@ -215,13 +215,14 @@ pub(crate) fn match_partitioned(
         in_to_eg: vec![NONE; n_in],
         eg_to_in: vec![NONE; n_eg],
         reverse_twin: vec![false; n_eg],
+        largest_delay_ns: 0,
     };
     let out = Verdicts::new(&mut result);
     let jobs: Vec<(Part<'_>, Part<'_>)> = ins.parts().into_iter().zip(egs.parts()).collect();
     let jobs = Mutex::new(jobs);
     let work = || {
         let (mut sorted_in, mut sorted_eg) = (Vec::new(), Vec::new());
-        let mut walk_scratch = Scratch::default();
+        let (mut walk_scratch, mut largest) = (Scratch::default(), 0);
         let mut counts = (
             vec![0usize; (1 << (bits.0 - PARTITION_BITS)) + 1],
             vec![0usize; (1 << (bits.1 - PARTITION_BITS)) + 1],
@@ -229,26 +230,30 @@ pub(crate) fn match_partitioned(
         loop {
             // Nothing panics while the lock is held.
             let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            let Some((i, e)) = job else { break };
+            let Some((i, e)) = job else {
+                return largest;
+            };
             sort_partition(i.recs(), bits.0, &mut sorted_in, &mut counts.0);
             sort_partition(e.recs(), bits.1, &mut sorted_eg, &mut counts.1);
-            walk(
+            let found = walk(
                 &sorted_in,
                 &sorted_eg,
                 max_delay_ns,
                 &out,
                 &mut walk_scratch,
             );
+            largest = largest.max(found);
         }
     };
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
-    std::thread::scope(|s| {
+    let largest = std::thread::scope(|s| {
         let helpers: Vec<_> = (1..cores).map(|_| s.spawn(work)).collect();
-        work();
-        for h in helpers {
-            h.join().expect("pairing a partition panicked");
-        }
+        let mine = work();
+        helpers.into_iter().fold(mine, |l, h| {
+            l.max(h.join().expect("pairing a partition panicked"))
+        })
     });
+    result.largest_delay_ns = largest;
     result
 }
 

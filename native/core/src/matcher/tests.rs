@@ -150,10 +150,10 @@ fn match_by_groups(
         let Some(egs) = ge.get(key) else { continue };
         pair_group(ins, egs, w, &mut scratch, |a, twin| match twin {
             Twin::Pair(b) => {
-                r.in_to_eg[a as usize] = b.idx as i64;
-                r.eg_to_in[b.idx as usize] = a as i64;
+                r.in_to_eg[a.idx as usize] = b.idx as i64;
+                r.eg_to_in[b.idx as usize] = a.idx as i64;
             }
-            Twin::Reverse => r.reverse_twin[a as usize] = true,
+            Twin::Reverse => r.reverse_twin[a.idx as usize] = true,
         });
     }
     r
@@ -209,6 +209,20 @@ fn partitioned_match_equals_the_match_by_groups() {
             want,
             "{n} packets, {distinct} keys, skewed {skewed}"
         );
+        // The walks' largest delay: that of the pairs found.
+        let largest = (0..n)
+            .filter(|&i| want.in_to_eg[i] >= 0)
+            .map(|i| et[want.in_to_eg[i] as usize] - it[i])
+            .max()
+            .unwrap_or(0);
+        let m = match_keys(
+            Cow::Borrowed(&ik),
+            |i| it[i],
+            Cow::Borrowed(&ek),
+            |i| et[i],
+            w,
+        );
+        assert_eq!(m.largest_delay_ns, largest, "{n} packets");
         if n >= 300 {
             let paired = want.in_to_eg.iter().filter(|&&j| j >= 0).count();
             let reverse = want.reverse_twin.iter().filter(|&&r| r).count();
