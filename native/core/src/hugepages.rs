@@ -226,10 +226,10 @@ fn is_large(layout: &Layout) -> bool {
 
 /// What a block of `size` bytes maps: whole huge pages, unless the last would hold less
 /// than [`SMALL_TAIL_BYTES`] of it (those are left on 4 KiB pages). The kernel backs only
-/// the whole huge pages of a mapping with huge pages, and a 4 KiB page costs as much to
-/// fault in, zero and unmap as 1/9 of a huge page (1.6 us against 13 us on the machine of
-/// 2026-11-28): the tails of a capture's columns, 4 KiB pages through 40 MB, were most
-/// of a 4 M-packet match's page faults.
+/// the whole huge pages of a mapping with huge pages, and per byte 4 KiB pages cost nine
+/// times as much to fault in, zero and unmap (1.6 us a page against 95 us a huge page on
+/// the machine of 2026-11-28): the tails of a capture's columns, 4 KiB pages through 40 MB,
+/// were most of a 4 M-packet match's page faults.
 fn mapped_len(size: usize) -> usize {
     if size % HUGE_PAGE >= SMALL_TAIL_BYTES {
         size.next_multiple_of(HUGE_PAGE)
