@@ -231,7 +231,8 @@ fn is_large(layout: &Layout) -> bool {
 /// the machine of 2026-11-28): the tails of a capture's columns, 4 KiB pages through 40 MB,
 /// were most of a 4 M-packet match's page faults.
 fn mapped_len(size: usize) -> usize {
-    if size % HUGE_PAGE >= SMALL_TAIL_BYTES {
+    // Only where blocks are mapped on huge pages (`sys`): elsewhere it would cost memory.
+    if cfg!(target_os = "linux") && size % HUGE_PAGE >= SMALL_TAIL_BYTES {
         size.next_multiple_of(HUGE_PAGE)
     } else {
         size.next_multiple_of(PAGE)
@@ -507,6 +508,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn a_block_maps_whole_huge_pages_unless_its_tail_is_small() {
         let (mb, kb) = (1usize << 20, 1usize << 10);
         assert_eq!(mapped_len(2 * mb), 2 * mb);
