@@ -397,6 +397,8 @@ def main() -> None:
         "--pair-dir", type=Path, help="where --pair-packets keeps the pair (made if absent)"
     )
     args = parser.parse_args()
+    if args.tmpdir is not None and not args.tmpdir.is_dir():
+        parser.error(f"--tmpdir {args.tmpdir}: no such directory (make it, or name another)")
     if args.pair_packets:
         big_pair(args)
         return
