@@ -5,6 +5,10 @@ strict patterns (no shell metacharacters, no whitespace, no leading dash that a 
 read as an option), numbers against their ranges. Commands are run from argument vectors,
 never through a local shell, and the ssh backend quotes every word, so these checks are
 the first of two walls, not the only one.
+
+Every pattern is matched whole (``fullmatch``): with ``re.match`` and ``^...$`` a trailing
+newline passed (``$`` matches before it), and a campaign named ``"evil\n"`` split a shell
+line of the workflow.
 """
 
 from __future__ import annotations
@@ -19,17 +23,18 @@ from cganalysis.errors import ConfigError
 T = TypeVar("T")
 
 #: Interface names: Linux allows up to 15 bytes; we also refuse anything a shell would read.
-IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")
+IFNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
 #: Host names and IPv4/IPv6 literals.
-HOSTNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}$")
+HOSTNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}")
 #: Unix user names.
-USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+USERNAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 #: Identifiers such as congestion-control names and labels (also used in run ids).
-TOKEN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-#: File paths that reach a remote shell: no whitespace, quotes or metacharacters.
-SAFE_PATH = re.compile(r"^[A-Za-z0-9_./~+-][A-Za-z0-9_./~+@=:,-]*$")
+TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+#: File paths that reach a remote shell: no whitespace, quotes or metacharacters, and no
+#: leading dash (a tool would read the path as an option).
+SAFE_PATH = re.compile(r"[A-Za-z0-9_./~+][A-Za-z0-9_./~+@=:,-]{0,4095}")
 #: IPv4 address.
-IPV4 = re.compile(r"^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$")
+IPV4 = re.compile(r"(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}")
 
 SHELL_HINT = "letters, digits and . _ - only (no spaces or shell metacharacters)"
 
@@ -137,7 +142,7 @@ class Section:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise self.error(name, f"{value!r} is not a string")
         text = str(value)
-        if pattern is not None and not pattern.match(text):
+        if pattern is not None and not pattern.fullmatch(text):
             raise self.error(name, f"{text!r} is not allowed here: use {SHELL_HINT}")
         return text
 
@@ -169,6 +174,6 @@ class Section:
 
 def check_name(value: str, what: str, pattern: re.Pattern[str] = TOKEN) -> str:
     """For values built in code (run ids, namespace names): same rules as configs."""
-    if not pattern.match(value):
+    if not pattern.fullmatch(value):
         raise ConfigError(f"{what} {value!r}: use {SHELL_HINT}")
     return value
