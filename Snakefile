@@ -16,6 +16,9 @@
 #                                                        metrics and per-run figures
 #   results/published/<dataset>/<table>.{csv,md,tex,html} tables of datasets/<dataset>/
 #   results/published/<dataset>/<figure>.{pdf,png}      figures of datasets/<dataset>/
+# <campaign>, <run_id> and <dataset> are letters, digits, '.', '_' and '-', never first a
+# '-' or '.'; a capture is <point>.pcap[ng] or <point><same letters>.pcap[ng]. Any other
+# name found in data/raw stops the workflow, named (cganalysis.rawnames; docs/security.md).
 #
 # `snakemake --cores 4` builds `all`; `snakemake -n` shows what would run;
 # `snakemake --report report.html` the report of every table and figure (results/report/).

@@ -4,6 +4,7 @@ leaves no output behind, and an existing output is only replaced by a complete o
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,9 +27,19 @@ def atomic_path(path: Path, partial: Path | None = None) -> Iterator[Path]:
     tmp = partial or new_partial(path)
     try:
         yield tmp
+        fsync_path(tmp)  # on disk before it is named: a crash leaves the old file, not a hole
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def fsync_path(path: Path) -> None:
+    """A file's (or a folder's: its entries) data on disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_parquet(
@@ -74,13 +85,11 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
     """A JSON file whose top level is an object; a missing file or bad JSON is a
     :class:`~cganalysis.errors.ConfigError` naming ``what`` and the file."""
     from cganalysis.errors import ConfigError
+    from cganalysis.sharedinput import load_json
 
     if not path.is_file():
         raise ConfigError(f"{what} {path}: no such file")
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{what} {path}: not valid JSON ({err})") from None
+    obj = load_json(path, what)  # size capped; deep nesting is an error, not a crash
     if not isinstance(obj, dict):
         raise ConfigError(f"{what} {path}: expected a JSON object at the top level")
     return obj
@@ -98,17 +107,9 @@ def sha256_file(path: Path) -> str:
 
 
 def read_yaml(path: Path) -> Any:
-    """A configuration file (run, campaign, testbed); unreadable or invalid YAML is a
-    :class:`~cganalysis.errors.ConfigError` naming the file."""
-    import yaml
+    """A configuration file (run, campaign, testbed); unreadable or invalid YAML, a file
+    over 1 MiB, an alias bomb or a huge integer is a
+    :class:`~cganalysis.errors.ConfigError` naming the file (:mod:`cganalysis.sharedinput`)."""
+    from cganalysis.sharedinput import load_yaml
 
-    from cganalysis.errors import ConfigError
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    return load_yaml(path)

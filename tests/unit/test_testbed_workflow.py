@@ -38,7 +38,7 @@ def test_plan_from_config() -> None:
     ]
     first = plan.calibration_job("quick-example-quick", job.calibration_key)
     assert first.calibration_key == job.calibration_key
-    assert plan.experiment_flags(cal) == f"--max-duration-s 30 --calibration {cal[0]}"
+    assert plan.experiment_flags(cal) == ["--max-duration-s", "30", "--calibration", cal[0]]
     with pytest.raises(ConfigError, match="no configured campaign plans this run"):
         plan.job("quick-example", "quick-example-htb-cubic-r01")
 
@@ -49,7 +49,7 @@ def test_plan_without_calibration_or_campaigns() -> None:
     )
     c, r = plan.runs()[0]
     assert plan.calibration_file(c, r) == []
-    assert plan.experiment_flags([]) == ""
+    assert plan.experiment_flags([]) == []
     assert WorkflowPlan.from_config({}).runs() == []
 
 
@@ -58,11 +58,11 @@ def test_a_testbed_pool_reaches_every_experiment_and_calibration() -> None:
     plan = WorkflowPlan.from_config(
         {"experiments": {"campaign_files": [str(CAMPAIGN)], "testbeds": pool}}
     )
-    flags = "--testbed configs/testbeds/netns.yaml --testbed configs/testbeds/lab-example.yaml"
+    flags = ["--testbed", pool[0], "--testbed", pool[1]]
     assert plan.testbed_flags() == flags
-    assert plan.experiment_flags(["cal.json"]) == f"{flags} --calibration cal.json"
+    assert plan.experiment_flags(["cal.json"]) == [*flags, "--calibration", "cal.json"]
     # Without a pool every run keeps its run file's testbed.
-    assert WorkflowPlan.from_config({"experiments": {}}).testbed_flags() == ""
+    assert WorkflowPlan.from_config({"experiments": {}}).testbed_flags() == []
 
 
 def test_a_pool_lists_each_testbed_once(tmp_path: Path) -> None:

@@ -9,9 +9,20 @@ from cganalysis.binaries import put_interpreter_bin_first
 from cganalysis.capture.fingerprint import made_from
 from cganalysis.experiment.workflow import WorkflowPlan
 from cganalysis.progress import silence as silence_progress
+from cganalysis.rawnames import NAME, check_name, find_capture, run_folders
 from cganalysis.report import artefacts
 
 validate(config, schema="../schemas/config.schema.yaml")
+
+
+# Names from data/raw/ and datasets/ reach the rules' shell lines (quoted there too, {x:q}):
+# a wildcard is only ever a plain name (cganalysis.rawnames: letters, digits, ._-, never a
+# leading - or ., no newline); raw_runs() refuses a folder or capture outside that grammar.
+wildcard_constraints:
+    campaign=NAME,
+    run_id=NAME,
+    dataset=NAME,
+
 
 # `sudo .venv/bin/snakemake` runs without the environment activated: the rules' shell
 # commands (`cganalysis ...`) must find the programs of the interpreter running Snakemake.
@@ -45,28 +56,19 @@ def planned_campaigns_regex():
     return f"{guard}(?:{planned})"
 
 
-CAPTURE_SUFFIXES = (".pcap", ".pcapng")
-
-
 def raw_runs():
     """(campaign, run_id) of every run: planned by a campaign file, or already in data/raw
-    with both captures (for the campaigns listed in `campaigns`), in a stable order."""
+    with both captures (for the campaigns listed in `campaigns`), in a stable order. A run
+    folder or capture named outside the grammar stops the workflow, naming it."""
     runs = set(EXPERIMENT_PLAN.runs())
     for campaign in config["campaigns"]:
-        for run_dir in (RAW / campaign).glob("*/"):
+        check_name(campaign, "configs/config.yaml: campaigns", "campaign")
+        if not (RAW / campaign).is_dir():
+            continue
+        for run_dir in run_folders(RAW / campaign):
             if find_capture(run_dir, "ingress") and find_capture(run_dir, "egress"):
                 runs.add((campaign, run_dir.name))
     return sorted(runs)
-
-
-def find_capture(run_dir, point):
-    """The run's capture file for `point` (ingress or egress), or None."""
-    found = sorted(
-        p
-        for p in Path(run_dir).glob(f"{point}*")
-        if p.suffix in CAPTURE_SUFFIXES and p.is_file()
-    )
-    return found[0] if found else None
 
 
 def capture_input(point):
@@ -174,6 +176,8 @@ DATASETS = Path("datasets")
 def published_names():
     wanted = config.get("published", [])
     present = sorted(p.parent.name for p in DATASETS.glob("*/datasheet.json"))
+    for name in present:
+        check_name(name, DATASETS / name, "dataset folder")
     if "all" in wanted:
         return present
     missing = sorted(set(wanted) - set(present))

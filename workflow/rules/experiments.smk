@@ -11,7 +11,10 @@
 # (experiments.testbeds, and --resources testbed=N for N testbeds) each job takes the
 # first free testbed of the pool, and its meta.json names it. A run or calibration
 # already in data/raw is source data: no rule can make it (planned_campaigns_regex), so no
-# change of code or params can remake it ('protected' alone does not stop root).
+# change of code or params can remake it ('protected' alone does not stop root). One that
+# another process finishes after this Snakemake planned it survives too: its outputs are
+# update() (not removed before the job), the runner refuses it under the run's own lock,
+# and profiles/default keeps a failed job's outputs (keep-incomplete).
 # EXPERIMENT_PLAN (rules/common.smk) lists what the campaigns plan.
 
 
@@ -21,7 +24,7 @@ rule calibrate:
             EXPERIMENT_PLAN.calibration_job(wc.campaign, wc.key).campaign_file
         ),
     output:
-        protected("data/raw/{campaign}/_calibration/{key}/calibration.json"),
+        update(protected("data/raw/{campaign}/_calibration/{key}/calibration.json")),
     log:
         "logs/calibrate/{campaign}/{key}.log",
     wildcard_constraints:
@@ -36,8 +39,8 @@ rule calibrate:
         dir=lambda wc, output: Path(output[0]).parent,
         flags=EXPERIMENT_PLAN.testbed_flags(),
     shell:
-        "cganalysis testbed calibrate {input.campaign} --run {params.run}"
-        " -o {params.dir} {params.flags} > {log} 2>&1"
+        "cganalysis testbed calibrate {input.campaign:q} --run {params.run:q}"
+        " -o {params.dir:q} {params.flags:q} > {log:q} 2>&1"
 
 
 rule experiment:
@@ -46,10 +49,13 @@ rule experiment:
             EXPERIMENT_PLAN.job(wc.campaign, wc.run_id).campaign_file
         ),
         calibration=lambda wc: EXPERIMENT_PLAN.calibration_file(wc.campaign, wc.run_id),
+    # update(): Snakemake removes a job's existing outputs before it starts; a run that
+    # another process (a second Snakemake, another clone) finished after this one planned
+    # it must stay, and the runner then refuses it untouched (rundir.claimed).
     output:
-        ingress=protected("data/raw/{campaign}/{run_id}/ingress.pcap"),
-        egress=protected("data/raw/{campaign}/{run_id}/egress.pcap"),
-        meta=protected("data/raw/{campaign}/{run_id}/meta.json"),
+        ingress=update(protected("data/raw/{campaign}/{run_id}/ingress.pcap")),
+        egress=update(protected("data/raw/{campaign}/{run_id}/egress.pcap")),
+        meta=update(protected("data/raw/{campaign}/{run_id}/meta.json")),
     log:
         "logs/experiment/{campaign}/{run_id}.log",
     wildcard_constraints:
@@ -64,5 +70,6 @@ rule experiment:
         dir=lambda wc, output: Path(output.meta).parent,
         flags=lambda wc, input: EXPERIMENT_PLAN.experiment_flags(input.calibration),
     shell:
-        "cganalysis experiment {input.campaign} --run {params.run}"
-        " --campaign {wildcards.campaign} -o {params.dir} {params.flags} > {log} 2>&1"
+        "cganalysis experiment {input.campaign:q} --run {params.run:q}"
+        " --campaign {wildcards.campaign:q} -o {params.dir:q} {params.flags:q}"
+        " > {log:q} 2>&1"

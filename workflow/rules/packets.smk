@@ -18,7 +18,7 @@ rule packets:
         engine=config["packets"]["engine"],
         max_delay_ms=config["packets"]["max_delay_ms"],
     shell:
-        "cganalysis packets {input.ingress} {input.egress} -o {output.packets}"
-        " --egress-only {output.egress_only} --flows {output.flows}"
-        " --summary {output.summary} --engine {params.engine}"
-        " --max-delay-ms {params.max_delay_ms} > {log} 2>&1"
+        "cganalysis packets {input.ingress:q} {input.egress:q} -o {output.packets:q}"
+        " --egress-only {output.egress_only:q} --flows {output.flows:q}"
+        " --summary {output.summary:q} --engine {params.engine:q}"
+        " --max-delay-ms {params.max_delay_ms:q} > {log:q} 2>&1"

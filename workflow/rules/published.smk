@@ -56,4 +56,4 @@ rule published_check_docs:
     conda:
         "../envs/cganalysis.yaml"
     shell:
-        "cganalysis dataset check-docs -o {output} > {log} 2>&1"
+        "cganalysis dataset check-docs -o {output:q} > {log:q} 2>&1"

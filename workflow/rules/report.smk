@@ -26,7 +26,7 @@ rule report_tma_table:
     conda:
         "../envs/cganalysis.yaml"
     shell:
-        "cp {input} {output} 2> {log}"
+        "cp {input:q} {output:q} 2> {log:q}"
 
 
 rule report_xu_table:
@@ -47,7 +47,7 @@ rule report_xu_table:
     conda:
         "../envs/cganalysis.yaml"
     shell:
-        "cp {input} {output} 2> {log}"
+        "cp {input:q} {output:q} 2> {log:q}"
 
 
 rule report_xu_figure:
@@ -68,7 +68,7 @@ rule report_xu_figure:
     conda:
         "../envs/cganalysis.yaml"
     shell:
-        "cp {input} {output} 2> {log}"
+        "cp {input:q} {output:q} 2> {log:q}"
 
 
 # The caption is the time series' (the one per-run figure of the registry so far).
@@ -86,9 +86,9 @@ rule report_run_figure:
     log:
         "logs/report/{campaign}/{run_id}.{run_figure}.log",
     wildcard_constraints:
-        run_id=r"[^/.]+",
+        run_id=r"[A-Za-z0-9][A-Za-z0-9_-]*",  # the grammar's names without a dot
         run_figure=RUN_FIGURE_NAMES,
     conda:
         "../envs/cganalysis.yaml"
     shell:
-        "cp {input} {output} 2> {log}"
+        "cp {input:q} {output:q} 2> {log:q}"

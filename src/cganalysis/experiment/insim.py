@@ -114,8 +114,9 @@ def _run(
         name = "meta.json" if mode == "experiment" else "calibration.json"
         data: dict[str, Any] = json.loads((ctl / RUN / name).read_text(encoding="utf-8"))
         data = _named(data, cfg, opts, facts) if mode == "experiment" else _facts(data, facts)
+        rundir.unseal(ctl / RUN)  # the guest's runner committed it read-only
         write_json(data, ctl / RUN / name)
-        (ctl / RUN).rename(out)
+        rundir.commit(ctl / RUN, out)  # sealed again; never over a run made meanwhile
         opts.progress(
             f"sim: {facts.get('sim_s', '?')} simulated s in {facts['wall_s']:g} s of wall time"
         )

@@ -1,10 +1,12 @@
 """One experiment, or one calibration, end to end: the two lifecycles.
 
-Checks (:mod:`.plan`), then under the testbed's lock: testbed up, the run
-(:mod:`.session`) or the calibration, teardown, the file that describes it, and the run
-directory renamed into place. Everything that can be refused is refused before anything
-is touched; from the moment the testbed comes up, teardown runs whatever happens:
-success, error, SIGINT or SIGTERM (:mod:`cganalysis.interrupts`).
+The output folder's own lock for the whole run (:func:`.rundir.claimed`: a second process
+that planned the same run stops at once, or finds it finished), checks (:mod:`.plan`),
+then under the testbed's lock: testbed up, the run (:mod:`.session`) or the calibration,
+teardown, the file that describes it, and the run directory renamed into place.
+Everything that can be refused is refused before anything is touched; from the moment
+the testbed comes up, teardown runs whatever happens: success, error, SIGINT or SIGTERM
+(:mod:`cganalysis.interrupts`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def _run_dir(cfg: RunConfig, out: Path, what: str, opts: RunOptions) -> Iterator
     ok = False
     try:
         with signals_raise(), testbed_lock(cfg.testbed.lock_name(), what, opts.progress):
+            rundir.check_new(out)  # again: the wait for the testbed may have been long
             tmp = rundir.temp_dir(out)
             yield tmp
             rundir.commit(tmp, out)
@@ -76,9 +79,13 @@ def _in_guest(kind: str) -> Callable[[str, RunConfig, Path, RunOptions], dict[st
 
 def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     """Runs one experiment into ``out`` (created; never overwritten). Returns meta.json."""
+    with rundir.claimed(out, opts.run_id):
+        return _experiment(cfg, out, opts)
+
+
+def _experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     if guest_host_side(cfg):
         return _in_guest(cfg.testbed.kind)("experiment", cfg, out, opts)
-    rundir.check_new(out)
     p = check(cfg, opts)
     opts.progress(
         f"run {opts.run_id}: bottleneck {p.resolution.bottleneck} ({p.resolution.reason}), "
@@ -104,9 +111,13 @@ def run_calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, An
             f"{cfg.source}: bottleneck.trace: a trace-driven link has no constant capacity to "
             "calibrate; its runs skip calibration and the metrics use the trace"
         )
+    with rundir.claimed(out, f"calibration of {opts.run_id}"):
+        return _calibration(cfg, out, opts)
+
+
+def _calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     if guest_host_side(cfg):
         return _in_guest(cfg.testbed.kind)("calibration", cfg, out, opts)
-    rundir.check_new(out)
     p = check(cfg, opts)
     with _run_dir(cfg, out, f"calibration of {opts.run_id}", opts) as tmp:
         with _testbed(cfg, p, tmp, opts) as bed:

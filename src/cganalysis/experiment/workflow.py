@@ -14,6 +14,7 @@ from typing import Any
 
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaign import load_campaign
+from cganalysis.rawnames import check_name
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class WorkflowPlan:
                     continue
                 # A trace link's capacity varies: nothing to calibrate ("" = no calibration).
                 key = "" if run.config.bottleneck.forward.trace else run.calibration_key
+                # Both become folder names and words of the experiment's command line.
+                check_name(campaign.name + suffix, file, "campaign (with its campaign_suffix)")
+                check_name(run.run_id, file, "run id")
                 plan.jobs[(campaign.name + suffix, run.run_id)] = PlannedJob(file, run.run_id, key)
         return plan
 
@@ -85,15 +89,18 @@ class WorkflowPlan:
                 return job
         raise ConfigError(f"data/raw/{campaign}/_calibration/{key}: no planned run needs it")
 
-    def testbed_flags(self) -> str:
-        """``--testbed`` per testbed of the pool (none: the run files' own testbed)."""
-        return " ".join(f"--testbed {t}" for t in self.testbeds)
+    # The flags are argv words, one per item: the rules quote each (``{params.flags:q}``),
+    # so a testbed file or calibration path with a space or `$(...)` stays one word.
 
-    def experiment_flags(self, calibration: list[str] | str) -> str:
-        flags = [self.testbed_flags()] if self.testbeds else []
+    def testbed_flags(self) -> list[str]:
+        """``--testbed`` per testbed of the pool (none: the run files' own testbed)."""
+        return [word for t in self.testbeds for word in ("--testbed", t)]
+
+    def experiment_flags(self, calibration: list[str] | str) -> list[str]:
+        flags = self.testbed_flags()
         if self.max_duration_s:
-            flags.append(f"--max-duration-s {self.max_duration_s:g}")
+            flags += ["--max-duration-s", f"{self.max_duration_s:g}"]
         files = [calibration] if isinstance(calibration, str) else list(calibration)
         if files:
-            flags.append(f"--calibration {files[0]}")
-        return " ".join(flags)
+            flags += ["--calibration", files[0]]
+        return flags

@@ -7,7 +7,9 @@ runner therefore takes an exclusive lock per testbed (``/run/cganalysis/locks/<n
 an flock: the kernel releases it when the holder exits, even if killed) and waits,
 saying for whom, while another run holds it. A pool of testbeds (several machines,
 ssh host sets or VMs: one campaign over all of them) is a list of such locks, and a run
-takes the first free one (:func:`hold_one_of`).
+takes the first free one (:func:`hold_one_of`). The same lock folder holds the locks a
+run takes on its own output folder (:func:`hold_now`: two processes that planned the same
+run must not both make it).
 """
 
 from __future__ import annotations
@@ -92,6 +94,36 @@ def hold_one_of(names: Sequence[str], what: str, progress: Callable[[str], None]
     finally:
         for fd in fds:
             os.close(fd)
+
+
+class LockHeldError(Exception):
+    """Another process holds the lock; ``holder`` says who (pid and what)."""
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
+@contextlib.contextmanager
+def hold_now(name: str, what: str) -> Iterator[None]:
+    """Holds the lock ``name`` for the block, or raises :class:`LockHeldError` at once: for
+    work that must be done once, where waiting for the holder would only end in
+    finding it done."""
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    path = LOCK_DIR / f"{name}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if _try_each([fd]) is None:
+            raise LockHeldError(_holder(path))
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what}).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def _try_each(fds: Sequence[int]) -> int | None:
