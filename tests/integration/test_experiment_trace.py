@@ -28,7 +28,7 @@ def test_trace_link_follows_the_trace(tmp_path: Path) -> None:
     doc = short_run(
         "test-trace",
         bottleneck={
-            "trace": str(TRACE),
+            "trace": TRACE.name,  # on the search path ($CGA_TRACES); no absolute paths
             "trace_scale": SCALE,
             # At most ~1 s of queue in the trace's fades: the matcher takes a packet later
             # than 2 s for lost (packets.max_delay_ms), so a deeper queue loses its tail.

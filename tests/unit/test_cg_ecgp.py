@@ -306,16 +306,17 @@ def test_a_campaign_factor_selects_it_on_a_base_that_agrees(tmp_path: Path) -> N
     from cganalysis.experiment.campaign import load_campaign
 
     repo = Path(__file__).resolve().parents[2]
-    base = repo / "configs" / "runs" / "quick-pfifo.yaml"  # cg.rate_mbit 1.5
+    base = "base.yaml"  # configs/runs/quick-pfifo.yaml (cg.rate_mbit 1.5), beside the campaign
+    (tmp_path / base).write_text((repo / "configs/runs/quick-pfifo.yaml").read_text())
     factors = {
         "cg": {"ours": {"cg": {"source": "cga-cg"}}, "ecgp": {"cg": {"source": "ecgp-proxy"}}}
     }
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"campaign": "e", "base": str(base), "factors": factors}))
+    path.write_text(yaml.safe_dump({"campaign": "e", "base": base, "factors": factors}))
     with pytest.raises(ConfigError, match=r"cg\.rate_mbit: 1\.5: source ecgp-proxy has 10\.0"):
         load_campaign(path)
     factors["cg"]["ecgp"]["cg"]["rate_mbit"] = 10  # type: ignore[index]
-    path.write_text(yaml.safe_dump({"campaign": "e", "base": str(base), "factors": factors}))
+    path.write_text(yaml.safe_dump({"campaign": "e", "base": base, "factors": factors}))
     runs = {r.levels["cg"]: r.config for r in load_campaign(path).runs}
     assert runs["ecgp"].cg.source == "ecgp-proxy" and runs["ecgp"].all_labels()["cg"] == "ecgp"
 

@@ -145,7 +145,7 @@ def test_a_campaign_factor_selects_it(tmp_path: Path) -> None:
     repo = Path(__file__).resolve().parents[2]
     doc = {
         "campaign": "refcmp",
-        "base": str(repo / "configs" / "runs" / "quick-pfifo.yaml"),
+        "base": "base.yaml",  # beside the campaign file (no absolute paths)
         "factors": {
             "cg": {
                 "ours": {"cg": {"source": "cga-cg"}},
@@ -153,6 +153,7 @@ def test_a_campaign_factor_selects_it(tmp_path: Path) -> None:
             }
         },
     }
+    (tmp_path / "base.yaml").write_text((repo / "configs/runs/quick-pfifo.yaml").read_text())
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(doc))
     runs = {r.levels["cg"]: r.config for r in load_campaign(path).runs}

@@ -59,7 +59,7 @@ def test_read_trace(tmp_path: Path) -> None:
     p.write_text("0\n0\n1\n2\n4\n")
     assert read_trace(p).tolist() == TRACE.tolist()
     (tmp_path / "bad.down").write_text("0\nabc\n")
-    with pytest.raises(ConfigError, match="one integer time in ms per line"):
+    with pytest.raises(ConfigError, match="line 2 is not a whole number of milliseconds"):
         read_trace(tmp_path / "bad.down")
     with pytest.raises(ConfigError, match="no such file"):
         read_trace(tmp_path / "missing.down")

@@ -14,9 +14,12 @@ import yaml
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import load_run, parse_run
 from cganalysis.testbed.spec.qdisc import Htb
+from cganalysis.traces.find import find_trace
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = REPO / "configs" / "runs"
+#: A trace on the search path (generated into the session's $CGA_TRACES on first use).
+T = "cga-lte-s1-10s.down"
 
 
 def base() -> dict[str, Any]:
@@ -251,13 +254,15 @@ def _trace_doc(**bottleneck: Any) -> dict[str, Any]:
 
 
 def test_trace_paths_resolve_against_the_file_folder(tmp_path: Path) -> None:
-    b = parse_run(_trace_doc(trace="../traces/x.down", trace_scale=2), "r.yaml", tmp_path / "c")
-    assert b.bottleneck.forward.trace == str((tmp_path / "traces" / "x.down").resolve())
+    (tmp_path / "c" / "traces").mkdir(parents=True)
+    (tmp_path / "c" / "traces" / "x.down").write_text("1\n2\n")
+    b = parse_run(_trace_doc(trace="traces/x.down", trace_scale=2), "r.yaml", tmp_path / "c")
+    assert b.bottleneck.forward.trace == str((tmp_path / "c" / "traces" / "x.down").resolve())
     assert b.bottleneck.forward.trace_scale == 2.0
     assert b.bottleneck.forward.rate_mbit is None
     assert b.bottleneck.forward.to_dict()["trace_scale"] == 2.0
-    absolute = parse(_trace_doc(trace="/somewhere/t.down")).bottleneck.forward
-    assert absolute.trace == "/somewhere/t.down" and absolute.trace_scale == 1.0
+    named = parse(_trace_doc(trace=T)).bottleneck.forward
+    assert named.trace == str(find_trace(T, RUNS)) and named.trace_scale == 1.0
     # Without a trace the direction's dict is unchanged (calibrations compare it).
     assert "trace" not in parse(base()).bottleneck.forward.to_dict()
 
@@ -265,10 +270,10 @@ def test_trace_paths_resolve_against_the_file_folder(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "key", "words"),
     [
-        ({"trace": "/t.down", "rate_mbit": 8}, "bottleneck.rate_mbit", "rate_mbit or trace"),
-        ({"trace": "/t.down", "shaper": "tbf"}, "bottleneck.shaper", "shapes by itself"),
+        ({"trace": T, "rate_mbit": 8}, "bottleneck.rate_mbit", "rate_mbit or trace"),
+        ({"trace": T, "shaper": "tbf"}, "bottleneck.shaper", "shapes by itself"),
         ({"trace_scale": 2}, "bottleneck.trace_scale", "give trace as well"),
-        ({"trace": "/t.down", "trace_scale": 0}, "bottleneck.trace_scale", "> 0"),
+        ({"trace": T, "trace_scale": 0}, "bottleneck.trace_scale", "> 0"),
         ({"trace": "/t down;rm"}, "bottleneck.trace", ""),
     ],
 )
@@ -281,7 +286,7 @@ def test_trace_errors_name_the_key(extra: dict[str, Any], key: str, words: str) 
 def test_htb_over_a_trace_keeps_its_classes_and_the_emulator_gets_them() -> None:
     from cganalysis.testbed.rendering.emuconf import bottleneck_pipeline
 
-    doc = _trace_doc(trace="/t.down", trace_scale=3)
+    doc = _trace_doc(trace=T, trace_scale=3)
     doc["bottleneck"]["qdisc"] = {
         "kind": "htb",
         "default": "20",
@@ -294,7 +299,7 @@ def test_htb_over_a_trace_keeps_its_classes_and_the_emulator_gets_them() -> None
     assert isinstance(fwd.qdisc, Htb) and fwd.rate_mbit is None
     pipe = bottleneck_pipeline(fwd)
     # The trace paces the tree; the classes keep their nominal rates and ceils.
-    assert pipe["rate"] == {"trace": "/t.down", "scale": 3.0}
+    assert pipe["rate"] == {"trace": str(find_trace(T, RUNS)), "scale": 3.0}
     assert [(c["rate_mbit"], c["ceil_mbit"]) for c in pipe["qdisc"]["classes"]] == [
         (10, 50),
         (20, 50),
@@ -319,7 +324,7 @@ def test_htb_without_rate_or_trace_is_refused() -> None:
     [
         ({"qdisc": {"kind": "sqf"}}, "the kernel has no SQF"),
         ({"qdisc": {"kind": "drr"}}, "Linux's drr is classful"),
-        ({"trace": "/t.down", "qdisc": {"kind": "pfifo"}}, "cannot follow a trace"),
+        ({"trace": T, "qdisc": {"kind": "pfifo"}}, "cannot follow a trace"),
     ],
 )
 def test_emulator_only_links_refuse_backend_kernel(bottleneck: dict[str, Any], words: str) -> None:
@@ -393,13 +398,13 @@ def test_cg_sender_args_errors_name_the_key(cg: dict[str, Any], key: str, words:
 @pytest.mark.parametrize(
     ("bottleneck", "propagation", "words"),
     [
-        ({"trace": "/t.down", "trace_scale": 2}, {}, "bottleneck.trace_scale: mahimahi replays"),
-        ({"trace": "/t.down"}, {"forward_ms": 10, "reverse_ms": 5}, "must be equal integers"),
-        ({"trace": "/t.down"}, {"forward_ms": 7.5, "reverse_ms": 7.5}, "equal integers"),
-        ({"trace": "/t.down"}, {"jitter_ms": 2}, "no jitter or loss"),
-        ({"trace": "/t.down", "qdisc": {"kind": "sfq"}}, {}, "sfq has no mahimahi queue"),
+        ({"trace": T, "trace_scale": 2}, {}, "bottleneck.trace_scale: mahimahi replays"),
+        ({"trace": T}, {"forward_ms": 10, "reverse_ms": 5}, "must be equal integers"),
+        ({"trace": T}, {"forward_ms": 7.5, "reverse_ms": 7.5}, "equal integers"),
+        ({"trace": T}, {"jitter_ms": 2}, "no jitter or loss"),
+        ({"trace": T, "qdisc": {"kind": "sfq"}}, {}, "sfq has no mahimahi queue"),
         (
-            {"trace": "/t.down", "qdisc": {"kind": "codel", "target_ms": 2.5}},
+            {"trace": T, "qdisc": {"kind": "codel", "target_ms": 2.5}},
             {},
             "whole milliseconds",
         ),
@@ -426,7 +431,7 @@ def test_mahimahi_missing_is_refused_naming_the_programs(
     for tool in ("sh", "cat"):  # a PATH with a shell but no mahimahi
         (tmp_path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
     monkeypatch.setenv("PATH", str(tmp_path))
-    cfg = parse(_trace_doc(backend="mahimahi", trace="/t.down"))
+    cfg = parse(_trace_doc(backend="mahimahi", trace=T))
     with pytest.raises(TestbedError) as e:
         resolve(cfg.bottleneck, cfg.propagation, NetnsHost("this host", None, Path("/")))
     assert "mm-link, mm-delay not found" in str(e.value)

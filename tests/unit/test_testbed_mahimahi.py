@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cganalysis.testbed.backends.mmlink import INNER, LINK_READY, READY, link_inner, trace_start_ns
 from cganalysis.testbed.dataplane.mmlog import LinkCounters, read_more
 from cganalysis.testbed.rendering.mahimahi import MahimahiLink
@@ -49,3 +51,31 @@ def test_the_shell_command_waits_for_forwarding_before_mm_delay() -> None:
     script = delayed[2]
     assert script.index("ip_forward") < script.index("exec mm-delay 15 sh -c")
     assert READY in script
+
+
+def test_the_trace_folder_is_the_link_users_alone(tmp_path: Path) -> None:
+    """mm-link's copies of the traces (a lab's own measurements, possibly) are readable by
+    the user it runs as and root only: not left world-readable in a temporary folder."""
+    import os
+    import pwd
+    import shutil
+    import stat
+
+    from cganalysis.testbed.backends.mmlink import prepare_folder
+
+    if os.geteuid() != 0:
+        pytest.skip("handing the folder to another user needs root")
+    trace = tmp_path / "lab.down"
+    trace.write_text("1\n2\n", encoding="utf-8")
+    link = MahimahiLink(str(trace), None, None, 1000.0, ("infinite", ""), ("infinite", ""), 0)
+    folder, paths = prepare_folder(link, "nobody")
+    try:
+        nobody = pwd.getpwnam("nobody").pw_uid
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert folder.stat().st_uid == nobody
+        for path in paths:
+            mode = stat.S_IMODE(Path(path).stat().st_mode)
+            assert mode & 0o077 == 0, f"{path}: mode {mode:o}"
+            assert Path(path).stat().st_uid == nobody
+    finally:
+        shutil.rmtree(folder)

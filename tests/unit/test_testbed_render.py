@@ -7,10 +7,13 @@ review the diff.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -107,8 +110,25 @@ qdisc:
 }
 
 
+#: The traces the cases name, beside a run file of their own (a run file reaches no other
+#: folder); the goldens name them /traces/NAME.
+TRACES = Path(tempfile.mkdtemp(prefix="cga-render-traces-"))
+for _name in ("down.trace", "up.trace"):
+    (TRACES / _name).write_text("0\n1\n2\n")
+
+
+def _as_golden(b: Any) -> Any:
+    def one(d: Any) -> Any:
+        if d is None or d.trace is None:
+            return d
+        return dataclasses.replace(d, trace=f"/traces/{Path(d.trace).name}")
+
+    return dataclasses.replace(b, forward=one(b.forward), reverse=one(b.reverse))
+
+
 def _bottleneck(text: str):  # type: ignore[no-untyped-def]
-    return parse_bottleneck(Section(yaml.safe_load(text), "case", "bottleneck"), 0.0)
+    sec = Section(yaml.safe_load(text), "case", "bottleneck")
+    return _as_golden(parse_bottleneck(sec, 0.0, TRACES))
 
 
 def _check(name: str, text: str) -> None:
@@ -149,17 +169,20 @@ def test_netem_golden() -> None:
 
 
 def test_mahimahi_golden() -> None:
-    b = parse_bottleneck(
-        Section(
-            {
-                "backend": "mahimahi",
-                "trace": "/traces/down.trace",
-                "qdisc": {"kind": "pfifo", "limit": 250},
-                "reverse": {"trace": "/traces/up.trace", "qdisc": {"kind": "codel"}},
-            },
-            "case",
-        ),
-        30.0,
+    b = _as_golden(
+        parse_bottleneck(
+            Section(
+                {
+                    "backend": "mahimahi",
+                    "trace": "down.trace",
+                    "qdisc": {"kind": "pfifo", "limit": 250},
+                    "reverse": {"trace": "up.trace", "qdisc": {"kind": "codel"}},
+                },
+                "case",
+            ),
+            30.0,
+            TRACES,
+        )
     )
     p = parse_propagation(Section({"forward_ms": 15, "reverse_ms": 15}, "case"))
     cmd = render_for_docs(link_of(b, p), Path("/tmp/run"))
@@ -201,8 +224,8 @@ EMU_CASES: dict[str, str] = {
     "sqf": "rate_mbit: 50\nqdisc: {kind: sqf, limit: 250, flows: 128}",
     "drr": "rate_mbit: 50\nqdisc: {kind: drr, limit: 250, quantum: 1514, flows: 1024}",
     # Trace-driven links (tma2024-cellular.yaml): the trace is the rate, scaled.
-    "trace": "trace: /traces/down.trace\ntrace_scale: 2\nqdisc: {kind: pfifo, limit: 250}\n"
-    "reverse: {trace: /traces/up.trace, qdisc: {kind: drr}}",
+    "trace": "trace: down.trace\ntrace_scale: 2\nqdisc: {kind: pfifo, limit: 250}\n"
+    "reverse: {trace: up.trace, qdisc: {kind: drr}}",
 }
 
 

@@ -136,7 +136,7 @@ def test_campaign_format_expresses_xu2022(tmp_path: Path) -> None:
         "repetitions": 15,
         "factors": {
             "capacity": {
-                f"{c}mbit": {"bottleneck": {"rate_mbit": c}, "labels": {"capacity_mbps": c}}
+                f"{c}mbit": {"bottleneck": {"rate_mbit": c}, "labels": {"link_mbps": c}}
                 for c in (15, 25, 35)
             },
             "queue": {

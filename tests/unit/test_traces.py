@@ -86,7 +86,11 @@ def test_search_path_finds_generates_and_says_where_it_looked(
     assert find_trace("Op.down", runs) == mine / "Op.down"
     got = find_trace("cga-lte-s1-20s.down", runs)
     assert got == mine / "cga-lte-s1-20s.down" and read_trace(got)[-1] == 20_000
-    assert find_trace("../x/y.down", runs) == tmp_path / "x" / "y.down"  # a path: not searched
+    (runs / "x").mkdir()
+    (runs / "x" / "y.down").write_text("1\n")
+    assert find_trace("x/y.down", runs) == runs / "x" / "y.down"  # a path: not searched
+    with pytest.raises(ConfigError, match="no absolute path, no"):
+        find_trace("../x/y.down", runs)  # a shared run file reaches nothing outside
     with pytest.raises(ConfigError) as err:
         find_trace("Nowhere.down", runs, where="run.yaml: key bottleneck.trace")
     msg = str(err.value)

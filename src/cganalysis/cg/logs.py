@@ -7,7 +7,6 @@ atomically next to the CSV's destination; the summary JSON files are copied as t
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -81,10 +80,13 @@ def convert_logs(
 
 def read_summary(path: Path) -> dict[str, Any]:
     """A run summary written by cga-cg (sender_summary.json or receiver_summary.json)."""
+    from cganalysis.errors import ConfigError
+    from cganalysis.sharedinput import load_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise LogError(f"{path}: cannot read the generator summary: {err}") from err
+        data = load_json(path, "the generator summary")  # a raw run's: size and depth capped
+    except ConfigError as err:
+        raise LogError(str(err)) from err
     if not isinstance(data, dict):
         raise LogError(f"{path}: expected a JSON object")
     return data

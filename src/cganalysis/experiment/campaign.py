@@ -3,7 +3,7 @@
 ::
 
     campaign: tma2024            # the name: data/raw/<campaign>/<run_id>/
-    base: ../runs/tma2024-base.yaml   # a run file (relative to this file), or `run:` inline
+    base: ../runs/tma2024-base.yaml   # a run file beside this one or in ../runs/, or `run:`
     repetitions: 1
     factors:                     # every combination, in this order
       qdisc:                     # factor name; each level overlays the base (deep merge)
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.errors import ConfigError
+from cganalysis.experiment.campaignrules import beside, check_run_count, check_run_id_template
 from cganalysis.experiment.config import RunConfig, parse_run
 from cganalysis.io import read_yaml
 from cganalysis.testbed.spec.validate import TOKEN, Section, check_name
@@ -109,9 +110,8 @@ def _variant(path: Path, data: Mapping[str, Any]) -> tuple[dict[str, Any], Any, 
     Returns the campaign document to read, the overlay and the folder its base's relative
     paths start from."""
     sec = Section(data, str(path))
-    other_path = path.parent / sec.string("variant_of")
-    if not other_path.is_file():
-        raise sec.error("variant_of", f"{other_path}: no such campaign file")
+    # Beside this file only: a shared campaign file must not read files from elsewhere.
+    other_path = beside(sec, "variant_of", path.parent, "campaign file")
     other = read_yaml(other_path)
     if not isinstance(other, Mapping) or "variant_of" in other:
         raise sec.error("variant_of", f"{other_path}: not a campaign of its own")
@@ -120,8 +120,7 @@ def _variant(path: Path, data: Mapping[str, Any]) -> tuple[dict[str, Any], Any, 
             raise sec.error(str(key), f"a variant campaign gives only {', '.join(_VARIANT_KEYS)}")
     doc = {k: v for k, v in other.items() if k not in ("campaign", "repetitions", "run_id")}
     doc.update({k: data[k] for k in ("campaign", "repetitions", "run_id") if k in data})
-    if "base" in doc:
-        doc["base"] = str(other_path.parent / str(doc["base"]))
+    # The other's base stays relative: load_campaign reads it from the other's folder.
     return doc, sec.raw("overlay", {}), other_path.parent
 
 
@@ -137,7 +136,7 @@ def load_campaign(path: Path) -> Campaign:
     if sec.has("base") == sec.has("run"):
         raise sec.error("base", "give either base (a run file) or run (an inline run)")
     if sec.has("base"):
-        base_path = run_dir / sec.string("base")
+        base_path = beside(sec, "base", run_dir, "run file", runs_folder=True)
         base = read_yaml(base_path)
         base_dir = base_path.parent
     else:
@@ -158,8 +157,10 @@ def load_campaign(path: Path) -> Campaign:
             raise factors_sec.error(str(fname), "a factor needs at least one level")
         factors.append((str(fname), items))
     exclude = _parse_exclude(sec, dict(factors))
+    check_run_count(sec, [len(levels) for _, levels in factors], reps)
     default_id = "{campaign}" + "".join(f"-{{{f}}}" for f, _ in factors) + "-r{repetition:02d}"
-    template = sec.string("run_id", default_id)
+    fields = ["campaign", "repetition", *(f for f, _ in factors)]
+    template = check_run_id_template(sec, sec.string("run_id", default_id), fields)
     sec.finish()
     runs: list[PlannedRun] = []
     names = [f for f, _ in factors]

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.cg.encoders import ENCODERS
+from cganalysis.cg.senderargs import check_sender_args
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
+from cganalysis.experiment.labelkeys import check_label_key
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
 from cganalysis.testbed.backends.lock import lock_name
@@ -158,13 +160,16 @@ def parse_cg(sec: Section) -> CgConfig:
     if cg.sender_args and not SOURCES[cg.source].takes_sender_args:
         takers = " or ".join(n for n, s in SOURCES.items() if s.takes_sender_args)
         raise sec.error("sender_args", f"options of the CG sender: only with source: {takers}")
+    if cg.sender_args:
+        check_sender_args(cg.source, cg.sender_args, sec.where)
     SOURCES[cg.source].check_config(cg, sec)
     sec.finish()
     return cg
 
 
 def _sender_args(sec: Section) -> list[str]:
-    """``sender_args``: a list of words passed to `cga-cg send` as they are (no shell)."""
+    """``sender_args``: a list of words for the CG sender (no shell); which options and
+    values each sender accepts is :mod:`cganalysis.cg.senderargs`'s allow-list."""
     words = sec.items("sender_args")
     for i, word in enumerate(words):
         if not isinstance(word, str | int | float) or isinstance(word, bool):
@@ -242,10 +247,11 @@ def _offloads(sec: Section) -> str:
 def _labels(sec: Section) -> dict[str, str | int | float]:
     out: dict[str, str | int | float] = {}
     for key in list(sec.data):
+        check_label_key(key, sec)
         value = sec.raw(key)
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise sec.error(key, f"{value!r}: a label is a string or a number")
-        if isinstance(value, str) and not TOKEN.match(value):
+        if isinstance(value, str) and not TOKEN.fullmatch(value):
             raise sec.error(key, f"{value!r}: use letters, digits and . _ - (it may name files)")
         out[str(key)] = value
     return out

@@ -24,6 +24,8 @@ from typing import Any
 from cganalysis.testbed.spec.validate import Section
 
 PRESETS = ("tma2024", "xu2022", "custom")
+#: The longest run a run file may plan, after time_scale: one day.
+MAX_DURATION_S = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -185,4 +187,11 @@ def parse_schedule(sec: Section) -> Schedule:
         base = replace(base, fairness_window_s=(float(w[0]), float(w[1])))
     scale = sec.number("time_scale", 1.0, minimum=0.0, exclusive_minimum=True)
     sec.finish()
+    # A shared run file must not plan a run without end (inf) or of months.
+    if not base.duration_s * scale <= MAX_DURATION_S:
+        raise sec.error(
+            "time_scale",
+            f"duration_s x time_scale is {base.duration_s * scale:g} s, more than "
+            f"{MAX_DURATION_S:g} s (one day)",
+        )
     return base.scaled(scale)

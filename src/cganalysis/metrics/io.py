@@ -69,17 +69,12 @@ def read_run_spec(path: Path) -> RunSpec:
 
 def read_trace(path: Path) -> np.ndarray:
     """A mahimahi trace: one delivery opportunity per line, a time in ms."""
+    from cganalysis.traces.check import read_trace_times
+
     if not path.is_file():
         raise ConfigError(f"capacity trace {path}: no such file")
-    try:
-        times = np.loadtxt(path, dtype=np.float64, ndmin=1)
-    except ValueError as err:
-        raise ConfigError(
-            f"capacity trace {path}: expected one integer time in ms per line ({err})"
-        ) from None
-    if times.size == 0:
-        raise ConfigError(f"capacity trace {path}: empty")
-    return times
+    # Errors name the line, never its text (meta.json may name any file).
+    return read_trace_times(path, f"capacity trace {path}").astype(np.float64)
 
 
 def write_metrics(doc: dict[str, Any], path: Path) -> None:

@@ -1,7 +1,8 @@
 """Where a trace named in a run or campaign file is: a path, or a name on the search path.
 
-A value with a ``/`` is a path (absolute, or relative to the naming file's folder). A bare
-name is looked up, first match wins, in:
+A value with a ``/`` is a path relative to the naming file's folder that stays in it (plain
+names, no ``..``, no absolute path, no symlink leading out: run files come from other
+labs and are read as root). A bare name is looked up, first match wins, in:
 
 1. the naming file's own folder;
 2. each folder of ``$CGA_TRACES`` (``:``-separated; the user's own collection);
@@ -15,18 +16,21 @@ A name of the project's generator (``cga-lte-s1-300s.down``, :mod:`.generate`) t
 found nowhere is generated into the first folder of ``$CGA_TRACES``, else the repository's
 ``data/traces/``: the same name always gives the same trace, so making it on first use is
 the same as finding it. Anything else found nowhere is one error naming every folder
-looked in.
+looked in. A name found in a folder must stay in it once symlinks are resolved.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from cganalysis.errors import ConfigError
 from cganalysis.traces.generate import TraceSpec, generate_to
 
 ENV = "CGA_TRACES"
+#: A trace's file name, and each part of a relative trace path.
+TRACE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 XDG_DEFAULT = "/usr/local/share:/usr/share"
 
 
@@ -51,6 +55,13 @@ def search_path(base_dir: Path | None) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+def _inside(folder: Path, parts: list[str]) -> Path | None:
+    """``folder/parts`` resolved, or None when symlinks lead it out of ``folder``."""
+    top = folder.resolve()
+    path = top.joinpath(*parts).resolve()
+    return path if path.is_relative_to(top) else None
+
+
 def generated_home(base_dir: Path | None) -> Path | None:
     first = [Path(p) for p in os.environ.get(ENV, "").split(":") if p]
     return first[0] if first else repo_traces(base_dir)
@@ -59,17 +70,27 @@ def generated_home(base_dir: Path | None) -> Path | None:
 def find_trace(text: str, base_dir: Path | None, where: str = "trace") -> Path:
     """The trace file ``text`` names (resolved), generating a generator's name on first use;
     ConfigError (``where``: the key, for the message) when there is none."""
-    if "/" in text:
-        path = Path(text)
-        if not path.is_absolute():
-            if base_dir is None:
-                raise ConfigError(f"{where}: {text}: give an absolute path here")
-            path = base_dir / path
-        return path.resolve()
+    parts = text.split("/")
+    if not all(TRACE_NAME.fullmatch(p) for p in parts):
+        raise ConfigError(
+            f"{where}: {text[:80]!r}: give a trace's name (`cganalysis trace find`) or a "
+            "relative path of plain names beside the run file (no absolute path, no ..)"
+        )
+    if len(parts) > 1:
+        if base_dir is None:
+            raise ConfigError(f"{where}: {text}: give a trace's name here")
+        path = _inside(base_dir, parts)
+        if path is None or not path.is_file():
+            raise ConfigError(
+                f"{where}: {text}: no such trace beside the run file ({base_dir.resolve()}; "
+                "a symlink leading out of it does not count)"
+            )
+        return path
     folders = search_path(base_dir)
     for d in folders:
-        if (d / text).is_file():
-            return (d / text).resolve()
+        found = _inside(d, parts)
+        if found is not None and found.is_file():
+            return found
     spec = TraceSpec.from_name(text)
     home = generated_home(base_dir)
     if spec is not None and home is not None:

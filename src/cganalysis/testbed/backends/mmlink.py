@@ -68,11 +68,12 @@ def _write_rate_trace(rate_mbps: float, path: Path) -> str:
 
 
 def prepare_folder(link: MahimahiLink, user: str) -> tuple[Path, list[str]]:
-    """A folder the unprivileged user can read and write: the traces (copied: the user's
-    folders or a test's may not be readable by it) and the logs mm-link writes."""
-    folder = Path(tempfile.mkdtemp(prefix="cga-mm-"))
-    folder.chmod(0o755)
+    """A folder only the unprivileged user (and root) can read and write: the traces
+    (copied: the user's folders or a test's may not be readable by it) and the logs mm-link
+    writes. Not readable by other users: a trace may be a lab's own measurement."""
+    folder = Path(tempfile.mkdtemp(prefix="cga-mm-"))  # 0700
     entry = pwd.getpwnam(user)
+    os.chown(folder, entry.pw_uid, entry.pw_gid)
     paths = []
     for name, trace, rate in (
         ("mm-down.trace", link.down_trace, link.down_rate_mbps),
@@ -83,10 +84,11 @@ def prepare_folder(link: MahimahiLink, user: str) -> tuple[Path, list[str]]:
         else:
             assert rate is not None
             _write_rate_trace(rate, folder / name)
-        (folder / name).chmod(0o644)
+        (folder / name).chmod(0o600)
+        os.chown(folder / name, entry.pw_uid, entry.pw_gid)
         paths.append(str(folder / name))
     for name in ("mm-downlink.log", "mm-uplink.log"):
-        (folder / name).touch()
+        (folder / name).touch(mode=0o600)
         os.chown(folder / name, entry.pw_uid, entry.pw_gid)
         paths.append(str(folder / name))
     return folder, paths

@@ -122,15 +122,20 @@ class Checks:
 
 
 def resolve_trace(sec: Section, base_dir: Path | None) -> str | None:
-    """``trace``: a path (absolute, or relative to the run/campaign file's folder,
-    ``base_dir``) or a name on the trace search path (:mod:`cganalysis.traces.find`)."""
+    """``trace``: a name on the trace search path or a relative path that stays in the
+    run/campaign file's folder, ``base_dir`` (:mod:`cganalysis.traces.find`); its content
+    is checked here, before anything stages it (:mod:`cganalysis.traces.check`)."""
     text = sec.opt_string("trace", pattern=SAFE_PATH)
     if text is None:
         return None
+    from cganalysis.traces.check import check_trace
     from cganalysis.traces.find import find_trace
 
+    where = f"{sec.where}: key {sec.key('trace')}"
     # Resolved (.. and links), so meta.json names the trace the same from any run folder.
-    return str(find_trace(text, base_dir, where=f"{sec.where}: key {sec.key('trace')}"))
+    path = find_trace(text, base_dir, where=where)
+    check_trace(path, where)
+    return str(path)
 
 
 def parse_direction(sec: Section, rtt_ms: float, base_dir: Path | None = None) -> Direction:
