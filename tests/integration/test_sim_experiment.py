@@ -184,6 +184,27 @@ def test_a_killed_run_leaves_no_kernel(tmp_path: Path, signum: int) -> None:
         assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
 
 
+def test_a_run_whose_python_output_and_checkout_are_under_tmp(tmp_path: Path) -> None:
+    """The guest mounts a /tmp of its own: the run's interpreter, its packages and its output
+    there (pytest's tmp_path is under /tmp) are bound back, not hidden by it. Here the
+    project's environment is reached through a link under /tmp, as a venv or a checkout
+    made there would be."""
+    _need_sim()
+    venv = tmp_path / "checkout" / ".venv"
+    venv.parent.mkdir()
+    venv.symlink_to(Path(sys.prefix))
+    out = tmp_path / "out"
+    res = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "cganalysis.cli", "experiment", str(RUN),
+         "-o", str(out), "--max-duration-s", "3"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["testbed"]["backend"] == "sim"
+    assert (out / "egress.pcap").stat().st_size > 0
+
+
 def test_missing_seed_library_is_one_clear_line(tmp_path: Path) -> None:
     need_root()
     res = _cli(

@@ -44,10 +44,13 @@ def _need_uml(kernel: str = "auto") -> None:
         pytest.skip(str(e))
 
 
-def _cli(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def _cli(
+    *args: str | Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cganalysis.cli", *map(str, args)],
         capture_output=True, text=True, timeout=timeout, check=False,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 
@@ -165,9 +168,13 @@ def test_interrupted_and_killed_runs_leave_no_uml(tmp_path: Path) -> None:
 
 
 def test_refusals_name_what_to_do(tmp_path: Path) -> None:
-    """Before any testbed exists: a kernel that is not there, and a qdisc Debian's UML
-    kernel lacks (DualPI2), each in one line naming what provides it."""
+    """Before any testbed exists: a kernel path in a (shared) testbed file, a local kernel
+    that is not there, and Debian's UML kernel, which lacks DualPI2 (or, on a CPU whose
+    extended state it cannot hold, does not boot), each in one line naming what to do."""
     _need_uml("debian")
+    from cganalysis.testbed.backends.umlboot import boot_failure
+    from cganalysis.testbed.backends.umlconf import UmlOptions, find_kernel
+
     doc = yaml.safe_load(RUN.read_text())
     bed = tmp_path / "bed.yaml"
     bed.write_text(yaml.safe_dump({"backend": "uml", "uml": {"kernel": "/nowhere/linux"}}))
@@ -175,11 +182,18 @@ def test_refusals_name_what_to_do(tmp_path: Path) -> None:
     run = tmp_path / "run.yaml"
     run.write_text(yaml.safe_dump(doc))
     res = _cli("experiment", run, "-o", tmp_path / "a")
-    assert res.returncode != 0 and "uml.kernel: /nowhere/linux not found" in res.stderr
+    assert res.returncode != 0 and "key uml.kernel: '/nowhere/linux'" in res.stderr
+    assert "$CGA_UML_KERNEL" in res.stderr
     bed.write_text(yaml.safe_dump({"backend": "uml", "uml": {"kernel": "debian"}}))
+    res = _cli("experiment", run, "-o", tmp_path / "a", env={"CGA_UML_KERNEL": "/nowhere/linux"})
+    assert res.returncode != 0 and "$CGA_UML_KERNEL: /nowhere/linux not found" in res.stderr
     doc["bottleneck"]["qdisc"] = {"kind": "dualpi2", "limit": 1000}
     run.write_text(yaml.safe_dump(doc))
     res = _cli("experiment", run, "-o", tmp_path / "b")
     last = res.stderr.strip().splitlines()[-1]
-    assert res.returncode != 0 and "lacks qdisc dualpi2" in last and "build-uml.sh" in last
+    assert res.returncode != 0 and "build-uml.sh" in last
+    if boot_failure(find_kernel(UmlOptions(kernel="debian"))) is None:
+        assert "lacks qdisc dualpi2" in last
+    else:
+        assert "uml.kernel debian" in last and "cannot boot on this host" in last
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -103,12 +104,16 @@ def test_a_missing_library_says_what_installs_it(
         simconf.find_simrng()
 
 
-def test_a_kernel_without_time_travel_is_refused(tmp_path: Path) -> None:
-    fake = tmp_path / "linux"
-    fake.write_text("#!/bin/sh\necho 'usage: no such options'\n")
-    fake.chmod(0o755)
-    with pytest.raises(hosts.TestbedError, match=r"no time-travel mode.*build-uml\.sh"):
-        simconf.find_sim_kernel(simconf.SimOptions(kernel=str(fake)))
+def test_a_kernel_without_time_travel_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A folder only root or this user may write ($CGA_SIM_KERNEL's check; /tmp is not).
+    with tempfile.TemporaryDirectory(dir=Path.home()) as folder:
+        Path(folder).chmod(0o755)
+        fake = Path(folder) / "linux"
+        fake.write_text("#!/bin/sh\necho 'usage: no such options'\n")
+        fake.chmod(0o755)
+        monkeypatch.setenv(simconf.KERNEL_ENV, str(fake))
+        with pytest.raises(hosts.TestbedError, match=r"no time-travel mode.*build-uml\.sh"):
+            simconf.find_sim_kernel(simconf.SimOptions())
 
 
 def test_a_sender_that_spins_on_the_clock_is_refused(tmp_path: Path) -> None:

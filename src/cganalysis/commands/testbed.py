@@ -123,6 +123,10 @@ def run_probe(args: argparse.Namespace) -> int:
         if not _is_root():
             print("note: not root: qdiscs cannot be tried", file=sys.stderr)
         report = probe(NetnsHost("this host", None, Path("/")), with_qdiscs=_is_root())
+        if _is_root():
+            from cganalysis.testbed.backends.umlboot import verdicts
+
+            report.uml_kernels = verdicts()  # booted once per kernel and CPU, then cached
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -114,7 +114,7 @@ def _probing_local(kind: str) -> Probing:
 
 
 def _probing_uml_router(path: Path | None) -> AbstractContextManager[Host]:
-    from cganalysis.testbed.backends.umlhost import probing_uml
+    from cganalysis.testbed.backends.umlboot import probing_uml
 
     return probing_uml(path)
 

@@ -7,7 +7,8 @@ a run's timing is a function of the run file, not of the host's load. That needs
 kernel built with ``CONFIG_UML_TIME_TRAVEL_SUPPORT`` (``scripts/build-uml.sh``'s; Debian's
 ``user-mode-linux`` has none) and ``libcga_simrng.so`` (``native/simrng``, installed by
 ``scripts/install.sh``), which answers the kernel's requests for host randomness from the
-run's seed. Every lookup fails with one line naming what is missing and what installs it.
+run's seed. A testbed file only names the kernel (``kernelpath``); ``$CGA_SIM_KERNEL``
+gives a path. Every lookup fails with one line naming what is missing and what installs it.
 """
 
 from __future__ import annotations
@@ -20,11 +21,21 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.testbed.backends.hosts import TestbedError
-from cganalysis.testbed.backends.umlconf import BUILT, Kernel, UmlOptions, find_kernel
+from cganalysis.testbed.backends.kernelpath import parse_kernel_name
+from cganalysis.testbed.backends.umlconf import (
+    BUILT,
+    KERNEL_NAMES,
+    KNOWN,
+    Kernel,
+    UmlOptions,
+    find_kernel,
+)
 
 #: Where scripts/install.sh puts the seeding library; $CGA_SIMRNG_LIB overrides it.
 SIMRNG = BUILT.parent / "libcga_simrng.so"
 SIMRNG_ENV = "CGA_SIMRNG_LIB"
+#: Local configuration: the path of a UML kernel with time travel (checked: kernelpath).
+KERNEL_ENV = "CGA_SIM_KERNEL"
 #: The guest's wall clock at boot unless the testbed file says otherwise (any fixed value
 #: does: two runs must start from the same one).
 DEFAULT_START_UTC = "2026-01-01T00:00:00Z"
@@ -34,8 +45,8 @@ DEFAULT_START_UTC = "2026-01-01T00:00:00Z"
 class SimOptions:
     """The ``sim`` section of a testbed file (configs/testbeds/sim.yaml)."""
 
-    #: ``auto``/``built`` (scripts/build-uml.sh's kernel) or the path of a UML kernel built
-    #: with time-travel support.
+    #: ``auto``/``built`` (scripts/build-uml.sh's kernel) or ``linux-RELEASE`` (one it
+    #: installed); ``$CGA_SIM_KERNEL`` names any other kernel built with time travel.
     kernel: str = "auto"
     #: The guest's memory: its processes, the kernel's socket buffers and queues (the
     #: captures go straight to this machine's disk through hostfs).
@@ -56,10 +67,13 @@ class SimOptions:
 
 
 def find_sim_kernel(opts: SimOptions) -> Kernel:
-    """The kernel, checked for time-travel support (its ``--help`` lists the option)."""
+    """The kernel, checked for time-travel support (its ``--help`` lists the option) and
+    for booting on this host (``umlboot``)."""
+    from cganalysis.testbed.backends.umlboot import FIX, boot_failure
+
     kernel_opt = "built" if opts.kernel == "auto" else opts.kernel
     try:
-        kernel = find_kernel(UmlOptions(kernel=kernel_opt))
+        kernel = find_kernel(UmlOptions(kernel=kernel_opt), KERNEL_ENV, "sim.kernel")
     except TestbedError as e:
         raise TestbedError(f"sim testbed: {e}") from None
     try:
@@ -72,6 +86,13 @@ def find_sim_kernel(opts: SimOptions) -> Kernel:
         raise TestbedError(
             f"sim testbed: {kernel.path} has no time-travel mode (CONFIG_UML_TIME_TRAVEL_SUPPORT); "
             "run `bash scripts/build-uml.sh`, whose kernel has it"
+        )
+    why = boot_failure(kernel)
+    if why is not None:
+        named = f"${KERNEL_ENV}" if kernel.origin == "local" else f"sim.kernel {opts.kernel}"
+        raise TestbedError(
+            f"sim testbed: {named} ({kernel.path}) cannot boot on this host: {why}; "
+            f"{FIX.format(key='sim.kernel')}"
         )
     return kernel
 
@@ -91,7 +112,7 @@ def find_simrng() -> Path:
 
 
 def parse_options(data: Any, where: str) -> SimOptions:
-    from cganalysis.testbed.spec.validate import SAFE_PATH, Section
+    from cganalysis.testbed.spec.validate import Section
 
     sec = Section(data, where)
     sec.choice("backend", ("sim",))
@@ -108,7 +129,7 @@ def parse_options(data: Any, where: str) -> SimOptions:
             "start_utc", f"{start!r} is not a time (e.g. 2026-01-01T00:00:00Z)"
         ) from None
     opts = SimOptions(
-        kernel=sim.opt_string("kernel", pattern=SAFE_PATH) or "auto",
+        kernel=parse_kernel_name(sim, "kernel", KERNEL_NAMES, KNOWN, KERNEL_ENV) or "auto",
         memory_mb=sim.integer("memory_mb", d.memory_mb, minimum=256, maximum=65536),
         seed=sim.integer("seed", d.seed, minimum=0, maximum=2**63 - 1),
         start_utc=start,

@@ -1,8 +1,10 @@
 """The ``sim`` testbed's guest: the first process of a UML kernel on simulated time
 (``python -m cganalysis.testbed.backends.simguest JOB``, started by :mod:`.simkernel`).
 
-It mounts what the run's tools need (``/proc``, ``/sys``, and a private ``/run`` and
-``/tmp`` so that nothing the guest makes lands in the host's), takes the environment the
+It mounts what the run's tools need (``/proc``, ``/sys``, the job folder writable over the
+read-only root, and a private ``/run``, ``/tmp`` and ``/dev/shm`` so that nothing the guest
+makes lands in the host's, with the host paths the run needs under them bound back: its
+interpreter, its packages, its programs), takes the environment the
 host wrote into ``JOB/job.json``, calls the job's entry (``module:function``; the testbed
 does not know what a run is, :mod:`cganalysis.experiment.insim` does), writes its outcome
 to ``JOB/result.json`` and powers the kernel off. Progress lines go to the console, which
@@ -19,11 +21,13 @@ import subprocess
 import sys
 import time
 import traceback
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from cganalysis.testbed.backends.netns import NetnsTestbed
-from cganalysis.testbed.backends.simkernel import PROGRESS_MARK
+from cganalysis.testbed.backends.simkernel import ERROR_MARK, PROGRESS_MARK
+from cganalysis.testbed.backends.umlagent import private_tmpfs
 
 #: Set in the guest: its facts as JSON (seed, clock, kernel); the planner's "am I inside".
 GUEST_ENV = "CGA_SIM_GUEST"
@@ -49,14 +53,28 @@ def say(line: str) -> None:
     print(f"{PROGRESS_MARK}{line}", flush=True)
 
 
-def _prepare() -> None:
+def host_paths(env: dict[str, str]) -> list[str]:
+    """The host paths the run reads: this interpreter and its packages, and every absolute
+    path in the job's environment (PATH, the CG source's programs)."""
+    paths = [sys.prefix, sys.exec_prefix, sys.base_prefix, str(Path(sys.executable).parent)]
+    paths += [p for p in sys.path if p]
+    for value in env.values():
+        paths += [part for part in value.split(":") if part.startswith("/")]
+    return paths
+
+
+def _prepare(ctl: Path, keep: list[str]) -> None:
+    """The root (this machine's files) is read-only: the job folder is mounted writable,
+    and /run, /tmp and /dev/shm are the guest's own."""
     for argv in (
         ["mount", "-t", "proc", "proc", "/proc"],
         ["mount", "-t", "sysfs", "sys", "/sys"],
-        ["mount", "-t", "tmpfs", "run", "/run"],
-        ["mount", "-t", "tmpfs", "tmp", "/tmp"],
+        ["mount", "-t", "hostfs", "-o", str(ctl), "hostfs", str(ctl)],
+        ["mount", "-t", "tmpfs", "shm", "/dev/shm"],
     ):
         subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for point in ("/run", "/tmp"):
+        private_tmpfs(point, keep)
     Path("/run/netns").mkdir(parents=True, exist_ok=True)
     subprocess.run(["ip", "link", "set", "lo", "up"], check=False)
 
@@ -100,19 +118,30 @@ def main(argv: list[str]) -> int:
     ctl = Path(argv[1])
     try:
         spec = json.loads((ctl / "job.json").read_text(encoding="utf-8"))
-        os.environ.update(spec.get("env", {}))
+        env = dict(spec.get("env", {}))
+        os.environ.update(env)
         os.environ[GUEST_ENV] = json.dumps(spec.get("sim", {}))
-        _prepare()
+        _prepare(ctl, host_paths(env))
         argv = [sys.executable, "-m", "cganalysis.testbed.backends.simguest", "--job", str(ctl)]
         rc = subprocess.run(argv, check=False).returncode
         if not (ctl / "result.json").is_file():
             how = f"signal {-rc}" if rc < 0 else f"status {rc}"
-            error = f"the run's process ended by {how}"
-            result = {"ok": False, "kind": "testbed", "error": error}
-            _write(ctl / "result.json", json.dumps(result))
+            _fail(ctl, f"the run's process ended by {how}")
+    except BaseException as e:
+        # Said before the power-off, which no exception outlives: the host shows it.
+        traceback.print_exc()
+        _fail(ctl, f"the guest's init failed: {type(e).__name__}: {e}")
     finally:
         _power_off()
     return 0
+
+
+def _fail(ctl: Path, error: str) -> None:
+    """The guest's own error: in result.json, and on the console (where the host reads
+    it if the job folder cannot be written)."""
+    print(f"{ERROR_MARK}{error}", flush=True)
+    with suppress(OSError):
+        _write(ctl / "result.json", json.dumps({"ok": False, "kind": "testbed", "error": error}))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ facts meta.json records. What makes two boots of one job the same, packet for pa
   answers its ``getrandom`` calls from the seed, and sees a file of seeded bytes as the
   host's ``/dev/random`` (its hardware-RNG driver reads that), both through a private
   mount namespace of its own;
-- the names: the job folder is mounted at :data:`GUEST_JOB` in that namespace and the
+- the names: the job folder is mounted at :data:`GUEST_JOB` in that namespace (on a
+  tmpfs over ``/mnt``, with the host's own ``/mnt`` entries bound back) and the
   kernel's command line is the same for every job (the kernel mixes its command line
   into its random pool at boot, and a name the guest reads changes how long its
   processes run, which UML mixes in at each process's exit);
@@ -49,6 +50,11 @@ from cganalysis.testbed.backends.simconf import SimOptions, find_sim_kernel, fin
 GUEST_JOB = "/mnt/cga-job"
 #: Lines the guest prints for the host to show as progress start with this.
 PROGRESS_MARK = "cga-sim: "
+#: The guest's own last error, should it end without writing a result.
+ERROR_MARK = "cga-sim-error: "
+#: Console lines that say nothing about a failure: UML looks for a disk the guest does not
+#: use (its root is the host's file system).
+NOISE = ("Failed to initialize ubd device",)
 #: Bytes of seeded randomness behind the guest's view of the host's /dev/random.
 RANDOM_BYTES = 1 << 16
 #: The host's per-process limit on memory mappings the kernel needs: UML maps a guest
@@ -59,12 +65,27 @@ RANDOM_BYTES = 1 << 16
 MAX_MAP_COUNT = 1_048_576
 MAX_MAP_COUNT_FILE = Path("/proc/sys/vm/max_map_count")
 
-#: Runs in the new mount namespace, then becomes the kernel: $1 is the job folder.
+#: Runs in the new mount namespace, then becomes the kernel: $1 is the job folder. The
+#: host's /mnt is reached through descriptor 3 once the tmpfs hides it: the job folder and
+#: each entry (a checkout, a data disk) are bound from there, as given (canonicalised, the
+#: path would name the tmpfs's own folder).
 NAMESPACE_SCRIPT = f"""set -e
+exec 3</mnt
+job=$(realpath "$1")
 mount -t tmpfs -o size=1m,mode=0755 cga-sim /mnt
+case "$job" in /mnt/*) job="/proc/$$/fd/3/${{job#/mnt/}}" ;; esac
 mkdir {GUEST_JOB}
-mount --bind "$1" {GUEST_JOB}
-mount --bind "$1/random.bin" /dev/random
+mount --no-canonicalize --bind "$job" {GUEST_JOB}
+mount --no-canonicalize --bind "$job/random.bin" /dev/random
+for old in /proc/$$/fd/3/* /proc/$$/fd/3/.[!.]*; do
+  name=${{old##*/}}
+  if [ "$name" = {GUEST_JOB.rsplit("/", 1)[1]} ]; then continue
+  elif [ -L "$old" ]; then cp -P "$old" "/mnt/$name"
+  elif [ -d "$old" ]; then mkdir "/mnt/$name" && mount --no-canonicalize --bind "$old" "/mnt/$name"
+  elif [ -e "$old" ]; then : >"/mnt/$name" && mount --no-canonicalize --bind "$old" "/mnt/$name"
+  fi
+done
+exec 3<&-
 shift
 exec "$@"
 """
@@ -108,7 +129,11 @@ def run_guest(
         # Fixed names: the command line is mixed into the kernel's random pool at boot.
         "umid=cga-sim",
         f"uml_dir={GUEST_JOB}",
-        "rootfstype=hostfs", "rootflags=/", "rw", "quiet",
+        # Read-only: the guest writes only the job folder, which it mounts writable
+        # (simguest). Without `quiet`: a guest that ends without a result is explained by
+        # the kernel's own last lines (its console is a file; printing costs no simulated
+        # time).
+        "rootfstype=hostfs", "rootflags=/", "ro",
         "con=null", "con0=null,fd:1",
         "time-travel=inf-cpu", f"time-travel-start={opts.start_ns}",
         f"PYTHONHASHSEED={seed % 4294967296}",
@@ -209,17 +234,21 @@ def _follow(
 
 
 def console_tail(console: Path, lines: int = 3) -> str:
-    """What the console says went wrong: the kernel's own complaints (out of memory, a
-    panic, an oops) first, else its last meaningful lines."""
+    """What the console says went wrong: the guest's own error, the kernel's complaints
+    (out of memory, a panic, an oops) first, else its last meaningful lines."""
     if not console.is_file():
         return "no console output"
     text = console.read_text(encoding="utf-8", errors="replace").splitlines()
     words = ("Out of memory", "Killed process", "Kernel panic", "BUG", "Oops", "Traceback")
-    alarms = [ln.strip() for ln in text if any(w in ln for w in words)]
+    own = [ln.strip()[len(ERROR_MARK) :] for ln in text if ln.startswith(ERROR_MARK)]
+    alarms = own[-1:] + [ln.strip() for ln in text if any(w in ln for w in words)]
     keep = [
         ln.strip()
         for ln in text
-        if ln.strip() and not ln.lstrip().startswith("[<") and not _hex_words(ln)
+        if ln.strip()
+        and not ln.lstrip().startswith("[<")
+        and not _hex_words(ln)
+        and not any(n in ln for n in NOISE)
     ]
     return " | ".join((alarms[:2] + keep[-lines:]) if alarms else keep[-lines:])[:500] or (
         "no console output"

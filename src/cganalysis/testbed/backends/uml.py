@@ -39,6 +39,7 @@ from cganalysis.testbed.backends import state
 from cganalysis.testbed.backends.hosts import TestbedError, stop_all
 from cganalysis.testbed.backends.netns import NET, OFFLOADS, NetnsTestbed
 from cganalysis.testbed.backends.topology import Layout, Topology
+from cganalysis.testbed.backends.umlboot import usable_kernel
 from cganalysis.testbed.backends.umlconf import UmlOptions
 from cganalysis.testbed.backends.umlhost import UmlHost, UmlKernel
 
@@ -141,7 +142,13 @@ class UmlTestbed(NetnsTestbed):
         self._run(["ip", "route", "add", "default", "via", f"{NET}.1.2"], "srv")
         self._run(["ip", "route", "add", "default", "via", f"{NET}.2.2"], "cli")
         self._endpoints()
-        self.kernel = UmlKernel(self.opts, netns=self.ns("rtr"), ifaces=router_devs)
+        self.kernel = UmlKernel(
+            self.opts,
+            netns=self.ns("rtr"),
+            ifaces=router_devs,
+            kernel=usable_kernel(self.opts),
+            keep=[self.workdir],
+        )
         self.kernel.boot()
         self.state.update(uml_console=str(self.kernel.console))
         router = UmlHost("router", self.kernel, self.workdir)

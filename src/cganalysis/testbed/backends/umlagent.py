@@ -1,9 +1,11 @@
 """The user-mode Linux router's init and command agent; standalone (stdlib only).
 
 The UML kernel starts it as its first process (``init=/usr/bin/python3 -- umlagent.py
-CTL``, the host's file system as its root through hostfs). It mounts what the kernel's own
-tools need (``/proc``, ``/sys``, a private ``/run`` so that ``ip netns`` never writes into
-the host's), makes the Debian UML kernel's modules loadable, and then serves the host's
+CTL FOLDERS``, the host's file system as its read-only root through hostfs; FOLDERS is
+hex-encoded JSON: ``keep``, ``write``). It mounts what the kernel's own tools need
+(``/proc``, ``/sys``, a private ``/run`` so that ``ip netns`` never writes into the host's,
+with CTL and the ``keep`` paths under it bound back, and each ``write`` folder of the host
+writable: the run's), makes the Debian UML kernel's modules loadable, and then serves the host's
 requests on the serial line ``/dev/ttyS0``, which the host wired to one end of a socket
 pair (``ssl0=fd:N``): one JSON object per line each way.
 
@@ -48,11 +50,55 @@ def _sh(*argv: str) -> None:
     subprocess.run(list(argv), check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def prepare(ctl: str) -> dict[str, object]:
-    """Mounts and module loading; returns the facts the host records."""
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def private_tmpfs(point: str, keep: list[str]) -> None:
+    """A tmpfs of the kernel's own over ``point`` (what its processes make there never
+    lands in the host's), with the host paths of ``keep`` under it bound back: a checkout,
+    a virtual environment or a run's folder in /tmp or /run stays where the guest's
+    processes look for it. Needs /proc (the host's folder is reached through a descriptor
+    opened before the tmpfs hides it)."""
+    # Absolute without resolving links: the guest looks for a path by the name it was given.
+    wanted = sorted({os.path.normpath(k) for k in keep if k.startswith("/")})
+    inside = [k for k in wanted if _within(k, point) and k != point and os.path.lexists(k)]
+    outermost = [k for i, k in enumerate(inside) if not any(_within(k, o) for o in inside[:i])]
+    # Links resolved while the host's folder is in view (one may point into it).
+    real = {k: os.path.realpath(k) for k in outermost}
+    old = os.open(point, os.O_PATH | os.O_DIRECTORY) if outermost else -1
+    _sh("mount", "-t", "tmpfs", Path(point).name, point)
+    for path in outermost:
+        hidden = _within(real[path], point)
+        rel = os.path.relpath(real[path], point)
+        source = Path(f"/proc/self/fd/{old}") / rel if hidden else Path(real[path])
+        if source.is_dir():
+            Path(path).mkdir(parents=True, exist_ok=True)
+        else:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).touch()
+        subprocess.run(
+            # As given: canonicalised, the path would name the tmpfs's own folder.
+            ["mount", "--no-canonicalize", "--bind", str(source), path],
+            pass_fds=(old,),
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    if old >= 0:
+        os.close(old)
+
+
+def prepare(ctl: str, keep: list[str], write: list[str]) -> dict[str, object]:
+    """Mounts and module loading; returns the facts the host records. ``keep``: host
+    paths the private /run must not hide; ``write``: host folders mounted writable (the
+    root, this machine's file system, is read-only)."""
     _sh("mount", "-t", "proc", "proc", "/proc")
     _sh("mount", "-t", "sysfs", "sys", "/sys")
-    _sh("mount", "-t", "tmpfs", "run", "/run")
+    private_tmpfs("/run", [ctl, *keep])
+    for folder in write:
+        if Path(folder).is_dir() and folder != "/":
+            _sh("mount", "-t", "hostfs", "-o", folder, "hostfs", folder)
     _sh("mount", "-t", "devtmpfs", "dev", "/dev")
     release = os.uname().release
     modules = f"/usr/lib/uml/modules/{release}"
@@ -169,8 +215,9 @@ def halt() -> None:
 
 def main() -> None:
     ctl = sys.argv[1]
+    folders = json.loads(bytes.fromhex(sys.argv[2])) if len(sys.argv) > 2 else {}
     os.environ["PATH"] = f"{KERNEL_TOOLS}:{PATH}" if Path(KERNEL_TOOLS).is_dir() else PATH
-    facts = prepare(ctl)
+    facts = prepare(ctl, list(folders.get("keep", [])), list(folders.get("write", [])))
     fd = os.open("/dev/ttyS0", os.O_RDWR | os.O_NOCTTY)
     tty.setraw(fd)
     agent = Agent(fd)

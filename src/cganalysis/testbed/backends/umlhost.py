@@ -1,9 +1,10 @@
 """A user-mode Linux kernel as a process of this machine, and commands run inside it.
 
-:class:`UmlKernel` boots a UML kernel (``umlconf.find_kernel``) with this machine's file
-system as its root (hostfs, read-write: its processes write the run's files where the
-host reads them), inside a network namespace of the host whose veths it attaches with
-raw sockets (``vecN:transport=raw``), and talks to the agent it runs as init
+:class:`UmlKernel` boots a UML kernel (``umlboot.usable_kernel``: one that boots on this
+CPU) with this machine's file system as its root (hostfs, read-only; the run's folder
+writable: its processes write the run's files where the host reads them), inside a
+network namespace of the host whose veths it attaches with raw sockets
+(``vecN:transport=raw``), and talks to the agent it runs as init
 (``umlagent.py``) over a serial line wired to a socket pair. :class:`UmlHost` is the
 :class:`~cganalysis.testbed.backends.hosts.Host` the experiment code drives: ``tc``, ``ip`` and the
 qdisc poller run in the UML kernel; files are the host's.
@@ -25,17 +26,25 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from cganalysis.testbed.backends.hosts import NetnsHost, Proc, Result, TestbedError
-from cganalysis.testbed.backends.umlconf import Kernel, UmlOptions, find_kernel, load_options
+from cganalysis.testbed.backends.umlconf import Kernel, UmlOptions
+from cganalysis.testbed.backends.umlconsole import diagnose
 
 AGENT = Path(__file__).with_name("umlagent.py")
 #: The agent's Python: the host's system interpreter (the agent is stdlib only).
 PYTHON = "/usr/bin/python3"
+
+
+class KernelStoppedError(TestbedError):
+    """The kernel ended before its agent was up; ``console`` holds what it printed."""
+
+    def __init__(self, message: str, console: str) -> None:
+        super().__init__(message)
+        self.console = console
 
 
 class UmlKernel:
@@ -46,9 +55,16 @@ class UmlKernel:
         opts: UmlOptions | None = None,
         netns: str | None = None,
         ifaces: list[str] | None = None,
+        *,
+        kernel: Kernel,
+        keep: list[Path] | None = None,
     ) -> None:
+        """``kernel``: the one to boot (``umlboot.usable_kernel`` chooses it: one that boots
+        on this host); ``keep``: host folders its processes write to, the only ones they
+        may (the kernel's root is read-only)."""
         self.opts = opts or UmlOptions()
-        self.kernel: Kernel = find_kernel(self.opts)
+        self.writable = [str(p.absolute()) for p in keep or []]
+        self.kernel = kernel
         self.netns = netns
         self.ifaces = list(ifaces or [])
         self.ctl = Path(tempfile.mkdtemp(prefix="cga-uml-"))
@@ -103,7 +119,9 @@ class UmlKernel:
             f"uml_dir={self.ctl}",
             "rootfstype=hostfs",
             "rootflags=/",
-            "rw",
+            # This machine's files, read-only: the router writes only the run's folder
+            # (its statistics, logs), mounted writable by the agent.
+            "ro",
             "quiet",
             "con=null",
             f"con0=null,fd:{console_fd}",
@@ -117,6 +135,7 @@ class UmlKernel:
             "--",
             str(agent),
             str(self.ctl),
+            self._folders(),
         ]
         t0 = time.monotonic()
         try:
@@ -142,6 +161,14 @@ class UmlKernel:
             "interfaces": {f"vec{i}": dev for i, dev in enumerate(self.ifaces)},
         }
         threading.Thread(target=self._reader, daemon=True).start()
+
+    def _folders(self) -> str:
+        """The agent's folders (hex-encoded JSON: the kernel splits its command line at
+        spaces): what its private /run must not hide (the poller's code is this package's),
+        and what it mounts writable."""
+        package = str(Path(__file__).resolve().parents[2])
+        folders = {"keep": [package, *self.writable], "write": self.writable}
+        return json.dumps(folders).encode().hex()
 
     def _scheduling(self) -> tuple[str, list[str]]:
         """How the kernel's process is scheduled (for meta.json) and the command prefix that
@@ -171,7 +198,12 @@ class UmlKernel:
             except TimeoutError:
                 chunk = None
             if chunk == b"" or (chunk is None and self.popen.poll() is not None):
-                raise TestbedError(f"uml router: the kernel stopped while booting: {self._why()}")
+                with suppress(subprocess.TimeoutExpired):
+                    self.popen.wait(2.0)  # its last words reach the console first
+                raise KernelStoppedError(
+                    f"uml router: the kernel stopped while booting: {self._why()}",
+                    self._console(),
+                )
             if chunk:
                 self._buf += chunk
                 if b"\n" in self._buf:
@@ -183,12 +215,16 @@ class UmlKernel:
             f"its console: {self.console}"
         )
 
+    def _console(self) -> str:
+        if not self.console.exists():
+            return ""
+        return self.console.read_text(encoding="utf-8", errors="replace")
+
     def _why(self) -> str:
-        text = (
-            self.console.read_text(encoding="utf-8", errors="replace")
-            if self.console.exists()
-            else ""
-        )
+        text = self._console()
+        known = diagnose(text)
+        if known is not None:
+            return known
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         bad = [
             ln
@@ -352,11 +388,3 @@ class UmlHost(NetnsHost):
 
     def stage(self, local: Path) -> str:
         return str(local.absolute())
-
-
-@contextmanager
-def probing_uml(testbed_file: Path | None) -> Iterator[UmlHost]:
-    """A UML kernel of the testbed's kind, booted without interfaces, to probe: which
-    qdiscs it accepts decides the run's data plane before anything is built (~1-3 s)."""
-    with UmlKernel(load_options(testbed_file)) as kernel:
-        yield UmlHost(f"uml router ({kernel.kernel.path})", kernel, Path(kernel.ctl))

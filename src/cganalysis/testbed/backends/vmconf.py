@@ -1,12 +1,14 @@
 """What the ``vm`` testbed needs and where it is: options, the guest kernel, QEMU, vng.
 
 ``scripts/install-vm.sh`` installs all of it; every lookup here fails with one line naming
-what is missing and that script.
+what is missing and that script. A testbed file only names the guest kernel by its version
+(``kernelpath``: files are shared); ``$CGA_VM_KERNEL`` gives a vmlinuz path.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cganalysis.testbed.backends.hosts import TestbedError
+from cganalysis.testbed.backends.kernelpath import local_kernel, parse_kernel_name
 
 if TYPE_CHECKING:
     from cganalysis.testbed.spec.validate import Section
@@ -26,6 +29,10 @@ GUEST_ENV = "CGA_VM_GUEST"
 #: The guest stops its job when the heartbeat has not moved for this long (guest time).
 HEARTBEAT_TIMEOUT_S = 30.0
 ACCELS = ("auto", "kvm", "tcg")
+#: What a testbed file may say: a kernel version, a folder name under MODULES.
+KERNEL_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+~-]*")
+#: Local configuration: the path of any other vmlinuz (checked: kernelpath).
+KERNEL_ENV = "CGA_VM_KERNEL"
 
 
 def in_guest() -> bool:
@@ -41,8 +48,8 @@ class VmOptions:
     cpus: int = 1
     accel: str = "auto"
     boot_timeout_s: float = 180.0
-    #: A vmlinuz path or a kernel version under /usr/lib/modules (None: the newest that
-    #: scripts/install-vm.sh installed).
+    #: A kernel version under /usr/lib/modules (None: the newest that
+    #: scripts/install-vm.sh installed); $CGA_VM_KERNEL names a vmlinuz elsewhere.
     kernel: str | None = None
 
 
@@ -58,14 +65,13 @@ def parse_options(data: Any, where: str) -> VmOptions:
 
 def parse_vm_section(vm: Section) -> VmOptions:
     """A ``vm`` mapping (the vm testbed's, or an ssh testbed's VM router's)."""
-    from cganalysis.testbed.spec.validate import SAFE_PATH
-
+    known = f"a kernel version under {MODULES}"
     opts = VmOptions(
         memory_mb=vm.integer("memory_mb", 2048, minimum=512, maximum=65536),
         cpus=vm.integer("cpus", 1, minimum=1, maximum=64),
         accel=vm.choice("accel", ACCELS, "auto"),
         boot_timeout_s=vm.number("boot_timeout_s", 180.0, minimum=5.0),
-        kernel=vm.opt_string("kernel", pattern=SAFE_PATH),
+        kernel=parse_kernel_name(vm, "kernel", KERNEL_VERSION, known, KERNEL_ENV),
     )
     vm.finish()
     return opts
@@ -80,9 +86,11 @@ def load_options(path: Path | None) -> VmOptions:
 
 
 def find_kernel(opts: VmOptions) -> tuple[str, Path]:
-    """(version, vmlinuz) of the guest kernel; raises naming what to install."""
-    if opts.kernel and Path(opts.kernel).is_file():
-        return Path(opts.kernel).parent.name, Path(opts.kernel)
+    """(version, vmlinuz) of the guest kernel: ``$CGA_VM_KERNEL``'s, else the version the
+    testbed file names, else the newest installed; raises naming what to install."""
+    local = local_kernel(KERNEL_ENV)
+    if local is not None:
+        return local.parent.name, local
     if opts.kernel:
         versions = [opts.kernel]
     else:

@@ -45,6 +45,8 @@ class ProbeReport:
     tcp_cc_available: list[str]
     tcp_cc_default: str
     tools: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: This host's UML kernels and whether each boots here ("boots" or "cannot boot: why").
+    uml_kernels: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,7 @@ class ProbeReport:
                 "default": self.tcp_cc_default,
             },
             "tools": self.tools,
+            "uml_kernels": self.uml_kernels,
         }
 
 
@@ -180,4 +183,6 @@ def format_report(r: ProbeReport) -> str:
         where = info["path"] or "not found"
         version = f"  ({info['version']})" if info.get("version") else ""
         lines.append(f"{tool:<13} {where}{version}")
+    for kernel, verdict in r.uml_kernels.items():
+        lines.append(f"uml kernel    {kernel}: {verdict}")
     return "\n".join(lines) + "\n"
