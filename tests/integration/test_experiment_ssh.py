@@ -8,9 +8,12 @@ test, and a controller namespace that runs the experiment over ssh.
          --mgmt-- rtr
          --mgmt-- cli
 
-The data links, addresses and routes are the operator's (made here by the fixture); the
-testbed only checks them, changes offloads and sysctls (restored afterwards), installs
-the bottleneck on rtr eth2, captures there, and fetches everything back with checksums.
+Host keys are this machine's business: the fixture accepts each sshd's key into its own
+known-hosts file (as a user would once), and the runs get it through CGA_SSH_KNOWN_HOSTS,
+never through the (shared) testbed file. The data links, addresses and routes are the
+operator's (made here by the fixture); the testbed only checks them, changes offloads and
+sysctls (restored afterwards), installs the bottleneck on rtr eth2, captures there, and
+fetches everything back with checksums.
 """
 
 from __future__ import annotations
@@ -182,8 +185,6 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
                     "ssh": {
                         "user": "root",
                         "identity": str(tmp_path / "id"),
-                        "known_hosts": str(tmp_path / "known_hosts"),
-                        "strict_host_key_checking": "accept-new",
                     },
                     "workdir": "/tmp",
                     "hosts": {
@@ -234,7 +235,15 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
             subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
-def experiment(lab: Lab, cfg: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def local_ssh_env(known_hosts: Path) -> dict[str, str]:
+    """This machine's host-key settings (ssh.py): strict checking against ``known_hosts``."""
+    env = {k: v for k, v in os.environ.items() if k != "CGA_SSH_HOST_KEY_POLICY"}
+    return {**env, "CGA_SSH_KNOWN_HOSTS": str(known_hosts)}
+
+
+def experiment(
+    lab: Lab, cfg: Path, out: Path, known_hosts: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     import sys
 
     return subprocess.run(
@@ -255,6 +264,7 @@ def experiment(lab: Lab, cfg: Path, out: Path) -> subprocess.CompletedProcess[st
         text=True,
         timeout=180,
         check=False,
+        env=local_ssh_env(known_hosts or lab.tmp / "known_hosts"),
     )
 
 
@@ -322,3 +332,98 @@ def test_ssh_backend_refuses_a_missing_interface_before_touching_anything(lab: L
     assert lab.run("rtr", "ethtool", "-k", "eth2") == offloads_before
     assert not (lab.tmp / "out").exists()
     assert not list(Path("/tmp").glob("cgatb-*-XXXXXX"))
+
+
+def test_a_shared_file_cannot_turn_host_key_checking_down(lab: Lab) -> None:
+    """A testbed file naming its own known_hosts and accept-new (it would accept any host
+    key) is refused before any connection, in one line naming the file and the key."""
+    doc = yaml.safe_load(lab.testbed.read_text())
+    (lab.tmp / "empty_known_hosts").write_text("")
+    doc["ssh"]["known_hosts"] = str(lab.tmp / "empty_known_hosts")
+    doc["ssh"]["strict_host_key_checking"] = "accept-new"
+    shared = lab.tmp / "shared-lab.yaml"
+    shared.write_text(yaml.safe_dump(doc))
+    cfg = write(short_run("test-ssh-shared", testbed=str(shared)), lab.tmp / "run.yaml")
+    res = experiment(lab, cfg, lab.tmp / "out")
+    assert res.returncode == 2, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert f"{shared}: key ssh.known_hosts: not taken from a testbed file" in line
+    assert "CGA_SSH_KNOWN_HOSTS" in line
+    assert (lab.tmp / "empty_known_hosts").read_text() == ""  # nobody's key was added
+    assert not (lab.tmp / "out").exists()
+
+
+def test_an_unknown_host_key_is_refused(lab: Lab) -> None:
+    """Strict checking by default: with a known-hosts file that lacks the hosts' keys the
+    run stops at the first connection, nothing touched, no key added."""
+    empty = lab.tmp / "empty_known_hosts"
+    empty.write_text("")
+    offloads_before = lab.run("srv", "ethtool", "-k", "eth1")
+    cfg = write(short_run("test-ssh-unknown", testbed=str(lab.testbed)), lab.tmp / "run.yaml")
+    res = experiment(lab, cfg, lab.tmp / "out", known_hosts=empty)
+    assert res.returncode != 0
+    assert "Host key verification failed" in res.stderr, res.stderr
+    assert empty.read_text() == ""
+    assert lab.run("srv", "ethtool", "-k", "eth1") == offloads_before
+    assert not (lab.tmp / "out").exists()
+
+
+def test_clean_kills_only_recorded_processes_that_carry_their_token(lab: Lab) -> None:
+    """A state file (edited, or old with pids reused) naming a live process that is not
+    ours: `testbed clean` leaves it alone; a process started with its token is killed;
+    pids that are no positive integer are refused in one line each, never sent to kill."""
+    from cganalysis.testbed.backends.procmark import MARKER_ENV, new_marker
+
+    marker = new_marker()
+    ns = ["ip", "netns", "exec", lab.ns["srv"]]
+    unrelated = subprocess.Popen([*ns, "sleep", "300"])
+    ours = subprocess.Popen([*ns, "env", f"{MARKER_ENV}={marker}", "sleep", "300"])
+    try:
+        time.sleep(0.3)  # both exec'd into sleep
+        target = {
+            "address": "10.250.0.2", "user": "root", "port": 22,
+            "identity": str(lab.tmp / "id"), "known_hosts": "/dev/null",
+            "strict_host_key_checking": "no", "become": "none", "connect_timeout_s": 5,
+        }  # fmt: skip
+        st = {
+            "_path": "edited.json",
+            "backend": "ssh",
+            "hosts": {"server": target},
+            "pids": {"server": [unrelated.pid]},
+            "procs": {
+                "server": [
+                    {"pid": unrelated.pid, "marker": new_marker()},
+                    {"pid": ours.pid, "marker": marker},
+                    {"pid": -1, "marker": marker},
+                    {"pid": 0, "marker": marker},
+                    {"pid": "1; reboot", "marker": marker},
+                ]
+            },
+        }
+        script = (
+            "import json, sys\n"
+            "from cganalysis.testbed.backends.sshclean import clean_remote\n"
+            "for line in clean_remote(json.loads(sys.argv[1]), False): print(line)\n"
+        )
+        import sys
+
+        res = subprocess.run(
+            ["ip", "netns", "exec", lab.ns["ctl"], sys.executable, "-c", script, json.dumps(st)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=local_ssh_env(lab.tmp / "known_hosts"),
+        )
+        assert res.returncode == 0, res.stderr
+        assert ours.wait(10) is not None, res.stdout
+        time.sleep(0.3)
+        assert unrelated.poll() is None, f"an unrelated process was killed: {res.stdout}"
+        for bad in ("-1", "0", "'1; reboot'"):
+            assert f"procs.server: {{'pid': {bad}, 'marker'" in res.stdout, res.stdout
+        assert f"pids.server: [{unrelated.pid}] not killed" in res.stdout, res.stdout
+        assert f"pid {unrelated.pid} on server: not ours any more" in res.stdout, res.stdout
+    finally:
+        for p in (unrelated, ours):
+            p.kill()
+            p.wait()

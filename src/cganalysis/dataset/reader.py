@@ -10,6 +10,8 @@ calibrations, flow tables and time series. Opening checks every file against
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -29,21 +31,67 @@ from cganalysis.report.tablefmt import Table
 from cganalysis.schemas import FLOWS
 from cganalysis.tablefile import read_table
 
+#: One line of SHA256SUMS as ``sha256sum`` writes it: digest, two spaces (or space and
+#: ``*``, binary mode), name.
+_SUMS_LINE = re.compile(r"([0-9a-f]{64}) [ *](.+)")
+
+
+def _listed_name(directory: Path, name: str, line_no: int) -> str:
+    """``name`` if it is a plain relative path that stays in ``directory``: a shared
+    SHA256SUMS must not make us read files elsewhere (``../``, ``/etc/...``, a symlink)."""
+    parts = name.split("/")
+    plain = not name.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+    inside = plain and (directory / name).resolve().is_relative_to(directory.resolve())
+    if not inside or "\\" in name or "\0" in name:
+        raise ConfigError(
+            f"dataset {directory}: SHA256SUMS line {line_no}: {name!r} is not a file inside the "
+            "dataset (absolute, `..`, or a symlink leading out): refused, nothing read"
+        )
+    return name
+
+
+def _listed(directory: Path) -> dict[str, str]:
+    listed: dict[str, str] = {}
+    text = (directory / "SHA256SUMS").read_text(encoding="utf-8")
+    for line_no, line in enumerate(text.splitlines(), 1):
+        m = _SUMS_LINE.fullmatch(line)
+        if m is None:
+            raise ConfigError(
+                f"dataset {directory}: SHA256SUMS line {line_no}: not `<sha256>  <name>`: "
+                f"{line[:80]!r} (a dataset is never edited: export it again)"
+            )
+        listed[_listed_name(directory, m.group(2), line_no)] = m.group(1)
+    return listed
+
+
+def _present(directory: Path) -> set[str]:
+    """The dataset's files, symlinks not followed (one leading out is refused)."""
+    out: set[str] = set()
+    for folder, dirs, files in os.walk(directory):
+        for name in [*files, *(d for d in dirs if (Path(folder) / d).is_symlink())]:
+            path = Path(folder) / name
+            rel = path.relative_to(directory).as_posix()
+            if path.is_symlink() and not path.resolve().is_relative_to(directory.resolve()):
+                raise ConfigError(
+                    f"dataset {directory}: {rel} is a symlink leading out of the dataset: "
+                    "refused, nothing read"
+                )
+            if path.is_file():
+                out.add(rel)
+    return out - {"SHA256SUMS"}
+
 
 def verify_checksums(directory: Path) -> None:
     """Every file of ``SHA256SUMS`` present and unchanged, and no file left out of it."""
     sums = directory / "SHA256SUMS"
     if not sums.is_file():
         raise ConfigError(f"dataset {directory}: no SHA256SUMS (not written by `dataset export`)")
-    listed: dict[str, str] = {}
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        digest, _, name = line.partition("  ")
-        listed[name] = digest
+    if sums.is_symlink():
+        raise ConfigError(f"dataset {directory}: SHA256SUMS is a symlink: refused, nothing read")
+    listed = _listed(directory)
+    present = _present(directory)
     bad = [n for n, d in listed.items() if not (directory / n).is_file()]
     bad += [n for n, d in listed.items() if n not in bad and sha256_file(directory / n) != d]
-    present = {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()} - {
-        "SHA256SUMS"
-    }
     extra = sorted(present - set(listed))
     if bad or extra:
         raise ConfigError(
@@ -78,7 +126,14 @@ class Dataset:
 
     @property
     def runs(self) -> list[str]:
-        return [str(r) for r in self.datasheet["runs"]]
+        runs = [str(r) for r in self.datasheet["runs"]]
+        for run in runs:  # each names files: metrics/<run>.json, ...
+            if "/" in run or "\\" in run or run.startswith(".") or not run:
+                raise ConfigError(
+                    f"dataset {self.directory}: datasheet.json: runs: {run!r} is not a run id "
+                    "(a plain name, no `/`, no leading dot)"
+                )
+        return runs
 
     @cached_property
     def metrics(self) -> list[dict[str, Any]]:

@@ -1,10 +1,10 @@
 """The guest's side of a vm run (:mod:`cganalysis.experiment.inguest` is the host's): the
 run the host pickled, run by the ordinary runner on the guest's ``netns`` testbed, and
-copied into the host's folder once complete."""
+copied once complete into the staging folder the host shared for it (the only host
+folder the guest may write; the host checks it and moves the run into place)."""
 
 from __future__ import annotations
 
-import os
 import pickle
 import shutil
 import tempfile
@@ -22,7 +22,7 @@ def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
     with (ctl / job["pickle"]).open("rb") as fh:
         cfg, out, plain = pickle.load(fh)
     opts = RunOptions(**plain, progress=lambda m: print(m, flush=True))
-    # The run is built on the guest's own /tmp (memory) and copied to the shared folder
+    # The run is built on the guest's own /tmp (memory) and copied to the staging folder
     # once complete: captures written straight to the 9p share cost the guest's one vCPU
     # and 9p reads of a file being written can fail (ENODATA).
     local = Path(tempfile.mkdtemp(prefix="cga-vm-run-", dir="/tmp")) / out.name
@@ -31,9 +31,10 @@ def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
             runner.run_experiment(cfg, local, opts)
         else:
             runner.run_calibration(cfg, local, opts)
-        staging = out.with_name(f".{out.name}.vmcopy-{os.getpid()}")
-        shutil.copytree(local, staging)
-        staging.rename(out)
+        share = Path(job["share"])
+        partial = share / f".{out.name}.partial"  # the host takes only the renamed folder
+        shutil.copytree(local, partial)
+        partial.rename(share / out.name)
     except ConfigError as e:
         return {"ok": False, "kind": "config", "error": str(e)}
     except CganalysisError as e:

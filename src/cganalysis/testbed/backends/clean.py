@@ -11,15 +11,19 @@ from cganalysis.testbed.backends import state
 
 def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
     seen: set[str] = set()
+    yield from state.refused_states()
     for st in state.leftover_states(include_live):
         for ns in st.get("namespaces", []):
+            if not state.is_ours(ns):
+                yield f"{st['_path']}: namespace {ns!r} left alone: not a name this package makes"
+                continue
             seen.add(ns)
             if ns in state.list_namespaces():
                 yield f"{'would remove' if dry_run else 'removing'} namespace {ns}"
                 if not dry_run:
                     state.delete_namespace(ns)
         if st.get("backend") == "ssh":
-            from cganalysis.testbed.backends.sshbed import clean_remote
+            from cganalysis.testbed.backends.sshclean import clean_remote
 
             yield from clean_remote(st, dry_run)
         if st.get("backend") == "vm":

@@ -5,13 +5,20 @@ reaches the remote shell quoted; values were also validated against strict patte
 when the configuration was read (validate.py). A background process is started as
 ``sh -c 'echo $$; exec CMD >OUT 2>ERR </dev/null'`` inside an ssh session that lives as
 long as the process: the first line is the remote pid (signals go through ``kill``), and
-the session's exit status is the process's. Files come back with ``cat`` and are
-checked against the remote ``sha256sum``.
+the session's exit status is the process's. The process carries a token in its
+environment (procmark.py), so that ``testbed clean`` can tell it from a reused pid.
+Files come back with ``cat`` and are checked against the remote ``sha256sum``.
+
+Host keys are always checked. Which known-hosts file and whether a first contact may add
+its key are this machine's settings (:func:`local_host_keys`: ``CGA_SSH_KNOWN_HOSTS``,
+``CGA_SSH_HOST_KEY_POLICY``, else ssh's own configuration), never a testbed file's:
+testbed files are shared between labs, and one must not turn the check off.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import shlex
 import signal
 import subprocess
@@ -21,8 +28,28 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cganalysis.errors import ConfigError
 from cganalysis.io import sha256_file
 from cganalysis.testbed.backends.hosts import LocalProc, Result, TestbedError
+from cganalysis.testbed.backends.procmark import MARKER_ENV, new_marker
+
+#: This machine's known-hosts file for the testbed hosts (unset: ssh's own, ~/.ssh/known_hosts).
+KNOWN_HOSTS_ENV = "CGA_SSH_KNOWN_HOSTS"
+#: ``yes`` (unset: the default) or ``accept-new`` (a host seen for the first time is added).
+HOST_KEY_POLICY_ENV = "CGA_SSH_HOST_KEY_POLICY"
+HOST_KEY_POLICIES = ("yes", "accept-new")
+
+
+def local_host_keys() -> tuple[str | None, str]:
+    """The known-hosts file (None: ssh's own) and StrictHostKeyChecking, from this
+    machine's environment only."""
+    policy = os.environ.get(HOST_KEY_POLICY_ENV) or "yes"
+    if policy not in HOST_KEY_POLICIES:
+        raise ConfigError(
+            f"environment {HOST_KEY_POLICY_ENV}={policy!r}: expected yes or accept-new "
+            "(host keys are always checked; unset it for yes)"
+        )
+    return os.environ.get(KNOWN_HOSTS_ENV) or None, policy
 
 
 @dataclass(frozen=True)
@@ -31,6 +58,7 @@ class SshTarget:
     user: str
     port: int
     identity: str | None
+    #: Both from local_host_keys() (or the vm router's own per-boot file), never a testbed file.
     known_hosts: str | None
     strict_host_key_checking: str  # "yes" or "accept-new"
     become: str  # "none" or "sudo"
@@ -50,6 +78,11 @@ class SshHost:
 
     def base(self) -> list[str]:
         t = self.target
+        if t.strict_host_key_checking not in HOST_KEY_POLICIES:  # e.g. "no" in a state file
+            raise TestbedError(
+                f"on {self.name}: StrictHostKeyChecking={t.strict_host_key_checking!r} "
+                f"refused: host keys are always checked ({', '.join(HOST_KEY_POLICIES)})"
+            )
         argv = [
             "ssh",
             "-o",
@@ -109,7 +142,11 @@ class SshHost:
     def spawn(self, label: str, argv: list[str], stdout: str | None, stderr: str | None) -> SshProc:
         out = shlex.quote(stdout or "/dev/null")
         err = shlex.quote(stderr or "/dev/null")
-        script = f"echo $$; exec {shlex.join(argv)} > {out} 2> {err} < /dev/null"
+        marker = new_marker()
+        script = (
+            f"{MARKER_ENV}={marker}; export {MARKER_ENV}; "
+            f"echo $$; exec {shlex.join(argv)} > {out} 2> {err} < /dev/null"
+        )
         popen = subprocess.Popen(
             [*self.base(), "--", self.remote_cmd(["sh", "-c", script])],
             stdin=subprocess.DEVNULL,
@@ -123,7 +160,7 @@ class SshHost:
             popen.wait(10)
             err_text = popen.stderr.read().decode(errors="replace") if popen.stderr else ""
             raise TestbedError(f"on {self.name}: could not start {label}: {err_text.strip()}")
-        proc = SshProc(label, self, int(line), popen)
+        proc = SshProc(label, self, int(line), popen, marker)
         self.procs.append(proc)
         return proc
 
@@ -195,12 +232,16 @@ class SshHost:
 
 class SshProc(LocalProc):
     """A remote process: ``popen`` is the local ssh session that runs it (its exit is the
-    remote process's), ``pid`` the remote process, which signals go to."""
+    remote process's), ``pid`` the remote process, which signals go to; ``marker`` the
+    token in its environment (procmark.py)."""
 
-    def __init__(self, label: str, host: SshHost, pid: int, popen: subprocess.Popen[bytes]):
+    def __init__(
+        self, label: str, host: SshHost, pid: int, popen: subprocess.Popen[bytes], marker: str
+    ):
         super().__init__(label, popen)
         self.host = host
         self.remote_pid = pid
+        self.marker = marker
 
     @property
     def pid(self) -> int:

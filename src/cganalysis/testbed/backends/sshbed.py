@@ -3,15 +3,17 @@
 ::
 
     backend: ssh
-    ssh: {user: root, port: 22, identity: ~/.ssh/cga_testbed, known_hosts: ~/.ssh/known_hosts,
-          strict_host_key_checking: "yes", become: none, connect_timeout_s: 5}
+    ssh: {user: root, port: 22, identity: ~/.ssh/cga_testbed, become: none,
+          connect_timeout_s: 5}
     workdir: /tmp                     # remote base directory for a run's files
     hosts:
       server: {address: 192.0.2.10, dev: eth1, data_ip: 10.0.1.1}
       router: {address: 192.0.2.11, in_dev: eth1, out_dev: eth2}
       client: {address: 192.0.2.12, dev: eth1, data_ip: 10.0.2.1}
 
-Each host may override ``user``, ``port``, ``identity`` and ``become``. The router may
+Each host may override ``user``, ``port``, ``identity`` and ``become``. Host keys are
+this machine's business (ssh.py, :func:`local_host_keys`): a testbed file that names
+``known_hosts`` or ``strict_host_key_checking`` is refused, as it is shared. The router may
 instead be a VM guest booted here for the run, with its own kernel and sshd
 (``router: {vm: {...}, in_bridge, out_bridge, in_ip, out_ip, ...}``, vmrouter.py). The hosts' links,
 addresses and routes are the operator's: the testbed checks them (read-only) before
@@ -25,19 +27,27 @@ died, from /run/cganalysis/testbeds.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cganalysis.io import read_yaml
 from cganalysis.testbed.backends import state
 from cganalysis.testbed.backends.hosts import TestbedError, stop_all
 from cganalysis.testbed.backends.netns import OFFLOADS
-from cganalysis.testbed.backends.ssh import SshHost, SshTarget, control_dir
+from cganalysis.testbed.backends.ssh import (
+    HOST_KEY_POLICY_ENV,
+    KNOWN_HOSTS_ENV,
+    SshHost,
+    SshTarget,
+    control_dir,
+    local_host_keys,
+)
 from cganalysis.testbed.backends.topology import Layout, Topology
 from cganalysis.testbed.backends.vmrouter import VmRouter, VmRouterSpec, is_vm_router, parse_router
 from cganalysis.testbed.spec.validate import HOSTNAME, IFNAME, IPV4, SAFE_PATH, USERNAME, Section
@@ -63,17 +73,34 @@ class SshTestbedConfig:
     hosts: dict[str, HostSpec]
 
 
+#: Keys a testbed file once had and may no longer give, and where each setting lives now.
+LOCAL_ONLY = {
+    "known_hosts": f"set {KNOWN_HOSTS_ENV}=PATH on this machine (default: ~/.ssh/known_hosts)",
+    "strict_host_key_checking": (
+        f"host keys are always checked; {HOST_KEY_POLICY_ENV}=accept-new on this machine "
+        "lets a first contact add its key"
+    ),
+}
+
+
+def _refuse_local_only(sec: Section) -> None:
+    """A shared testbed file must not choose how host keys are checked."""
+    for key, instead in LOCAL_ONLY.items():
+        if key in sec.data:
+            raise sec.error(key, f"not taken from a testbed file (shared): remove it; {instead}")
+
+
 def parse_testbed(data: Any, where: str) -> SshTestbedConfig:
     sec = Section(data, where)
     backend = sec.choice("backend", ("ssh", "netns"))
     if backend != "ssh":
         raise sec.error("backend", "this is a netns testbed: use `testbed: netns` in the run")
     ssh = sec.sub("ssh")
+    _refuse_local_only(ssh)
     user = ssh.string("user", "root", pattern=USERNAME)
     port = ssh.integer("port", 22, minimum=1, maximum=65535)
     identity = ssh.opt_string("identity", pattern=SAFE_PATH)
-    known_hosts = ssh.opt_string("known_hosts", pattern=SAFE_PATH)
-    strict = ssh.choice("strict_host_key_checking", ("yes", "accept-new"), "yes")
+    known_hosts, strict = local_host_keys()
     become = ssh.choice("become", ("none", "sudo"), "none")
     timeout = ssh.integer("connect_timeout_s", 5, minimum=1, maximum=120)
     ssh.finish()
@@ -83,6 +110,7 @@ def parse_testbed(data: Any, where: str) -> SshTestbedConfig:
     dev_keys = {"server": ("dev",), "router": ("in_dev", "out_dev"), "client": ("dev",)}
     for role in ROLES:
         h = hosts_sec.sub(role)
+        _refuse_local_only(h)
         if not h.data:
             raise hosts_sec.error(role, "required: address and interfaces of this host")
         if role == "router" and is_vm_router(h):
@@ -237,7 +265,11 @@ class SshTestbed:
         self.state.update(
             hosts={r: {**h.target.__dict__} for r, h in self.hosts.items()},
             remote_dirs=self.remote_dirs,
-            pids={r: [p.pid for p in h.procs] for r, h in self.hosts.items()},
+            # With each pid its token (procmark.py): clean kills only what still carries it.
+            procs={
+                r: [{"pid": p.pid, "marker": p.marker} for p in h.procs]
+                for r, h in self.hosts.items()
+            },
             devs={r: list(s.devs.values()) for r, s in self.cfg.hosts.items()},
             saved=self.saved,
             # Nothing to undo in a guest that is gone (its own state file kills its QEMU).
@@ -334,38 +366,18 @@ def undo(host: SshHost, devs: list[str], saved: dict[str, Any], remote_dir: str 
         if words:
             host.run(["ethtool", "-K", dev, *words], check=False)
     for key, value in saved.get("sysctls", {}).items():
-        if value:
+        # Only what up() changed, back to a number (``saved`` may come from a state file).
+        if key in (*SYSCTLS, "net.ipv4.tcp_ecn") and str(value).isdigit():
             host.run(["sysctl", "-qw", f"{key}={value}"], check=False)
-    if remote_dir and "/cgatb-" in remote_dir:
+    if remote_dir and is_run_workdir(remote_dir):
         host.run(["rm", "-rf", "--", remote_dir], check=False)
 
 
-def clean_remote(st: dict[str, Any], dry_run: bool) -> Iterator[str]:
-    """Undoes a dead ssh run recorded in a state file."""
-    ctl = control_dir()
-    try:
-        for role, target in st.get("hosts", {}).items():
-            if role in st.get("vm_roles", []):
-                continue  # a guest: its QEMU is killed through its own state file
-            host = SshHost(role, SshTarget(**target), ctl)
-            pids = st.get("pids", {}).get(role, [])
-            yield (
-                f"{'would clean' if dry_run else 'cleaning'} {role} {target['address']}: "
-                f"pids {pids}, devs {st.get('devs', {}).get(role, [])}"
-            )
-            if dry_run:
-                continue
-            try:
-                for pid in pids:
-                    host.run(["kill", "-s", "KILL", str(pid)], check=False)
-                undo(
-                    host,
-                    st.get("devs", {}).get(role, []),
-                    st.get("saved", {}).get(role, {}),
-                    st.get("remote_dirs", {}).get(role),
-                )
-                host.close()
-            except TestbedError as err:
-                yield f"  {err}"
-    finally:
-        shutil.rmtree(ctl, ignore_errors=True)
+#: The last part of a run's remote work directory (``mktemp -d .../cgatb-<tag>-XXXXXX``).
+_WORKDIR_NAME = re.compile(r"cgatb-\d+-[0-9a-f]+-[A-Za-z0-9]{6}")
+
+
+def is_run_workdir(path: str) -> bool:
+    """Only a directory ``up()`` made is removed (the path may come from a state file)."""
+    p = PurePosixPath(path)
+    return p.is_absolute() and ".." not in p.parts and bool(_WORKDIR_NAME.fullmatch(p.name))

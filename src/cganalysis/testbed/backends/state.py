@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cganalysis.testbed.backends.procmark import valid_pid
+
 STATE_DIR = Path(os.environ.get("CGA_STATE_DIR", "/run/cganalysis/testbeds"))
 PREFIX = "cgatb"
 _NS = re.compile(rf"^{PREFIX}-(\d+)-([0-9a-f]+)-([a-z]+)$")
@@ -73,6 +75,11 @@ def list_namespaces() -> list[str]:
     return [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
 
 
+def is_ours(ns: object) -> bool:
+    """A namespace name this package makes (a state file may name anything)."""
+    return isinstance(ns, str) and _NS.match(ns) is not None
+
+
 def owner_pid(ns: str) -> int | None:
     m = _NS.match(ns)
     return int(m.group(1)) if m else None
@@ -108,16 +115,36 @@ def leftover_namespaces(include_live: bool = False) -> list[str]:
     return out
 
 
-def leftover_states(include_live: bool = False) -> list[dict[str, Any]]:
+def _state_files() -> list[tuple[Path, dict[str, Any] | None]]:
+    """Each state file with its content (None: not a JSON object)."""
     if not STATE_DIR.is_dir():
         return []
-    out = []
+    out: list[tuple[Path, dict[str, Any] | None]] = []
     for path in sorted(STATE_DIR.glob("*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            continue
-        if include_live or not pid_alive(int(data.get("pid", 0))):
+            data = None
+        out.append((path, data if isinstance(data, dict) else None))
+    return out
+
+
+def leftover_states(include_live: bool = False) -> list[dict[str, Any]]:
+    out = []
+    for path, data in _state_files():
+        # 0 or -1 would ask os.kill about a group or everyone: such a file is not acted on.
+        owner = valid_pid(data.get("pid")) if data is not None else None
+        if data is not None and owner is not None and (include_live or not pid_alive(owner)):
             data["_path"] = str(path)
             out.append(data)
     return out
+
+
+def refused_states() -> list[str]:
+    """One line per state file ``clean`` leaves alone: unreadable, or its owner's pid is
+    not a positive integer (edited by hand?)."""
+    return [
+        f"{path}: left alone: not a state file with a positive integer pid; remove it by hand"
+        for path, data in _state_files()
+        if data is None or valid_pid(data.get("pid")) is None
+    ]

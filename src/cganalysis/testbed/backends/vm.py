@@ -4,16 +4,19 @@ The host's kernel may lack the queue disciplines a run asks for (this machine ki
 netem, sfq, fq_codel, cake). ``scripts/install-vm.sh`` fetches Debian's backports kernel
 (which has them as modules) and virtme-ng; a run with ``testbed: vm`` then boots that
 kernel with QEMU on this machine's own file system (read-only, writable overlays on /tmp,
-/etc, /var; the run's output folder and a control folder shared writable) and runs the
+/etc, /var; a control folder and a fresh, empty staging folder for the run shared
+writable, vmshare.py: the guest writes nowhere else here) and runs the
 ordinary ``netns`` testbed inside it (``vmguest.py``): server, router and client
 namespaces, the captures, iperf3 and the CG source all run on the guest's kernel, so the
 qdiscs are the kernel's own and the captures keep one clock.
 
 The control channel is the shared control folder: the host writes a job and a heartbeat,
 the guest writes ``ready``, its output, and a result (or, in ``serve`` mode, answers
-command requests, which the tests and ``testbed check`` use). The guest stops its job
-when the heartbeat stops (the host process was killed), so the VM never outlives the run;
-QEMU runs in its own process group, which teardown and ``cganalysis testbed clean`` kill.
+command requests, which the tests and ``testbed check`` use). The guest may have put
+anything there, so the host writes into it without following symlinks (vmshare.py).
+The guest stops its job when the heartbeat stops (the host process was killed), so the
+VM never outlives the run; QEMU runs in its own process group, which teardown and
+``cganalysis testbed clean`` kill.
 
 KVM is used when the host offers a working one (tried first; on this machine kind it
 faults at once), else QEMU's TCG; which one is in meta.json (``testbed.vm.accel``).
@@ -37,6 +40,13 @@ from typing import Any
 
 from cganalysis.testbed.backends import state
 from cganalysis.testbed.backends.hosts import Result, TestbedError
+from cganalysis.testbed.backends.procmark import (
+    MARKER_ENV,
+    is_ours,
+    new_marker,
+    valid_marker,
+    valid_pid,
+)
 from cganalysis.testbed.backends.vmconf import (
     GUEST_ENV,
     HEARTBEAT_TIMEOUT_S,
@@ -47,6 +57,7 @@ from cganalysis.testbed.backends.vmconf import (
     in_guest,
     load_options,
 )
+from cganalysis.testbed.backends.vmshare import open_for_write, write_shared
 
 __all__ = [
     "Guest",
@@ -131,7 +142,7 @@ class Guest:
     def start(self) -> None:
         (self.ctl / "req").mkdir()
         (self.ctl / "resp").mkdir()
-        (self.ctl / "heartbeat").write_text("0", encoding="utf-8")
+        write_shared(self.ctl / "heartbeat", "0")
         threading.Thread(target=self._heartbeat, daemon=True).start()
         kvm = _kvm_offered()
         accels = {"auto": ["kvm", "tcg"] if kvm else ["tcg"], "kvm": ["kvm"]}.get(
@@ -169,7 +180,7 @@ class Guest:
             "heartbeat_timeout_s": HEARTBEAT_TIMEOUT_S,
             "vm": self.info,
         }
-        (self.ctl / "job.json").write_text(json.dumps(job), encoding="utf-8")
+        write_shared(self.ctl / "job.json", json.dumps(job))
         for name in ("ready", "rc", "result.json", "guest.out", "guest.err"):
             (self.ctl / name).unlink(missing_ok=True)
         ctl = str(self.ctl)
@@ -188,7 +199,8 @@ class Guest:
             # vng runs virtme-run through a shell with these words last, space-joined.
             *([f"--qemu-opts={' '.join(self.qemu_opts)}"] if self.qemu_opts else []),
         ]  # fmt: skip
-        console = (self.ctl / f"console-{accel}.log").open("wb")
+        console = os.fdopen(open_for_write(self.ctl / f"console-{accel}.log"), "wb")
+        marker = new_marker()  # tells `clean` the group's leader is still ours (procmark.py)
         try:
             # Own process group (vng, virtme-run and QEMU): teardown and clean kill it whole.
             self.popen = subprocess.Popen(
@@ -199,11 +211,15 @@ class Guest:
                 start_new_session=True,
                 cwd=ctl,
                 # vng starts virtme-run from the PATH: the one beside it, venv not activated.
-                env={**os.environ, "PATH": f"{Path(self.vng).parent}:{os.environ.get('PATH', '')}"},
+                env={
+                    **os.environ,
+                    "PATH": f"{Path(self.vng).parent}:{os.environ.get('PATH', '')}",
+                    MARKER_ENV: marker,
+                },
             )
         finally:
             console.close()
-        self.state.update(vm_pgid=self.popen.pid, ctl=ctl, argv=argv)
+        self.state.update(vm_pgid=self.popen.pid, vm_marker=marker, ctl=ctl, argv=argv)
         deadline = time.monotonic() + self.opts.boot_timeout_s
         while not (self.ctl / "ready").exists():
             if self.popen.poll() is not None:
@@ -229,7 +245,7 @@ class Guest:
         while not self._beat_stop.wait(1.0):
             n += 1
             try:
-                (self.ctl / "heartbeat").write_text(str(n), encoding="utf-8")
+                write_shared(self.ctl / "heartbeat", str(n))
             except OSError:
                 return
 
@@ -238,9 +254,7 @@ class Guest:
         """Runs ``argv`` in the guest (serve mode) and returns its result."""
         self._seq += 1
         name = f"{self._seq:06d}.json"
-        tmp = self.ctl / "req" / f".{name}"
-        tmp.write_text(json.dumps({"argv": argv, "timeout_s": timeout_s}), encoding="utf-8")
-        tmp.rename(self.ctl / "req" / name)
+        write_shared(self.ctl / "req" / name, json.dumps({"argv": argv, "timeout_s": timeout_s}))
         resp = self.ctl / "resp" / name
         deadline = time.monotonic() + timeout_s + 30.0
         while not resp.exists():
@@ -289,7 +303,7 @@ class Guest:
     def stop(self) -> None:
         """Asks the guest's job to stop, waits for the guest to power off, else kills it."""
         if self.popen is not None and self.popen.poll() is None:
-            (self.ctl / "stop").write_text("", encoding="utf-8")
+            write_shared(self.ctl / "stop", "")
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(30.0)
         self._kill()
@@ -326,11 +340,16 @@ def kill_group(pgid: int) -> bool:
 def clean_vm(st: dict[str, Any], dry_run: bool) -> list[str]:
     """For ``cganalysis testbed clean``: the VM of a run whose process is gone."""
     out = []
-    pgid = st.get("vm_pgid")
-    if isinstance(pgid, int) and _is_vm_group(pgid):
+    pgid, marker = valid_pid(st.get("vm_pgid")), valid_marker(st.get("vm_marker"))
+    if pgid is not None and marker is not None and is_ours(pgid, marker) and _is_vm_group(pgid):
         out.append(f"{'would kill' if dry_run else 'killing'} VM process group {pgid}")
         if not dry_run:
             kill_group(pgid)
+    elif st.get("vm_pgid") is not None:
+        out.append(
+            f"{st.get('_path')}: vm_pgid {st.get('vm_pgid')!r} not killed: not a VM this "
+            "machine started that still carries its token (gone, reused or edited)"
+        )
     ctl = st.get("ctl")
     if isinstance(ctl, str) and Path(ctl).name.startswith("cga-vm-") and Path(ctl).is_dir():
         out.append(f"{'would remove' if dry_run else 'removing'} {ctl}")
