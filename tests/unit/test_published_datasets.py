@@ -15,7 +15,7 @@ import yaml
 from cganalysis.cli import main
 from cganalysis.dataset.compare import compare, condition_keys
 from cganalysis.dataset.export import ABSOLUTE_PATH, SHARED_PREFIXES, local_path_free
-from cganalysis.dataset.printed import PRINTING_FILES, fix, mismatches, printed_cells
+from cganalysis.dataset.printed import NOTE, PRINTING_FILES, fix, mismatches, printed_cells
 from cganalysis.dataset.reader import open_dataset, published_datasets
 from cganalysis.errors import ConfigError
 from tests.conftest import REPO
@@ -136,6 +136,30 @@ def test_a_table_inside_a_list_item_is_checked_and_fixed_in_place(tmp_path: Path
     (tmp_path / name).write_text("\n".join(lines[: marker + 1]) + "\nno table\n")
     with pytest.raises(ConfigError, match="no table after the marker"):
         printed_cells(tmp_path, (name,))
+
+
+def test_a_changed_verdict_line_is_caught_and_fixed(tmp_path: Path) -> None:
+    """The README's verdict lines (``, note`` markers): Table II's count of cells within the
+    target and each paper's count of claims that hold, as the datasets render them."""
+    shutil.copyfile(REPO / "README.md", tmp_path / "README.md")
+    (tmp_path / "datasets").symlink_to(REPO / "datasets")
+    notes = [c for c in printed_cells(tmp_path, ("README.md",)) if c.column == NOTE]
+    assert {c.row for c in notes} == {"Table II:", "Claims:"}
+    assert all(c.printed == c.rendered for c in notes)
+    cell = next(c for c in notes if c.row == "Claims:")
+    path = tmp_path / "README.md"
+    lines = path.read_text().split("\n")
+    changed = cell.printed.replace("Claims: ", "Claims: 99", 1)
+    lines[cell.line - 1] = lines[cell.line - 1].replace(cell.printed, changed, 1)
+    path.write_text("\n".join(lines))
+    (bad,) = mismatches(tmp_path, ("README.md",))
+    assert (bad.line, bad.printed, bad.rendered) == (cell.line, changed, cell.printed)
+    fix(tmp_path, ("README.md",))
+    assert path.read_text() == (REPO / "README.md").read_text()
+    lines[cell.line - 1] = "- emulator: all is well"
+    path.write_text("\n".join(lines))
+    with pytest.raises(ConfigError, match=f"README.md:{cell.line}: prints none of the table"):
+        printed_cells(tmp_path, ("README.md",))
 
 
 def test_compare_says_within_outside_and_one_run(capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,7 +53,9 @@ def add_parser(sub: Any) -> None:
         help="check the numbers README.md and docs/results.md print from datasets/",
         description=(
             "Every Markdown table after a marker '<!-- printed from datasets/NAME: TABLE, "
-            "rows \", LABEL\" -->' prints numbers of that dataset's rendered TABLE: list "
+            "rows \", LABEL\" -->' prints numbers of that dataset's rendered TABLE, and the "
+            "line after a marker '<!-- printed from datasets/NAME: TABLE, note -->' one of "
+            "its notes (a verdict line: 'Table II: 9 of 24 cells ...', 'Claims: ...'): list "
             "those that differ (exit status 1), or write the rendered ones with --fix."
         ),
     )

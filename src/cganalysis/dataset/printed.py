@@ -10,6 +10,14 @@ dataset, the table it renders and the suffix of its rows' labels::
 A marker without ``rows`` prints the rendered table itself (``tma_factors``): each printed
 row is the rendered row with the same row labels, every cell as rendered, text and all.
 
+A marker ending in ``, note`` prints a verdict line of the rendered table (a note such as
+``Table II: 9 of 24 cells within 25 % of the paper`` or ``Claims: 8 of 19 hold, ...``): the
+next line that is not blank must hold that note, words and numbers, from the note's words
+before its first number up to the next full stop (or the line's end)::
+
+    <!-- printed from datasets/tma2024-be10-2026-11-27: tma_claims, note -->
+    - emulator: Claims: 8 of 19 hold, 5 in order only, 6 fail (2 not measured).
+
 Otherwise each row whose label ends with the suffix is a row of the rendered table: its name
 (``avg latency (ms)``, ``std. dev. (ms)``, ``% > 20 ms``, ``avg bitrate (Mbit/s)``,
 ``loss (%)``, ``utilisation, total (%)``) after the flow, ``CG`` or ``TCP``, which the
@@ -37,8 +45,10 @@ PRINTING_FILES = ("README.md", "docs/results.md")
 
 MARKER = re.compile(
     r"<!-- printed from (?P<dataset>\S+): (?P<table>\w+)"
-    r'(?:, rows "(?P<suffix>[^"]+)")?(?:, flow (?P<flow>CG|TCP))? -->'
+    r'(?:, rows "(?P<suffix>[^"]+)")?(?:, flow (?P<flow>CG|TCP))?(?P<note>, note)? -->'
 )
+#: A printed note's column, in a :class:`Cell` (a verdict line, not a table's cell).
+NOTE = "note"
 
 #: A printed row's name -> Table II's row label (the flow's block, or the link's).
 ROW_NAMES: dict[str, str] = {
@@ -134,6 +144,22 @@ def _verbatim(name: str, table: Table, lines: list[str], start: int, where: str)
     return out
 
 
+def _note(name: str, table: Table, lines: list[str], start: int, where: str) -> Cell:
+    """The verdict line printed after the marker (line ``start``) against the table's note
+    that begins with the same words."""
+    k = next((j for j in range(start + 1, len(lines)) if lines[j].strip()), None)
+    if k is None:
+        raise ConfigError(f"{where}: no line after the marker")
+    for note in table.notes:
+        lead = NUMBER.split(note, maxsplit=1)[0]
+        found = re.search(re.escape(lead) + r"[^.]*", lines[k]) if lead else None
+        if found:
+            printed = found.group().rstrip()
+            return Cell(name, k + 1, NOTE, lead.strip(), printed, note)
+    leads = "; ".join(repr(NUMBER.split(n, maxsplit=1)[0]) for n in table.notes)
+    raise ConfigError(f"{name}:{k + 1}: prints none of the table's notes (they begin {leads})")
+
+
 def printed_cells(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[Cell]:
     """Every number ``files`` print from a dataset, with the rendered one."""
     out: list[Cell] = []
@@ -145,6 +171,9 @@ def printed_cells(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[C
                 continue
             where = f"{name}:{i + 1}"
             table = _table(repo, m["dataset"], m["table"], where)
+            if m["note"]:
+                out.append(_note(name, table, lines, i, where))
+                continue
             j = i + 1
             while j < len(lines) and not _is_row(lines[j]):
                 j += 1
@@ -197,6 +226,9 @@ def fix(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[Cell]:
         path = repo / name
         lines = path.read_text(encoding="utf-8").split("\n")
         for c in (c for c in changed if c.file == name):
+            if c.column == NOTE:
+                lines[c.line - 1] = lines[c.line - 1].replace(c.printed, str(c.rendered), 1)
+                continue
             header_line = next(
                 j
                 for j in range(c.line - 1, -1, -1)

@@ -25,8 +25,11 @@ import polars as pl
 
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import role_rows, run_rows
+from cganalysis.report.claims_tma import tma_claims_table
+from cganalysis.report.claims_xu import xu_claims_table
 from cganalysis.report.conditions import require_one_condition
 from cganalysis.report.factors import factor_table
+from cganalysis.report.papercells import paper_cells_tables
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Table, write_tables
 from cganalysis.report.tables import tma_table1, tma_table2_tables
@@ -90,6 +93,18 @@ def _tma_table1(docs: Docs, style: Style, options: Options) -> list[Table]:
     roles = role_rows(docs)
     variants = options.variants or style.order(options.by, roles.get_column(options.by))
     return [tma_table1(roles, style=style, variants=variants, by=options.by, ci=options.ci)]
+
+
+def _tma_paper_cells(docs: Docs, style: Style, options: Options) -> list[Table]:
+    return paper_cells_tables(docs, style)
+
+
+def _tma_claims(docs: Docs, style: Style, options: Options) -> list[Table]:
+    return [tma_claims_table(docs)]
+
+
+def _xu_claims(docs: Docs, style: Style, options: Options) -> list[Table]:
+    return [xu_claims_table(docs)]
 
 
 def _xu_table(
@@ -157,6 +172,16 @@ ARTEFACTS: tuple[Artefact, ...] = (
         "tma_factors",
         _tma_factors,
     ),
+    Artefact(
+        "tma_paper_cells",
+        "tma-paper-cells",
+        "table",
+        _TMA,
+        "Table II against the paper",
+        "tma_paper_cells",
+        _tma_paper_cells,
+    ),
+    Artefact("tma_claims", "tma-claims", "table", _TMA, "Claims", "tma_claims", _tma_claims),
     *(
         Artefact(
             f"xu_table{n}",
@@ -169,6 +194,7 @@ ARTEFACTS: tuple[Artefact, ...] = (
         )
         for n, metric, with_tcp in _XU_TABLES
     ),
+    Artefact("xu_claims", "xu-claims", "table", _XU, "Claims", "xu_claims", _xu_claims),
     *(
         Artefact(f"xu_fig{n}_{what}", what, "figure", _XU, f"Fig. {n}", "xu_figures", _xu_figure(f))
         for n, what, f in _XU_FIGURES

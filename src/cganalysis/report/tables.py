@@ -47,6 +47,13 @@ def _mbps(v: float) -> str:
     return f"{num2(v)} Mbps"
 
 
+def cell_mean(frame: pl.DataFrame, column: str) -> float | None:
+    """The mean of ``column`` over the runs in ``frame`` (None: no run, or no value)."""
+    if frame.height == 0 or column not in frame.columns:
+        return None
+    return mean_ci(frame.get_column(column).cast(pl.Float64).to_list()).mean
+
+
 def _mean_cell(
     frame: pl.DataFrame, column: str, fmt: Formatter, scale: float, ci: bool
 ) -> str | None:
@@ -119,28 +126,26 @@ def tma_table2(
         qdiscs = present_qdiscs(roles, runs)
     if caption is None:
         caption = tma2_caption(len(qdiscs))
-    window = roles.filter(pl.col("phase") == WINDOW_PHASE)
     conditions = [(q, c) for q in qdiscs for c in ccas]
-
-    def runs_of(frame: pl.DataFrame, q: str, c: str) -> pl.DataFrame:
-        return frame.filter((pl.col("qdisc") == q) & (pl.col("cca") == c))
-
     rows: list[Row] = []
     for block, role in (("CG Traffic", "cg"), ("TCP Traffic", "competitor")):
-        mine = window.filter(pl.col("role") == role)
         for i, (paper_label, col, fmt, scale) in enumerate(TMA2_ROWS):
             label = STD_LABEL if col == "delay_std_ms" and not paper_labels else paper_label
             cells = tuple(
-                _mean_cell(runs_of(mine, q, c), col, fmt, scale, ci) for q, c in conditions
+                _mean_cell(tma2_cell_runs(roles, runs, role, q, c), col, fmt, scale, ci)
+                for q, c in conditions
             )
             rows.append(Row((block if i == 0 else "", label), cells))
     util = (
-        ("CG Traffic", window.filter(pl.col("role") == "cg"), "utilisation"),
-        ("TCP Traffic", window.filter(pl.col("role") == "competitor"), "utilisation"),
-        ("Total", runs, "utilisation_total"),
+        ("CG Traffic", "cg", "utilisation"),
+        ("TCP Traffic", "competitor", "utilisation"),
+        ("Total", None, "utilisation_total"),
     )
-    for i, (label, frame, col) in enumerate(util):
-        cells = tuple(_mean_cell(runs_of(frame, q, c), col, _pct, 100.0, ci) for q, c in conditions)
+    for i, (label, role_or_link, col) in enumerate(util):
+        cells = tuple(
+            _mean_cell(tma2_cell_runs(roles, runs, role_or_link, q, c), col, _pct, 100.0, ci)
+            for q, c in conditions
+        )
         rows.append(Row(("Link utilization" if i == 0 else "", label), cells))
     header = (
         tuple((style.label("qdisc", q, short=True), len(ccas)) for q in qdiscs),
@@ -154,6 +159,20 @@ def tma_table2(
         )
     ) + flagged_note(runs_of_all(runs, qdiscs, ccas))
     return Table(header, ("", ""), tuple(rows), caption, notes, tuple(condition))
+
+
+def tma2_cell_runs(
+    roles: pl.DataFrame, runs: pl.DataFrame, role: str | None, qdisc: str, cca: str
+) -> pl.DataFrame:
+    """The rows a Table II cell averages: ``role``'s (``cg``, ``competitor``) over the
+    analysis window, or with ``role`` None the runs' own (the link's total utilisation),
+    of the runs under ``qdisc`` against ``cca``."""
+    frame = (
+        runs
+        if role is None
+        else roles.filter((pl.col("phase") == WINDOW_PHASE) & (pl.col("role") == role))
+    )
+    return frame.filter((pl.col("qdisc") == qdisc) & (pl.col("cca") == cca))
 
 
 def runs_of_all(runs: pl.DataFrame, qdiscs: Sequence[str], ccas: Sequence[str]) -> pl.DataFrame:
@@ -225,6 +244,14 @@ TMA1_ROWS: tuple[tuple[str, str, Formatter], ...] = (
 )
 
 
+def tma1_cell_runs(roles: pl.DataFrame, by: str, variant: str) -> pl.DataFrame:
+    """The rows a Table I cell averages: the CG flow's over the analysis window, of the
+    runs whose label ``by`` is ``variant``."""
+    return roles.filter(
+        (pl.col("phase") == WINDOW_PHASE) & (pl.col("role") == "cg") & (pl.col(by) == variant)
+    )
+
+
 def tma_table1(
     roles: pl.DataFrame,
     *,
@@ -235,12 +262,11 @@ def tma_table1(
     caption: str = "Queuing delays measured over a cellular network trace for different CCAs",
 ) -> Table:
     """TMA 2024 Table I: CG queuing delay per variant (columns), analysis window."""
-    cg = roles.filter((pl.col("phase") == WINDOW_PHASE) & (pl.col("role") == "cg"))
     kind: Kind = by if by != "qdisc" else "qdisc"
     rows = tuple(
         Row(
             (label,),
-            tuple(_mean_cell(cg.filter(pl.col(by) == v), col, fmt, 1.0, ci) for v in variants),
+            tuple(_mean_cell(tma1_cell_runs(roles, by, v), col, fmt, 1.0, ci) for v in variants),
         )
         for label, col, fmt in TMA1_ROWS
     )

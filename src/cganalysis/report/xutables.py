@@ -35,8 +35,8 @@ def sorted_queues(values: Sequence[str]) -> list[str]:
     return sorted(values, key=lambda q: (_leading_number(q), q))
 
 
-def _delay_cell(frame: pl.DataFrame) -> str | None:
-    """Pooled over all packets of the runs: mean (standard deviation), in ms."""
+def pooled_delay(frame: pl.DataFrame) -> tuple[float, float] | None:
+    """Pooled over all packets of the runs: (mean, standard deviation), in ms."""
     f = frame.drop_nulls(["delay_mean_ms", "delay_std_ms"]).filter(pl.col("delay_count") > 0)
     if f.height == 0:
         return None
@@ -45,7 +45,12 @@ def _delay_cell(frame: pl.DataFrame) -> str | None:
     s = f.get_column("delay_std_ms").to_numpy()
     mean = float((n * m).sum() / n.sum())
     var = float((n * (s**2 + m**2)).sum() / n.sum() - mean**2)
-    return f"{mean:.1f} ({math.sqrt(max(var, 0.0)):.1f})"
+    return mean, math.sqrt(max(var, 0.0))
+
+
+def _delay_cell(frame: pl.DataFrame) -> str | None:
+    pooled = pooled_delay(frame)
+    return None if pooled is None else f"{pooled[0]:.1f} ({pooled[1]:.1f})"
 
 
 def _over_runs(values: pl.Series, scale: float) -> str | None:
@@ -70,6 +75,34 @@ def _loss_cell(frame: pl.DataFrame) -> str | None:
 
 #: The metrics of Xu's Tables 2-6, their cells and their captions.
 XuMetric = Literal["delay", "loss", "frame_rate"]
+
+
+def xu_value(frame: pl.DataFrame, metric: XuMetric) -> float | None:
+    """A cell's number, as its text shows it first: the pooled mean delay (ms), the mean
+    loss (%) or frame rate (f/s) over runs."""
+    if metric == "delay":
+        pooled = pooled_delay(frame)
+        return None if pooled is None else pooled[0]
+    column, scale = ("loss_rate", 100.0) if metric == "loss" else ("frame_rate_fps", 1.0)
+    x = frame.get_column(column).drop_nulls().cast(pl.Float64).to_numpy() * scale
+    return float(x.mean()) if x.size else None
+
+
+def xu_cell_runs(
+    roles: pl.DataFrame,
+    phase: Literal["before_competitor", "with_competitor"],
+    capacity: float,
+    queue: str,
+) -> pl.DataFrame:
+    """The CG flow's rows a cell of Xu's tables holds (every panel and CCA: filter them)."""
+    return roles.filter(
+        (pl.col("phase") == phase)
+        & (pl.col("role") == "cg")
+        & (pl.col("capacity_mbps") == capacity)
+        & (pl.col("queue") == queue)
+    )
+
+
 _XU_CELLS: dict[str, Callable[[pl.DataFrame], str | None]] = {
     "delay": _delay_cell,
     "loss": _loss_cell,
@@ -125,9 +158,7 @@ def xu_table(
     for cap in capacities:
         cells = []
         for q, p, c in columns:
-            sel = cg.filter(
-                (pl.col("capacity_mbps") == cap) & (pl.col("queue") == q) & (pl.col(panel_key) == p)
-            )
+            sel = xu_cell_runs(roles, phase, cap, q).filter(pl.col(panel_key) == p)
             if c is not None:
                 sel = sel.filter(pl.col("cca") == c)
             cells.append(cell(sel))

@@ -1,0 +1,85 @@
+"""A campaign's TMA 2024 cells as the claims (:mod:`.claims_tma`) and the comparison with
+the paper (:mod:`.papercells`) read them: Table II's and Table I's own
+(:func:`.tables.tma2_cell_runs`, :func:`.tables.tma1_cell_runs`, averaged by
+:func:`.tables.cell_mean`), and the paper's numbers (Table II: :data:`.factors.PAPER`;
+Table I: here). A cell the campaign lacks raises :class:`.claims.NotMeasuredError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from cganalysis.metrics.rows import role_rows, run_rows
+from cganalysis.report.claims import NotMeasuredError
+from cganalysis.report.factors import CELLS, PAPER
+from cganalysis.report.tables import cell_mean, tma1_cell_runs, tma2_cell_runs
+
+DT, HTB, L4S = "pfifo", "htb", "dualpi2"
+CCAS = ("cubic", "bbr")
+CCA_LABELS = {"cubic": "Cubic", "bbr": "BBR"}
+FLOW_LABELS = {"cg": "CG", "competitor": "TCP", None: "link"}
+
+#: Table I's columns: the values of the runs' ``system`` label each stands for.
+TABLE1_SYSTEMS: dict[str, tuple[str, ...]] = {
+    "none": ("none", "ecgp-none"),
+    "scream": ("scream", "ecgp-scream"),
+}
+#: TMA 2024 Table I (No CCA, SCReAM CCA): average latency (ms), % of packets over 10, 20,
+#: 50 and 100 ms.
+TABLE1_PAPER: dict[str, tuple[float, ...]] = {
+    "none": (47.9, 99.8, 85.2, 21.1, 6.8),
+    "scream": (15.98, 73.9, 18.4, 1.5, 0.3),
+}
+TABLE1_COLUMNS = (
+    "delay_mean_ms",
+    "pct_delay_over_10ms",
+    "pct_delay_over_20ms",
+    "pct_delay_over_50ms",
+    "pct_delay_over_100ms",
+)
+
+
+def paper(role: str, metric: str, qdisc: str, cca: str) -> float:
+    """The paper's Table II cell (:data:`.factors.PAPER`)."""
+    index = next(i for i, (_, r, m, _) in enumerate(CELLS) if (r, m) == (role, metric))
+    return PAPER[(qdisc, cca)][index]
+
+
+@dataclass(frozen=True)
+class TmaCells:
+    """A campaign's Table II and Table I cells (means over the cell's runs)."""
+
+    roles: pl.DataFrame
+    runs: pl.DataFrame
+
+    @classmethod
+    def of(cls, docs: Sequence[Mapping[str, Any]]) -> TmaCells:
+        return cls(role_rows(docs), run_rows(docs))
+
+    def get(self, role: str | None, column: str, qdisc: str, cca: str) -> float:
+        """Table II's cell: ``role``'s ``column`` (``role`` None: the run's) under ``qdisc``
+        against ``cca``."""
+        frame = tma2_cell_runs(self.roles, self.runs, role, qdisc, cca)
+        if "system" in frame.columns and frame.get_column("system").n_unique() > 1:
+            # A cellular campaign's runs differ in their CG system: not one Table II cell.
+            raise NotMeasuredError(
+                f"Table II cell {qdisc} / {cca} of one system (its runs are of several)"
+            )
+        value = None if frame.height == 0 else cell_mean(frame, column)
+        if value is None:
+            raise NotMeasuredError(f"Table II cell {FLOW_LABELS[role]} {column}, {qdisc} / {cca}")
+        return value
+
+    def table1(self, column: str, variant: str) -> float:
+        """Table I's cell: the CG flow's ``column`` in the runs of ``variant``."""
+        frame = pl.concat(
+            [tma1_cell_runs(self.roles, "system", s) for s in TABLE1_SYSTEMS[variant]]
+        )
+        value = None if frame.height == 0 else cell_mean(frame, column)
+        if value is None:
+            raise NotMeasuredError(f"Table I cell {column}, {variant}")
+        return value
