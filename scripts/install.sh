@@ -26,7 +26,8 @@
 #   bash scripts/install.sh --uml    # the uml kernel without the development tools
 #   bash scripts/install.sh --vm     # also the vm testbed's kernel and QEMU (install-vm.sh)
 # Options combine (--dev --vm).
-# Environment: PYTHON (the interpreter the venv is made from, default python3),
+# Environment: PYTHON (the interpreter the venv is made from, default the distribution's
+# /usr/bin/python3, else python3 from PATH),
 # CGA_VENV (default .venv), CGA_PREFIX (where the native programs go, default /usr/local),
 # CGA_UNLOCKED=1 (the Python packages from pyproject.toml's ranges, the newest of the day,
 # instead of the lock: to try what a lock upgrade would bring; runs then record it).
@@ -48,7 +49,7 @@ for arg in "$@"; do
       ;;
   esac
 done
-python="${PYTHON:-python3}"
+python="${PYTHON:-}"
 venv="${CGA_VENV:-.venv}"
 prefix="${CGA_PREFIX:-/usr/local}"
 rust_min="1.80" # workspace.package.rust-version in Cargo.toml
@@ -138,6 +139,13 @@ $sudo_cmd install -m 0755 target/release/cga-cg target/release/cga-emu "$prefix/
 $sudo_cmd install -m 0755 target/release/libcga_simrng.so "$prefix/lib/cganalysis/"
 
 # --- Python environment -----------------------------------------------------------------
+# The distribution's Python by default (installed above): a venv runs its base interpreter,
+# and one found first on PATH may live where other users cannot run it (pyenv under root's
+# home), which would leave the environment usable by root alone.
+if [[ -z "$python" ]]; then
+  python=python3
+  [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3
+fi
 if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
   say "creating the virtual environment $venv (from $($python --version 2>&1))"
   "$python" -m venv --clear "$venv"

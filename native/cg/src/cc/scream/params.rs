@@ -1,8 +1,8 @@
 //! SCReAM's settings and the two sets of constants it can run with.
 //!
 //! `Profile::Ericsson` (default) follows Ericsson's SCReAM V2 code (github.com/
-//! EricssonResearch/scream at c8f84c3, the code eCGP embeds and TMA 2024 ran) where it and
-//! the IETF draft disagree; `Profile::Draft` keeps the draft's values. Each Ericsson value
+//! EricssonResearch/scream at c8f84c3, 2026; TMA 2024's eCGP built the earlier aca6556)
+//! where it and the IETF draft disagree; `Profile::Draft` keeps the draft's values. Each Ericsson value
 //! names its place: E = code/ScreamV2Tx.cpp, St = code/ScreamV2TxStream.cpp,
 //! S = code/scream_sender.cpp. docs/cg.md lists them all, with what is not followed.
 
