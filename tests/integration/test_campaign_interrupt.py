@@ -19,13 +19,13 @@ from pathlib import Path
 from tests.conftest import REPO, need_root, need_tool
 from tests.integration.experiment_helpers import TOOLS, namespaces
 
-CAMPAIGN = f"""\
+CAMPAIGN = """\
 campaign: interrupt
-base: {REPO}/configs/runs/quick-pfifo.yaml
+base: quick-pfifo.yaml
 factors:
   cca:
-    cubic: {{competitor: {{cca: cubic}}}}
-    reno: {{competitor: {{cca: reno}}}}
+    cubic: {competitor: {cca: cubic}}
+    reno: {competitor: {cca: reno}}
 """
 RUNS = ("interrupt-cubic-r01", "interrupt-reno-r01")
 TARGETS = [f"data/raw/interrupt/{run}/meta.json" for run in RUNS]
@@ -44,6 +44,8 @@ SNAKEMAKE = [
 def _workspace(tmp: Path) -> Path:
     for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp / name).symlink_to(REPO / name)
+    # A campaign's base is a file beside it (docs/security.md).
+    (tmp / "quick-pfifo.yaml").write_bytes((REPO / "configs/runs/quick-pfifo.yaml").read_bytes())
     (tmp / "interrupt.yaml").write_text(CAMPAIGN)
     (tmp / "campaign.yaml").write_text("experiments:\n  campaign_files: [interrupt.yaml]\n")
     return tmp

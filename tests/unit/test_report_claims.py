@@ -180,6 +180,25 @@ def test_the_paper_cells_table_on_the_papers_numbers_and_one_cell_off(style: Sty
     assert off.rows[0].cells[0] == "18.66 (-58 %)"
 
 
+def test_a_flagged_run_marks_its_cells_and_is_named(style: Style) -> None:
+    cells = paper_cells()
+    flag = "bottleneck not where configured"
+    runs = cells.runs.with_columns(
+        pl.when((pl.col("qdisc") == L) & (pl.col("cca") == "cubic"))
+        .then(pl.lit(flag))
+        .otherwise(pl.lit(""))
+        .alias("flags")
+    )
+    table = paper_cells_table(TmaCells(cells.roles, runs), style)
+    l4s_cubic = 4  # drop-tail, HTB, L4S x Cubic, BBR
+    marked = [i for i, c in enumerate(table.rows[0].cells) if c and c.endswith("(flagged)")]
+    assert marked == [l4s_cubic]
+    assert all(row.cells[l4s_cubic].endswith("(flagged)") for row in table.rows)
+    assert any(flag in note for note in table.notes)
+    assert table.notes[0] == "Table II: 24 of 24 cells within 25 % of the paper"
+    assert not any("(flagged)" in (c or "") for c in paper_cells_table(cells, style).rows[0].cells)
+
+
 def test_a_deviation_at_the_targets_bound_shows_which_side_it_is_on() -> None:
     assert [deviation(v, 10.0) for v in (13.0, 12.53, 12.48, 7.47, 10.0)] == [
         "+30 %",

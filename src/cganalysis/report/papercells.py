@@ -17,7 +17,7 @@ from cganalysis.report.conditions import split_conditions
 from cganalysis.report.factors import CELLS, PAPER
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Row, Table
-from cganalysis.report.tables import TMA2_CELL_KEYS, num2
+from cganalysis.report.tables import TMA2_CELL_KEYS, flagged_note, num2, runs_of_all
 from cganalysis.report.tmacells import CCAS, TmaCells, paper
 
 #: The rows: factors.CELLS without the loss rate (the paper's losses are fractions of a
@@ -26,6 +26,8 @@ MAIN: tuple[tuple[str, str, str], ...] = tuple(
     (label, role, metric) for label, role, metric, _ in CELLS if metric != "loss_rate"
 )
 QDISCS: tuple[str, ...] = tuple(dict.fromkeys(q for q, _ in PAPER))
+#: Marks a cell one of whose runs is flagged (the table's notes name the run and why).
+FLAG_MARK = "(flagged)"
 
 
 def deviation(ours: float, theirs: float) -> str:
@@ -60,18 +62,22 @@ def paper_cells_table(
                 theirs = paper(role, metric, q, k)
                 measured += 1
                 hits += within(ours, theirs)
-                texts.append(f"{num2(ours)} ({deviation(ours, theirs)})")
+                mark = f" {FLAG_MARK}" if cells.flagged(q, k) else ""
+                texts.append(f"{num2(ours)} ({deviation(ours, theirs)}){mark}")
         rows.append(Row((label,), tuple(texts)))
     header = (
         tuple((style.label("qdisc", q, short=True), len(CCAS)) for q in QDISCS),
         tuple((style.label("cca", k), 1) for _ in QDISCS for k in CCAS),
     )
     caption = "Table II's main cells against the paper's (ours, deviation from the paper)"
-    notes = (
+    notes: tuple[str, ...] = (
         verdict_line(hits, measured),
         "A cell is within the target when it is within "
         f"{TOLERANCE * 100:.0f} % of the paper's number.",
     )
+    notes += flagged_note(runs_of_all(cells.runs, QDISCS, CCAS))
+    if any(cells.flagged(q, k) for q in QDISCS for k in CCAS):
+        notes += (f"{FLAG_MARK}: a run of this cell is flagged (above).",)
     if condition:
         caption += " (" + ", ".join(f"{k}: {v}" for k, v in condition) + ")"
     return Table(header, ("",), tuple(rows), caption, notes, condition)

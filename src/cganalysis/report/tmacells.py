@@ -74,6 +74,14 @@ class TmaCells:
             raise NotMeasuredError(f"Table II cell {FLOW_LABELS[role]} {column}, {qdisc} / {cca}")
         return value
 
+    def flagged(self, qdisc: str, cca: str) -> bool:
+        """Whether a run of Table II's ``qdisc`` / ``cca`` cell is flagged (meta.json's or
+        the metrics' flags): its numbers are not the bottleneck's alone."""
+        frame = tma2_cell_runs(self.roles, self.runs, None, qdisc, cca)
+        return "flags" in frame.columns and bool(
+            (frame.get_column("flags").fill_null("") != "").any()
+        )
+
     def table1(self, column: str, variant: str) -> float:
         """Table I's cell: the CG flow's ``column`` in the runs of ``variant``."""
         frame = pl.concat(
