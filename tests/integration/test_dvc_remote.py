@@ -41,6 +41,13 @@ def test_project_has_a_default_local_remote() -> None:
     assert Path(url).is_absolute() and not Path(url).is_relative_to(REPO.resolve()), url
 
 
+def test_the_committed_config_turns_analytics_off() -> None:
+    """DVC's analytics daemon starts with each command unless the project says no; what
+    DVC itself reads from the committed config, not a text search of it."""
+    need_tool("dvc")
+    assert _run(REPO, "dvc", "config", "--project", "core.analytics").strip() == "false"
+
+
 def test_add_push_pull_roundtrip(tmp_path: Path, dualpoint_dir: Path) -> None:
     need_tool("dvc", "git")
     repo, remote = tmp_path / "repo", tmp_path / "remote"
