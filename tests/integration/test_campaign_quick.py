@@ -23,18 +23,20 @@ from tests.support.reportcheck import check_report
 
 QUICK = ["snakemake", "--profile", "profiles/quick"]
 
-BROKEN = f"""\
+BROKEN = """\
 campaign: broken
-base: {REPO}/configs/runs/quick-pfifo.yaml
+base: quick-pfifo.yaml
 factors:
   cca:
-    vegas: {{competitor: {{cca: vegas}}}}
+    vegas: {competitor: {cca: vegas}}
 """
 
 
 def _workspace(tmp: Path) -> Path:
     for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp / name).symlink_to(REPO / name)
+    # A campaign's base is a file beside it (docs/security.md).
+    (tmp / "quick-pfifo.yaml").write_bytes((REPO / "configs/runs/quick-pfifo.yaml").read_bytes())
     (tmp / "broken.yaml").write_text(BROKEN)
     (tmp / "with-broken.yaml").write_text(
         "experiments:\n  campaign_files:\n"
