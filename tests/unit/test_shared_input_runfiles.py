@@ -67,6 +67,7 @@ def _refused(doc: dict[str, Any], tmp_path: Path, *words: str) -> str:
         ("cga-cg", ["--seed", "1\n--log"], "'1\\n--log'"),
         ("cga-cg", ["--l4s-alpha-gain", "inf"], "'inf'"),
         ("cga-cg", ["--l4s-alpha-gain"], "'--l4s-alpha-gain'"),
+        ("cga-cg", ["--profile", "ericsson-2024"], "'ericsson-2024'"),
         ("scream-reference", ["-log", "/etc/cron.d/x"], "'-log'"),
         ("scream-reference", ["-key", "2"], "'-key'"),
         ("scream-reference", ["-rand", "-log"], "'-log'"),
@@ -88,6 +89,11 @@ def test_sender_args_on_the_allow_list_pass(tmp_path: Path) -> None:
         tmp_path,
     )
     assert cfg.cg.sender_args == ("--l4s-alpha-gain", "0.0625", "--relaxed-pacing", "--seed", "7")
+    # SCReAM's three profiles (native/cg/src/cli/args.rs), aca6556's as the paper ran it
+    for profile in ("ericsson", "ericsson-2023", "draft"):
+        run = parse_run(_run(cg={"sender_args": ["--profile", profile]}), "r.yaml", tmp_path)
+        assert run.cg.sender_args == ("--profile", profile)
+        assert run.cg.to_dict()["sender_args"] == ["--profile", profile]  # meta.json's cg
     ref = parse_run(
         _run(cg={"source": "scream-reference", "sender_args": ["-key", 2, 4, "-rand", 10]}),
         "r.yaml",

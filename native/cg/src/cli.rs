@@ -40,8 +40,9 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
   --encoder-lag-ms M            encoder rate-control time constant (default 100)
   --seed N                      random seed (frame sizes, first sequence number)
   --qdelay-target-ms M          SCReAM queue delay target (default 60)
-  --profile P                   SCReAM: ericsson (default: Ericsson's SCReAM V2 code, as
-                                the papers ran it) or draft (the IETF draft's constants)
+  --profile P                   SCReAM: ericsson (default: Ericsson's SCReAM V2 code of
+                                2026, c8f84c3), ericsson-2023 (their aca6556 of 2023,
+                                which TMA 2024 ran) or draft (the IETF draft's constants)
   --delay-sampling P            SCReAM: how the queue is sampled, whatever the profile:
                                 ericsson (every acknowledged packet feeds the base delay
                                 and jitter, reports every 32 packets and at frame ends)

@@ -68,7 +68,7 @@ CGA_CG_SEND: Mapping[str, tuple[Value, ...]] = {
     "--encoder-lag-ms": (Number(0, 600_000),),
     "--seed": (Number(0, 2**64 - 1, integer=True),),
     "--qdelay-target-ms": (Number(0, 600_000, exclusive_minimum=True),),
-    "--profile": (Choice(("ericsson", "draft")),),
+    "--profile": (Choice(("ericsson", "ericsson-2023", "draft")),),
     "--delay-sampling": (Choice(("ericsson", "draft")),),
     "--loss-detection": (Choice(("ericsson", "draft")),),
     "--reduce-jitter": (),

@@ -34,11 +34,13 @@ mod pacing;
 mod params;
 mod rate;
 mod signals;
+mod v2023;
 mod window;
 pub use params::*;
 
 use pacing::AdaptivePacing;
 use signals::BaseDelay;
+use v2023::State2023;
 
 /// Which congestion signal caused a reduction (counted for tests and logs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,6 +112,8 @@ pub struct Scream {
     /// when the current second began.
     sent_max: [f64; 2],
     sent_max_since: Option<f64>,
+    /// aca6556's own state (`Profile::Ericsson2023`).
+    v2023: State2023,
     pub reactions: Reactions,
 }
 
@@ -122,8 +126,8 @@ impl Scream {
         Scream {
             p,
             started_ns: None,
-            ref_wnd: p.start.map_or(MIN_REF_WND, |st| {
-                (cfg.limits.start_bps * st.window_s / 8.0).max(MIN_REF_WND)
+            ref_wnd: p.start.map_or(p.min_ref_wnd, |st| {
+                (cfg.limits.start_bps * st.window_s / 8.0).max(p.min_ref_wnd)
             }),
             ref_wnd_i: 1.0,
             s_rtt: p.start.map(|st| st.s_rtt_s),
@@ -141,7 +145,7 @@ impl Scream {
             qdelay_dev_avg: 0.0,
             ref_wnd_delay_scale: 1.0,
             qdelay_target: qt,
-            base: BaseDelay::default(),
+            base: BaseDelay::for_rule(p.window_rule),
             l4s_alpha: p.l4s_alpha_init,
             l4s_alpha_v: 0.0,
             last_update_l4s_alpha: 0.0,
@@ -177,9 +181,10 @@ impl Scream {
             target_bitrate: target,
             rate_adjust_factor: 0.0,
             frame_size_dev: 0.0,
-            pacing: AdaptivePacing::default(),
+            pacing: AdaptivePacing::new(p.pacing_interval_s, p.pacing_history),
             sent_max: [0.0; 2],
             sent_max_since: None,
+            v2023: State2023::default(),
             reactions: Reactions::default(),
             cfg,
         }
@@ -223,6 +228,14 @@ impl Scream {
         self.sent_max[0] = self.sent_max[0].max(size as f64);
     }
 
+    /// How many bytes may be in flight (draft 4.3.1; aca6556's rule in v2023.rs).
+    fn send_window_bytes(&self) -> f64 {
+        match self.p.window_rule {
+            WindowRule::Ledbat2023 => self.send_window_2023(),
+            WindowRule::VirtualCe => self.ref_wnd * self.ref_wnd_overhead(),
+        }
+    }
+
     fn ref_wnd_ratio(&self) -> f64 {
         (self.mss() / self.ref_wnd).min(1.0)
     }
@@ -256,9 +269,13 @@ impl Controller for Scream {
         self.update_loss_event_rate(now, s_rtt);
         self.update_acked_bitrate(now, s_rtt, fb);
 
-        let scl = self.inflexion_scale();
-        self.reduce_ref_wnd(now, s_rtt, scl);
-        self.increase_ref_wnd(now, s_rtt, scl);
+        if self.p.window_rule == WindowRule::Ledbat2023 {
+            self.update_ref_wnd_2023(now, s_rtt);
+        } else {
+            let scl = self.inflexion_scale();
+            self.reduce_ref_wnd(now, s_rtt, scl);
+            self.increase_ref_wnd(now, s_rtt, scl);
+        }
         self.bytes_newly_acked = 0.0;
         self.bytes_newly_acked_ce = 0.0;
         self.update_target_bitrate();
@@ -267,7 +284,7 @@ impl Controller for Scream {
     fn on_feedback_timeout(&mut self, _now_ns: i64) {
         // No feedback: the self-clocking has stopped. Fall back to the minimum window and
         // rate; the normal increase brings them back once reports resume.
-        self.ref_wnd = MIN_REF_WND;
+        self.ref_wnd = self.p.min_ref_wnd;
         self.max_bytes_in_flight = 0.0;
         self.max_bytes_in_flight_prev = 0.0;
         self.target_bitrate = self.cfg.limits.min_bps;
@@ -286,8 +303,15 @@ impl Controller for Scream {
         let nominal = self.target_bitrate * fp / 8.0;
         // its own clock: the controller's (secs) starts at the first report
         let now = now_ns as f64 * 1e-9;
+        self.v2023.on_frame(frame_bytes as f64);
+        // aca6556 scales the pace by the frame against the mean frame (St23:239).
+        let reference = if self.p.pacing_scale_vs_mean_frame {
+            self.v2023.frame_size_avg
+        } else {
+            nominal
+        };
         self.pacing
-            .on_frame(now, frame_bytes as f64, queue_bytes as f64, nominal);
+            .on_frame(now, frame_bytes as f64, queue_bytes as f64, reference);
         let error = (media_qdelay_s - fp * self.p.rate_adjust_ref_fp) / fp;
         self.rate_adjust_factor =
             (self.rate_adjust_factor + error * self.p.rate_adjust_gain).clamp(0.0, 0.5);
@@ -323,12 +347,11 @@ impl Controller for Scream {
 
     fn may_send(&self, bytes_in_flight: u64, size: usize) -> bool {
         // Bytes in flight may exceed ref_wnd by the overhead factor (draft 4.3.1).
-        bytes_in_flight == 0
-            || (bytes_in_flight + size as u64) as f64 <= self.ref_wnd * self.ref_wnd_overhead()
+        bytes_in_flight == 0 || (bytes_in_flight + size as u64) as f64 <= self.send_window_bytes()
     }
 
     fn send_window(&self, bytes_in_flight: u64) -> Option<f64> {
-        Some(self.ref_wnd * self.ref_wnd_overhead() - bytes_in_flight as f64)
+        Some(self.send_window_bytes() - bytes_in_flight as f64)
     }
 
     fn srtt_ns(&self) -> Option<i64> {
@@ -360,6 +383,8 @@ impl Controller for Scream {
 mod sim;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_2023;
 #[cfg(test)]
 mod tests_sim;
 #[cfg(test)]

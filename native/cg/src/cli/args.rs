@@ -121,6 +121,9 @@ pub(super) fn profile(name: &str, v: &str) -> Result<Profile, String> {
     match v {
         "ericsson" => Ok(Profile::Ericsson),
         "draft" => Ok(Profile::Draft),
-        other => Err(format!("--{name} {other:?}: expected ericsson or draft")),
+        "ericsson-2023" => Ok(Profile::Ericsson2023),
+        other => Err(format!(
+            "--{name} {other:?}: expected ericsson, ericsson-2023 or draft"
+        )),
     }
 }

@@ -20,6 +20,8 @@ fn send_defaults_and_options() {
     let d = parse_send(&s(&["10.0.0.1:5000", "--profile", "draft"])).unwrap();
     assert_eq!(d.scream_profile, Profile::Draft);
     assert_eq!(d.delay_sampling, None);
+    let old = parse_send(&s(&["10.0.0.1:5000", "--profile", "ericsson-2023"])).unwrap();
+    assert_eq!(old.scream_profile, Profile::Ericsson2023);
     let m = parse_send(&s(&["10.0.0.1:5000", "--delay-sampling", "draft"])).unwrap();
     assert_eq!(m.delay_sampling, Some(Profile::Draft));
     let e = parse_send(&s(&["10.0.0.1:5000", "--delay-sampling", "x"])).unwrap_err();

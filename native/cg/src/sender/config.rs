@@ -95,7 +95,9 @@ pub fn loss_detection(cfg: &SenderConfig) -> LossDetection {
         (None, _) => Profile::Draft,
     };
     match profile {
-        Profile::Ericsson => LossDetection::Ericsson,
+        // aca6556's detectLoss (E23:951) waits 10 ms past the newest acknowledged packet's
+        // send time, c8f84c3's 30 ms beyond the frames' spread: not followed, docs/cg.md.
+        Profile::Ericsson | Profile::Ericsson2023 => LossDetection::Ericsson,
         Profile::Draft => LossDetection::AfterGap,
     }
 }
@@ -120,7 +122,7 @@ pub(super) fn build_controller(cfg: &SenderConfig, frame_period_s: f64) -> Box<d
             sc.adapt_qdelay_target = cfg.adapt_qdelay_target;
             sc.conditional_loss_backoff |= cfg.conditional_loss_backoff;
             sc.relaxed_pacing = cfg.relaxed_pacing;
-            sc.l4s_alpha_gain = cfg.l4s_alpha_gain;
+            sc.l4s_alpha_gain = cfg.l4s_alpha_gain.or(sc.l4s_alpha_gain);
             // The draft's MSS is the largest RTP packet: the window grows by about one
             // packet per RTT, and L4S's "two marks per RTT" counts packets.
             sc.mss = (cfg.max_payload + crate::rtp::RTP_HEADER_BYTES) as f64;

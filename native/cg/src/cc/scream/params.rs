@@ -4,7 +4,10 @@
 //! EricssonResearch/scream at c8f84c3, 2026; TMA 2024's eCGP built the earlier aca6556)
 //! where it and the IETF draft disagree; `Profile::Draft` keeps the draft's values. Each Ericsson value
 //! names its place: E = code/ScreamV2Tx.cpp, St = code/ScreamV2TxStream.cpp,
-//! S = code/scream_sender.cpp. docs/cg.md lists them all, with what is not followed.
+//! S = code/scream_sender.cpp. `Profile::Ericsson2023` follows the code TMA 2024 ran,
+//! aca6556 (2023-09-20), where it differs from c8f84c3; its places carry a 23: E23, St23,
+//! S23 (same files at aca6556), H23 = code/ScreamV2Tx.h, and its window, target and send
+//! window rules are in v2023.rs. docs/cg.md lists them all, with what is not followed.
 
 use super::super::RateLimits;
 
@@ -40,6 +43,21 @@ pub const MIN_RTT_FOR_RATE: f64 = 0.001;
 pub enum Profile {
     Draft,
     Ericsson,
+    /// Ericsson's code at aca6556 (2023), as TMA 2024's eCGP built it.
+    Ericsson2023,
+}
+
+/// How the window, the target bitrate and the send window are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowRule {
+    /// The draft's and c8f84c3's: loss, CE and virtual CE (queue delay over half the
+    /// target) reduce the window at most once per reaction interval; it grows on every
+    /// report while the delay allows (window.rs).
+    VirtualCe,
+    /// aca6556's `updateCwnd` (E23:1110-1500, v2023.rs): loss and CE reduce it; between
+    /// them a LEDBAT-like gain moves it up or down by the newest queue delay's distance
+    /// from the target.
+    Ledbat2023,
 }
 
 /// The controller's state before any report (Ericsson profile).
@@ -148,6 +166,27 @@ pub struct Params {
     /// falls 128 times slower, and the target stays at the minimum long after a competitor
     /// has left.
     pub ericsson_max_bytes_in_flight: bool,
+    /// See `WindowRule`.
+    pub window_rule: WindowRule,
+    /// The smallest window: MIN_REF_WND (draft, c8f84c3's 3 MSS) or aca6556's sender's
+    /// `setCwndMinLow(5000)` (S23:666).
+    pub min_ref_wnd: f64,
+    /// One EWMA gain for l4s_alpha both ways (aca6556's kL4sG = 1/16, E23:40, 717); None:
+    /// fast attack L4S_AVG_G_UP 1/8, slow decay L4S_AVG_G_DOWN 1/128 (draft, E:43-45).
+    pub l4s_alpha_gain: Option<f64>,
+    /// l4s_alpha is updated at most once per min(this, sRTT): 10 ms (this implementation's
+    /// reading of the draft, kept for c8f84c3) or 30 ms (aca6556's 1966/65536 s, E23:694).
+    pub l4s_alpha_interval_s: f64,
+    /// sRTT's second stage falls 1/1024 per round trip while the window is
+    /// application-limited (c8f84c3, E:1068-1088); aca6556 always uses 1/8 (E23:877-884).
+    pub srtt_slow_when_app_limited: bool,
+    /// Adaptive pacing's RTP-rate measurement: interval and how many are averaged (c8f84c3
+    /// E:31 100 ms and ScreamTx.h:104 four; aca6556 E23:31 50 ms and H23:76 eight), and
+    /// whether the frame-size scale is against the mean frame (aca6556, St23:207, 239) or
+    /// the frame the target asks for (c8f84c3, St:248-253).
+    pub pacing_interval_s: f64,
+    pub pacing_history: usize,
+    pub pacing_scale_vs_mean_frame: bool,
 }
 
 impl Profile {
@@ -179,6 +218,14 @@ impl Profile {
                 adaptive_pacing: false,
                 mss_from_sent: false,
                 ericsson_max_bytes_in_flight: false,
+                window_rule: WindowRule::VirtualCe,
+                min_ref_wnd: MIN_REF_WND,
+                l4s_alpha_gain: None,
+                l4s_alpha_interval_s: 0.01,
+                srtt_slow_when_app_limited: false,
+                pacing_interval_s: 0.1,
+                pacing_history: 4,
+                pacing_scale_vs_mean_frame: false,
             },
             Profile::Ericsson => Params {
                 every_packet_delay: true,
@@ -209,8 +256,56 @@ impl Profile {
                 adaptive_pacing: true,
                 mss_from_sent: true,
                 ericsson_max_bytes_in_flight: true,
+                window_rule: WindowRule::VirtualCe,
+                min_ref_wnd: MIN_REF_WND,
+                l4s_alpha_gain: None,
+                l4s_alpha_interval_s: 0.01,
+                srtt_slow_when_app_limited: true,
+                pacing_interval_s: 0.1,
+                pacing_history: 4,
+                pacing_scale_vs_mean_frame: false,
             },
+            Profile::Ericsson2023 => ericsson_2023(),
         }
+    }
+}
+
+/// aca6556's values (2023), where they differ from c8f84c3's. Fields that only the
+/// `VirtualCe` rule reads keep c8f84c3's values: the `Ledbat2023` rule does not use them.
+fn ericsson_2023() -> Params {
+    Params {
+        // Every acknowledged packet updates the base delay (E23:810-815); no jitter damping
+        // (no `latencyDiff` in E23) and an unconditional loss backoff once per sRTT after
+        // the last loss or CE event (E23:953).
+        reduce_jitter: false,
+        conditional_loss_backoff: false,
+        loss_srtt_after_reaction: true,
+        // S23:637-647: scaleFactor 0.7 for loss and classic ECN, bytesInFlightHeadroom 2.0,
+        // multiplicativeIncreaseFactor 0.05.
+        beta_ecn: 0.7,
+        bytes_in_flight_headroom: 2.0,
+        mul_increase_factor: 0.05,
+        // A CE event at most every min(30 ms, sRTT) (E23:668).
+        reaction_interval_s: 0.03,
+        // No rate adjustment to the RTP queue in St23's target (St23:330-395).
+        rate_adjust_gain: 0.0,
+        // E23:122 l4sAlpha(0.1f); sRTT 20 ms (E23:97-99) and the window the start bitrate x
+        // 100 ms (S23:640 `(initRate * 100) / 8`) before any report.
+        l4s_alpha_init: 0.1,
+        start: Some(StartState {
+            s_rtt_s: 0.02,
+            window_s: 0.1,
+        }),
+        qdelay_minus_slow_min: false,
+        window_rule: WindowRule::Ledbat2023,
+        min_ref_wnd: 5000.0,
+        l4s_alpha_gain: Some(1.0 / 16.0),
+        l4s_alpha_interval_s: 0.03,
+        srtt_slow_when_app_limited: false,
+        pacing_interval_s: 0.05,
+        pacing_history: 8,
+        pacing_scale_vs_mean_frame: true,
+        ..Profile::Ericsson.params()
     }
 }
 
@@ -241,7 +336,8 @@ pub struct ScreamConfig {
     /// link drains it, and DualPI2's 1 ms step threshold then marks the flow's own burst.
     pub relaxed_pacing: bool,
     /// One EWMA gain for `l4s_alpha` both ways (the draft's older L4S_AVG_G, 1/16) instead
-    /// of fast attack / slow decay (L4S_AVG_G_UP / _DOWN). None: the current draft.
+    /// of fast attack / slow decay (L4S_AVG_G_UP / _DOWN). None: fast attack, slow decay.
+    /// The profile's by default (1/16 in `ericsson-2023`).
     pub l4s_alpha_gain: Option<f64>,
 }
 
@@ -271,7 +367,7 @@ impl ScreamConfig {
             adapt_qdelay_target: false,
             conditional_loss_backoff: p.conditional_loss_backoff,
             relaxed_pacing: false,
-            l4s_alpha_gain: None,
+            l4s_alpha_gain: p.l4s_alpha_gain,
         }
     }
 }

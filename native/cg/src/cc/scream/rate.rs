@@ -2,7 +2,7 @@
 //! and sRTT, and the window that gives the start bitrate.
 
 use super::super::smooth_rtt;
-use super::{Scream, MIN_REF_WND, MIN_RTT_FOR_RATE, PACKET_OVERHEAD, REF_WND_OVERHEAD_MIN};
+use super::{Scream, WindowRule, MIN_RTT_FOR_RATE, PACKET_OVERHEAD, REF_WND_OVERHEAD_MIN};
 
 impl Scream {
     /// Draft 4.4: target bitrate from ref_wnd and the smoothed RTT.
@@ -10,6 +10,10 @@ impl Scream {
         let Some(s_rtt) = self.s_rtt else {
             return;
         };
+        if self.p.window_rule == WindowRule::Ledbat2023 {
+            self.target_bitrate = self.cfg.limits.clamp(self.target_2023(s_rtt));
+            return;
+        }
         let mut tmp = 1.0;
         tmp *= 1.0 - (self.ref_wnd_ratio() - 0.1).clamp(0.0, 0.2);
         tmp *= self.mss() / (self.mss() + PACKET_OVERHEAD);
@@ -48,7 +52,8 @@ impl Scream {
             return s_rtt;
         }
         self.last_s_rtt_update = now;
-        let gain = if self.app_limited && s_rtt > self.s_rtt_short {
+        let slow = self.p.srtt_slow_when_app_limited && self.app_limited;
+        let gain = if slow && s_rtt > self.s_rtt_short {
             1.0 / 1024.0
         } else {
             1.0 / 8.0
@@ -62,6 +67,6 @@ impl Scream {
         let factor = self.mss() / (self.mss() + PACKET_OVERHEAD) / self.p.target_divisor;
         let rtt = (s_rtt + self.p.srtt_add_s).max(MIN_RTT_FOR_RATE);
         let wnd = self.cfg.limits.start_bps * rtt / 8.0 / factor;
-        wnd.max(MIN_REF_WND)
+        wnd.max(self.p.min_ref_wnd)
     }
 }

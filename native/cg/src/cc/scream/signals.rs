@@ -5,8 +5,8 @@
 use std::collections::VecDeque;
 
 use super::{
-    Scream, L4S_AVG_G_DOWN, L4S_AVG_G_UP, QDELAY_AVG_G, QDELAY_DEV_AVG_G, QDELAY_DEV_THRESHOLD,
-    QDELAY_MIN_MAX_AVG_G, QDELAY_TARGET_HI, QDELAY_TARGET_LO,
+    Scream, WindowRule, L4S_AVG_G_DOWN, L4S_AVG_G_UP, QDELAY_AVG_G, QDELAY_DEV_AVG_G,
+    QDELAY_DEV_THRESHOLD, QDELAY_MIN_MAX_AVG_G, QDELAY_TARGET_HI, QDELAY_TARGET_LO,
 };
 
 /// Ericsson's slow average of the queue delay's minima: one minimum per this many sRTT
@@ -14,29 +14,47 @@ use super::{
 const QDELAY_MIN_SLOW_RTTS: f64 = 100.0;
 const QDELAY_MIN_SLOW_G: f64 = 1.0 / 8.0;
 
-/// LEDBAT base-delay history: this many one-minute minima.
-const BASE_HISTORY: usize = 10;
-
-/// LEDBAT's base delay: the minimum one-way delay over the last ten minutes, kept as
-/// per-minute minima so that a route change is forgotten in ten minutes.
-#[derive(Clone, Debug, Default)]
+/// LEDBAT's base delay: the minimum one-way delay over ten one-minute minima, so that a
+/// route change is forgotten in ten minutes. aca6556 keeps fifty 10 s minima
+/// (E23:37 `kBaseDelayUpdateInterval_ntp`, H23:72 `kBaseOwdHistSize`) and may forget
+/// them all at once (v2023.rs).
+#[derive(Clone, Debug)]
 pub(super) struct BaseDelay {
-    minutes: VecDeque<(i64, i64)>, // (minute index, min owd ns)
+    bucket_ns: i64,
+    buckets: usize,
+    minima: VecDeque<(i64, i64)>, // (bucket index, min owd ns)
 }
 
 impl BaseDelay {
+    pub(super) fn for_rule(rule: WindowRule) -> Self {
+        let (bucket_ns, buckets) = match rule {
+            WindowRule::VirtualCe => (60_000_000_000, 10),
+            WindowRule::Ledbat2023 => (10_000_000_000, 50),
+        };
+        BaseDelay {
+            bucket_ns,
+            buckets,
+            minima: VecDeque::new(),
+        }
+    }
+
     pub(super) fn update(&mut self, now_ns: i64, owd_ns: i64) -> i64 {
-        let minute = now_ns.div_euclid(60_000_000_000);
-        match self.minutes.back_mut() {
-            Some((m, v)) if *m == minute => *v = (*v).min(owd_ns),
+        let bucket = now_ns.div_euclid(self.bucket_ns);
+        match self.minima.back_mut() {
+            Some((b, v)) if *b == bucket => *v = (*v).min(owd_ns),
             _ => {
-                self.minutes.push_back((minute, owd_ns));
-                while self.minutes.len() > BASE_HISTORY {
-                    self.minutes.pop_front();
+                self.minima.push_back((bucket, owd_ns));
+                while self.minima.len() > self.buckets {
+                    self.minima.pop_front();
                 }
             }
         }
-        self.minutes.iter().map(|&(_, v)| v).min().unwrap_or(owd_ns)
+        self.minima.iter().map(|&(_, v)| v).min().unwrap_or(owd_ns)
+    }
+
+    /// Forget every minimum: the next sample is the base.
+    pub(super) fn reset(&mut self) {
+        self.minima.clear();
     }
 }
 
@@ -98,7 +116,7 @@ impl Scream {
     pub(super) fn update_l4s_alpha(&mut self, now: f64, s_rtt: f64, acked: u64, marked: u64) {
         self.units_delivered_this_rtt += acked;
         self.units_marked_this_rtt += marked;
-        if now - self.last_update_l4s_alpha >= 0.01_f64.min(s_rtt)
+        if now - self.last_update_l4s_alpha >= self.p.l4s_alpha_interval_s.min(s_rtt)
             && self.units_delivered_this_rtt > 0
         {
             let fraction = self.units_marked_this_rtt as f64 / self.units_delivered_this_rtt as f64;
