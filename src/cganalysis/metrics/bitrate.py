@@ -16,6 +16,28 @@ from cganalysis.metrics.spec import BitratePoint
 from cganalysis.metrics.timebase import NS_PER_S
 
 BITS_PER_MBIT = 1e6
+#: IP header bytes under a UDP payload, per IP version: no IPv4 options and no IPv6
+#: extension headers (the testbed's flows carry none); UDP's own header is 8 bytes.
+IP_HEADER_BYTES: dict[int, int] = {4: 20, 6: 40}
+UDP_HEADER_BYTES = 8
+TCP, UDP = 6, 17
+
+
+def payload_bytes() -> pl.Expr:
+    """Each packet's transport payload (what the application sent), where ``size_bytes``
+    is the IP total length: TCP's from its header lengths (``tcp_payload_bytes``), UDP's
+    as the IP length less the IP and UDP headers; null for another protocol, or where the
+    table lacks the column or the IP version."""
+    ip_header = pl.col("ip_version").replace_strict(
+        IP_HEADER_BYTES, default=None, return_dtype=pl.Int64
+    )
+    return (
+        pl.when(pl.col("proto") == TCP)
+        .then(pl.col("tcp_payload_bytes").cast(pl.Int64))
+        .when(pl.col("proto") == UDP)
+        .then(pl.col("size_bytes").cast(pl.Int64) - ip_header - UDP_HEADER_BYTES)
+        .otherwise(None)
+    )
 
 
 def time_column(point: BitratePoint) -> str:
@@ -130,17 +152,19 @@ def bitrate_series(
     point: BitratePoint = "egress",
     key: str = "role",
     keys: Sequence[object] | None = None,
+    value: pl.Expr | None = None,
 ) -> pl.DataFrame:
     """Rate per ``key`` (``role`` or ``flow_id``) and bin, in the BITRATE_SERIES layout.
 
     ``keys`` lists the keys to report even when they sent nothing (default: those present).
+    ``value`` is each packet's bytes: the IP length (default), or :func:`payload_bytes`.
     """
     if keys is None:
         keys = packets.get_column(key).unique().sort().to_list()
     b = binned(
         packets,
         time_col=time_column(point),
-        value=pl.col("size_bytes"),
+        value=pl.col("size_bytes") if value is None else value,
         start_s=start_s,
         end_s=end_s,
         bin_s=bin_s,

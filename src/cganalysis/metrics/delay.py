@@ -93,3 +93,26 @@ def delay_cdf(delays_ms: pl.Series, points: int | None = None) -> pl.DataFrame:
         idx = np.unique(np.linspace(0, n - 1, points).round().astype(np.int64))
         values, cdf = values[idx], cdf[idx]
     return pl.DataFrame({"delay_ms": values, "cdf": cdf})
+
+
+def time_weighted_delay_ms(t_in_ns: pl.Series, delay_ms: pl.Series, end_ns: int) -> float | None:
+    """The queuing delay averaged over time rather than over packets.
+
+    Each delivered packet's delay holds from its ingress until the next delivered packet's
+    ingress (the last one's until ``end_ns``, the window's end), and the mean is taken over
+    ``[first delivered ingress, end_ns)``: the delay seen at a random instant of the
+    window, not by a random packet. A burst of packets all delayed counts once for the
+    time it lasts, where the per-packet mean counts each packet. Lost packets (no delay)
+    leave the previous delay in force. ``t_in_ns`` in ingress order (ties: the last one
+    holds). None when no packet got through or the span is empty.
+    """
+    got = pl.DataFrame({"t": t_in_ns, "d": delay_ms}).filter(pl.col("d").is_not_null())
+    if got.height == 0:
+        return None
+    t = got.get_column("t").to_numpy().astype(np.int64)
+    d = got.get_column("d").to_numpy().astype(np.float64)
+    span_ns = end_ns - int(t[0])
+    if span_ns <= 0:
+        return None
+    hold_ns = np.diff(np.append(t, max(end_ns, int(t[-1]))))
+    return float(np.dot(d, hold_ns.astype(np.float64)) / span_ns)

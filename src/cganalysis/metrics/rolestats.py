@@ -11,9 +11,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cganalysis.metrics.bitrate import BITS_PER_MBIT, bitrate_series
+from cganalysis.metrics.bitrate import BITS_PER_MBIT, bitrate_series, payload_bytes
 from cganalysis.metrics.capacity import LinkCapacity
-from cganalysis.metrics.delay import delay_stats, quantile_key, threshold_key
+from cganalysis.metrics.delay import (
+    delay_stats,
+    quantile_key,
+    threshold_key,
+    time_weighted_delay_ms,
+)
 from cganalysis.metrics.frames import frame_rate
 from cganalysis.metrics.loss import Loss, loss, rtp_gap_loss
 from cganalysis.metrics.registry import ROLE_METRICS
@@ -36,6 +41,9 @@ class RoleData:
     #: One capture point: no egress times, losses from RTP sequence gaps, no frame rate.
     single: bool
     capacity_bits: float
+    #: Its payload-level rate per bin (bitrate.payload_bytes); None where a packet that
+    #: entered in the window has no payload size (another protocol, an older table).
+    payload_series: pl.DataFrame | None = None
 
     def delivered(self, column: str) -> pl.Series:
         """A column of the packets that left (all of them with one capture point), copied
@@ -65,6 +73,9 @@ def _delay(r: RoleData) -> dict[str, Any]:
     return {
         "delay_count": d.count,
         "delay_mean_ms": d.mean_ms,
+        "delay_time_mean_ms": time_weighted_delay_ms(
+            r.entered.get_column("t_in_ns"), r.entered.get_column("delay_ms"), r.window.ns()[1]
+        ),
         "delay_std_ms": d.std_ms,
         "delay_var_ms2": d.var_ms2,
         "delay_min_ms": d.min_ms,
@@ -131,6 +142,18 @@ def _utilisation(r: RoleData) -> dict[str, Any]:
     }
 
 
+def _payload(r: RoleData) -> dict[str, Any]:
+    if r.payload_series is None:
+        return {"bitrate_payload_mean_mbps": None, "utilisation_payload": None}
+    # As _bitrate and _utilisation, over the payload's bytes in the same whole bins.
+    rates = r.payload_series.get_column("rate_mbps").to_numpy()
+    bits = float(r.payload_series.get_column("bytes").sum()) * 8.0
+    return {
+        "bitrate_payload_mean_mbps": float(rates.mean()),
+        "utilisation_payload": bits / r.capacity_bits if r.capacity_bits > 0 else None,
+    }
+
+
 #: Each family of the registry's role metrics, and the function that computes it.
 FAMILIES: dict[str, Callable[[RoleData], dict[str, Any]]] = {
     "volume": _volume,
@@ -141,6 +164,7 @@ FAMILIES: dict[str, Callable[[RoleData], dict[str, Any]]] = {
     "jitter": _jitter,
     "frames": _frames,
     "utilisation": _utilisation,
+    "payload": _payload,
 }
 
 
@@ -161,7 +185,18 @@ def role_stats(
     series = bitrate_series(
         mine, start_s=window.start_s, end_s=window.end_s, bin_s=spec.bin_s, point=point, keys=[role]
     )
-    data = RoleData(entered, series, window, spec, single, capacity_bits)
+    payload = None
+    if not entered.select(payload_bytes().is_null().any()).item():
+        payload = bitrate_series(
+            mine,
+            start_s=window.start_s,
+            end_s=window.end_s,
+            bin_s=spec.bin_s,
+            point=point,
+            keys=[role],
+            value=payload_bytes(),
+        )
+    data = RoleData(entered, series, window, spec, single, capacity_bits, payload)
     computed: dict[str, Any] = {}
     for family in dict.fromkeys(m.family for m in ROLE_METRICS):
         computed.update(FAMILIES[family](data))

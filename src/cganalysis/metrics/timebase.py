@@ -37,6 +37,9 @@ OPTIONAL_COLUMNS: dict[str, pl.DataType] = {
     "rtp_ssrc": pl.UInt32(),
     "rtp_seq_ext": pl.Int64(),
     "rtp_ts": pl.UInt32(),
+    # The payload-level bitrate's (metrics.bitrate.payload_bytes).
+    "ip_version": pl.UInt8(),
+    "tcp_payload_bytes": pl.UInt32(),
 }
 
 #: Every column of PACKETS the metrics read.
