@@ -31,7 +31,7 @@ COMMANDS: dict[str, str] = {
     "inspect": "describe one capture: link type, packets, duration, flows and rates",
     "metrics": "queuing delay, bitrate, loss, utilisation, fairness and response of one run",
     "tables": "TMA 2024 Tables I-II and Xu & Claypool Tables 2-6 from metrics files",
-    "figures": "TMA 2024 time series and Xu & Claypool Figs. 3-5 as PDF and PNG",
+    "figures": "TMA 2024 Figs. 4, 6-11, a run's time series, Xu & Claypool Figs. 3-5 (PDF, PNG)",
     "testbed": "probe the host, check or render a run's bottleneck, calibrate, clean up",
     "experiment": (
         "run one experiment (testbed, bottleneck, captures, traffic) into a run directory"

@@ -181,7 +181,13 @@ def test_default_config_plans_tma2024() -> None:
     assert len(plan.runs()) == 6 + 2
     # A trace link has nothing to calibrate.
     assert plan.calibration_file("tma2024-cellular", "tma2024-cellular-ecgp-none-r01") == []
-    assert config["artefacts"]["tma2024"] == ["tma_table2", "tma_paper_cells", "tma_claims"]
+    assert config["artefacts"]["tma2024"] == [
+        "tma_table2",
+        "tma_paper_cells",
+        "tma_claims",
+        "tma_figures",
+    ]
+    assert config["artefacts"]["tma2024-cellular"] == ["tma_table1", "tma_claims", "tma_fig4"]
     profile = REPO / "profiles"
     for name in ("default", "quick"):
         assert yaml.safe_load((profile / name / "config.yaml").read_text())["keep-going"]
@@ -222,11 +228,11 @@ def _campaigns(out: str) -> set[str]:
 @pytest.mark.parametrize(
     ("profile", "experiments", "calibrations", "tables"),
     [
-        # tma2024: Table II, its 24 cells against the paper's, the claims; tma2024-cellular:
-        # Table I and its claims.
-        ("quick", 8, 3, {"table": 3 + 2}),
-        # ... and extensions: Table II; xu2022: Tables 2-6 and the claims.
-        ("all", 314, 17, {"table": 3 + 1 + 2 + 6, "figure": 3}),
+        # tma2024: Table II, its 24 cells against the paper's, the claims, Figs. 6-11;
+        # tma2024-cellular: Table I, its claims, Fig. 4.
+        ("quick", 8, 3, {"table": 3 + 2, "figure": 6 + 1}),
+        # ... and extensions: Table II; xu2022: Tables 2-6, the claims and Figs. 3-5.
+        ("all", 314, 17, {"table": 3 + 1 + 2 + 6, "figure": 6 + 1 + 3}),
         # Xu's design in short form: 3 x 3 x 2 combinations, 2 repetitions, 9 bottlenecks.
         ("xu-short", 36, 9, {"table": 5 + 1, "figure": 3}),
     ],

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cganalysis.errors import ConfigError
-from cganalysis.report.artefacts import Options, by_name
+from cganalysis.report.artefacts import Options, by_name, no_series
 from cganalysis.report.factors import CELLS, PAPER, factor_table
 from cganalysis.report.style import load_style
 from cganalysis.report.tablefmt import to_markdown
@@ -62,7 +62,7 @@ def test_cells_are_means_with_their_range_under_the_papers_row() -> None:
 def test_the_registry_writes_it() -> None:
     style = load_style(REPO / "configs" / "plotting.yaml")
     docs = [_doc("pfifo", "pfifo", "constant", "bbr", 1, 12.5)]
-    (table,) = by_name("tma-factors").make(docs, style, Options(ccas=("cubic", "bbr")))
+    (table,) = by_name("tma-factors").make(docs, no_series, style, Options(ccas=("cubic", "bbr")))
     md = to_markdown(table)
     assert "| pfifo | constant | BBR |" in md and "12.5" in md and "26.5" in md
 

@@ -85,7 +85,13 @@ def test_timeseries_has_three_panels_and_step_marks(style: Style) -> None:
     (top,) = ax0.child_axes  # the secondary axis with the step targets
     assert [t.get_text() for t in top.get_xticklabels()] == ["10", "20", "0"]
     legend = fig.legends[0]
-    assert [t.get_text() for t in legend.get_texts()] == ["CG (RTP)", "TCP (iperf3)", "Capacity"]
+    # The shading named: the window the statistics cover.
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "CG (RTP)",
+        "TCP (iperf3)",
+        "Capacity",
+        "Statistics window",
+    ]
 
 
 def runs() -> pl.DataFrame:

@@ -112,6 +112,16 @@ def campaign_metrics(campaign):
     return [f"results/metrics/{c}/{r}.json" for c, r in raw_runs() if c == campaign]
 
 
+def campaign_timeseries(campaign, name):
+    """The time series of every raw run of `campaign`, for an artefact drawn from them
+    (the registry's `timeseries`), else none."""
+    if not artefacts.by_name(name).timeseries:
+        return []
+    return [
+        f"results/metrics/{c}/{r}.timeseries.parquet" for c, r in raw_runs() if c == campaign
+    ]
+
+
 def names_regex(names):
     return "|".join(re.escape(n) for n in names)
 
@@ -130,6 +140,9 @@ XU_TABLES_REPORT = names_regex(
 )
 XU_FIGURES_REPORT = names_regex(
     a.name for a in artefacts.of_kind("figure") if a.paper == "Xu & Claypool 2022"
+)
+TMA_FIGURES_REPORT = names_regex(
+    a.name for a in artefacts.of_kind("figure") if a.paper == "TMA 2024"
 )
 
 
@@ -197,6 +210,13 @@ def published_campaign(name):
 
 def published_metrics(name):
     return sorted(str(p) for p in (DATASETS / name / "metrics").glob("*.json"))
+
+
+def published_timeseries(name, artefact):
+    """A dataset's time series, for an artefact drawn from them, else none."""
+    if not artefacts.by_name(artefact).timeseries:
+        return []
+    return sorted(str(p) for p in (DATASETS / name / "timeseries").glob("*.parquet"))
 
 
 def published_outputs():

@@ -60,6 +60,7 @@ rule table:
 rule figure:
     input:
         metrics=lambda wc: campaign_metrics(wc.campaign),
+        timeseries=lambda wc: campaign_timeseries(wc.campaign, wc.figure),
         style="configs/plotting.yaml",
     output:
         multiext("results/figures/{campaign}/{figure}", ".pdf", ".png"),

@@ -29,6 +29,7 @@ rule published_table:
 rule published_figure:
     input:
         metrics=lambda wc: published_metrics(wc.dataset),
+        timeseries=lambda wc: published_timeseries(wc.dataset, wc.figure),
         checksums="datasets/{dataset}/SHA256SUMS",
         style="configs/plotting.yaml",
     output:

@@ -71,6 +71,27 @@ rule report_xu_figure:
         "cp {input:q} {output:q} 2> {log:q}"
 
 
+rule report_tma_figure:
+    input:
+        "results/figures/{campaign}/{figure}.png",
+    output:
+        report(
+            "results/report/{campaign}/{figure}.png",
+            caption="../report/tma_figure.rst",
+            category="TMA 2024",
+            subcategory="{campaign}",
+            labels=artefact_label,
+        ),
+    log:
+        "logs/report/{campaign}/{figure}.log",
+    wildcard_constraints:
+        figure=TMA_FIGURES_REPORT,
+    conda:
+        "../envs/cganalysis.yaml"
+    shell:
+        "cp {input:q} {output:q} 2> {log:q}"
+
+
 # The caption is the time series' (the one per-run figure of the registry so far).
 rule report_run_figure:
     input:

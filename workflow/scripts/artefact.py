@@ -16,4 +16,5 @@ with Path(snakemake.log[0]).open("w", encoding="utf-8") as log, contextlib.redir
         [Path(p) for p in snakemake.input.metrics],
         Path(snakemake.input.style),
         Path(snakemake.output[0]).with_suffix(""),
+        [Path(p) for p in snakemake.input.get("timeseries", [])],
     )

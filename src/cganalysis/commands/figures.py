@@ -22,17 +22,27 @@ DELAY_COLUMNS = {"mean": "delay_mean_ms", "p95": "delay_p95_ms", "max": "delay_m
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "figures",
-        help="TMA 2024 time series and Xu & Claypool Figs. 3-5 as PDF and PNG",
+        help="TMA 2024 Figs. 4, 6-11, a run's time series, Xu & Claypool Figs. 3-5 (PDF, PNG)",
         description=(
             "timeseries TIMESERIES.parquet --metrics METRICS.json: throughput, queuing delay "
-            "and loss against time (TMA Figs. 4, 6-11). fairness / adaptation / adaptiveness "
-            "METRICS.json...: Xu Fig. 3 / Fig. 4 / Fig. 5 over the runs given."
+            "and loss against time of one run. tma-fig4, tma-fig6 ... tma-fig11 METRICS.json... "
+            "--timeseries SERIES.parquet...: the paper's figure, from the campaign's run it "
+            "shows. fairness / adaptation / adaptiveness METRICS.json...: Xu Fig. 3 / Fig. 4 / "
+            "Fig. 5 over the runs given."
         ),
     )
     p.add_argument("kind", choices=KINDS)
     p.add_argument("inputs", type=Path, nargs="+", help="time series (parquet) or metrics files")
     p.add_argument("-o", "--output", type=Path, required=True, help="output stem (no suffix)")
     p.add_argument("--metrics", type=Path, help="timeseries: the run's METRICS.json")
+    p.add_argument(
+        "--timeseries",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="tma-fig4, tma-fig6 ... tma-fig11: the runs' time series "
+        "(<run>.timeseries.parquet, or a dataset's timeseries/<run>.parquet)",
+    )
     p.add_argument(
         "--delay",
         choices=tuple(DELAY_COLUMNS),
@@ -67,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         docs, _, _ = load_metrics(args.inputs)
         artefact = artefacts.by_name(args.kind)
-        written = artefacts.write(artefact, docs, style, args.output, options(args))
+        series = artefacts.series_files(args.timeseries)
+        written = artefacts.write(artefact, docs, style, args.output, options(args), series)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -30,6 +30,9 @@ from cganalysis.report.style import Style, load_style
 from cganalysis.report.tablefmt import Table
 from cganalysis.schemas import FLOWS
 from cganalysis.tablefile import read_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: One line of SHA256SUMS as ``sha256sum`` writes it: digest, two spaces (or space and
 #: ``*``, binary mode), name.
@@ -176,10 +179,24 @@ class Dataset:
     def tables(self, name: str) -> list[Table]:
         """One of the papers' tables over the dataset's runs (``tma_table2``, ...), as the
         workflow renders it (default options)."""
-        made = artefacts.by_name(name).make(self.metrics, self.style, artefacts.Options())
+        made = self._make(name)
         if not isinstance(made, list):
             raise ConfigError(f"{name}: a figure, not a table")
         return made
+
+    def figure(self, name: str) -> Figure:
+        """One of the papers' figures over the dataset's runs (``tma_fig6``, ...), drawn as
+        the workflow draws it: from the runs' metrics and, where it needs them, their time
+        series."""
+        made = self._make(name)
+        if isinstance(made, list):
+            raise ConfigError(f"{name}: a table, not a figure")
+        return made
+
+    def _make(self, name: str) -> list[Table] | Figure:
+        return artefacts.by_name(name).make(
+            self.metrics, self.timeseries, self.style, artefacts.Options()
+        )
 
     def compare(self, new: Any, *, by: Sequence[str] | None = None) -> pl.DataFrame:
         """``new`` against this dataset, cell by cell (cganalysis.dataset.compare):

@@ -6,6 +6,8 @@ command-line kind (``cganalysis tables|figures KIND``), the paper it reproduces,
 ``artefacts:`` group a campaign asks for in ``configs/config.yaml``, and its one recipe.
 The command line, the workflow's rules and scripts, the configuration check and the
 report's inputs all read :data:`ARTEFACTS`; adding an artefact is adding an entry here.
+An artefact drawn from the runs' time series too (``timeseries=True``: TMA Figs. 4, 6-11,
+each one run of the campaign) is given them as a :data:`RunSeries`; the others ignore it.
 A :class:`RunFigure` is a figure of each run (the TMA time series), from that run's time
 series and metrics document: :data:`RUN_FIGURES`, read the same way.
 
@@ -19,7 +21,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 import polars as pl
 
@@ -33,6 +35,7 @@ from cganalysis.report.papercells import paper_cells_tables
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Table, write_tables
 from cganalysis.report.tables import tma_table1, tma_table2_tables
+from cganalysis.report.tmafigures import TMA_FIGURES, PaperFigure, RunSeries, draw_tma_figure
 from cganalysis.report.xutables import XuMetric, xu_cell_keys, xu_table
 
 if TYPE_CHECKING:
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 
 Docs = Sequence[Mapping[str, Any]]
 Paper = Literal["TMA 2024", "Xu & Claypool 2022"]
+_Made = TypeVar("_Made")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +69,36 @@ class Artefact:
     paper: Paper
     title: str  # what the paper calls it
     group: str  # entry of a campaign's `artefacts:` list (configs/config.yaml)
-    make: Callable[[Docs, Style, Options], list[Table] | Figure]
+    make: Callable[[Docs, RunSeries, Style, Options], list[Table] | Figure]
+    #: Drawn from the runs' time series as well as their metrics: the workflow gives it
+    #: each run's `<run>.timeseries.parquet` (a dataset's `timeseries/<run>.parquet`).
+    timeseries: bool = False
+
+
+def no_series(run_id: str) -> pl.DataFrame:
+    """The :data:`RunSeries` of a caller that has only metrics documents."""
+    raise ConfigError(
+        f"run {run_id}: its time series is needed and none was given "
+        "(`cganalysis figures ... --timeseries RUN.timeseries.parquet...`)"
+    )
+
+
+def _metrics_only(
+    recipe: Callable[[Docs, Style, Options], _Made],
+) -> Callable[[Docs, RunSeries, Style, Options], _Made]:
+    """A recipe over the metrics documents alone, in the registry's signature."""
+
+    def make(docs: Docs, series: RunSeries, style: Style, options: Options) -> _Made:
+        return recipe(docs, style, options)
+
+    return make
+
+
+def _tma_figure(figure: PaperFigure) -> Callable[[Docs, RunSeries, Style, Options], Figure]:
+    def make(docs: Docs, series: RunSeries, style: Style, options: Options) -> Figure:
+        return draw_tma_figure(figure, docs, series, style)
+
+    return make
 
 
 def _ccas(docs: Docs, style: Style, options: Options) -> Sequence[str]:
@@ -160,9 +193,11 @@ _XU_FIGURES = (
     (5, "adaptiveness", "adaptiveness_scatter"),
 )
 
+_M = _metrics_only
+
 ARTEFACTS: tuple[Artefact, ...] = (
-    Artefact("tma_table1", "tma-table1", "table", _TMA, "Table I", "tma_table1", _tma_table1),
-    Artefact("tma_table2", "tma-table2", "table", _TMA, "Table II", "tma_table2", _tma_table2),
+    Artefact("tma_table1", "tma-table1", "table", _TMA, "Table I", "tma_table1", _M(_tma_table1)),
+    Artefact("tma_table2", "tma-table2", "table", _TMA, "Table II", "tma_table2", _M(_tma_table2)),
     Artefact(
         "tma_factors",
         "tma-factors",
@@ -170,7 +205,7 @@ ARTEFACTS: tuple[Artefact, ...] = (
         _TMA,
         "Table II by factor",
         "tma_factors",
-        _tma_factors,
+        _M(_tma_factors),
     ),
     Artefact(
         "tma_paper_cells",
@@ -179,9 +214,24 @@ ARTEFACTS: tuple[Artefact, ...] = (
         _TMA,
         "Table II against the paper",
         "tma_paper_cells",
-        _tma_paper_cells,
+        _M(_tma_paper_cells),
     ),
-    Artefact("tma_claims", "tma-claims", "table", _TMA, "Claims", "tma_claims", _tma_claims),
+    Artefact("tma_claims", "tma-claims", "table", _TMA, "Claims", "tma_claims", _M(_tma_claims)),
+    # Fig. 4 needs the cellular campaign's SCReAM run, Figs. 6-11 the queue x CCA cells of
+    # a TMA campaign: two groups, so each campaign asks for the ones its runs can draw.
+    *(
+        Artefact(
+            f.name,
+            f"tma-fig{f.number}",
+            "figure",
+            _TMA,
+            f"Fig. {f.number}",
+            "tma_fig4" if f.number == 4 else "tma_figures",
+            _tma_figure(f),
+            timeseries=True,
+        )
+        for f in TMA_FIGURES
+    ),
     *(
         Artefact(
             f"xu_table{n}",
@@ -190,13 +240,15 @@ ARTEFACTS: tuple[Artefact, ...] = (
             _XU,
             f"Table {n}",
             "xu_tables",
-            _xu_table(metric, with_tcp, f"xu_table{n}"),
+            _M(_xu_table(metric, with_tcp, f"xu_table{n}")),
         )
         for n, metric, with_tcp in _XU_TABLES
     ),
-    Artefact("xu_claims", "xu-claims", "table", _XU, "Claims", "xu_claims", _xu_claims),
+    Artefact("xu_claims", "xu-claims", "table", _XU, "Claims", "xu_claims", _M(_xu_claims)),
     *(
-        Artefact(f"xu_fig{n}_{what}", what, "figure", _XU, f"Fig. {n}", "xu_figures", _xu_figure(f))
+        Artefact(
+            f"xu_fig{n}_{what}", what, "figure", _XU, f"Fig. {n}", "xu_figures", _M(_xu_figure(f))
+        )
         for n, what, f in _XU_FIGURES
     ),
 )
@@ -236,11 +288,19 @@ def report_file(artefact: Artefact, campaign: str) -> str:
     return f"results/report/{campaign}/{artefact.name}.{ext}"
 
 
-def write(artefact: Artefact, docs: Docs, style: Style, stem: Path, options: Options) -> list[Path]:
-    """Makes ``artefact`` over ``docs`` and writes it next to ``stem`` (tables: CSV,
-    Markdown, LaTeX, HTML; figures: PDF, PNG); the files written. The one path from metrics to
-    an artefact's files, for the command line and the workflow alike."""
-    made = artefact.make(docs, style, options)
+def write(
+    artefact: Artefact,
+    docs: Docs,
+    style: Style,
+    stem: Path,
+    options: Options,
+    series: RunSeries = no_series,
+) -> list[Path]:
+    """Makes ``artefact`` over ``docs`` (and the runs' ``series`` where it is drawn from
+    them) and writes it next to ``stem`` (tables: CSV, Markdown, LaTeX, HTML; figures: PDF,
+    PNG); the files written. The one path from metrics to an artefact's files, for the
+    command line and the workflow alike."""
+    made = artefact.make(docs, series, style, options)
     if isinstance(made, list):
         return write_tables(made, stem)
     from cganalysis.report.figures import save_figure
@@ -248,14 +308,37 @@ def write(artefact: Artefact, docs: Docs, style: Style, stem: Path, options: Opt
     return save_figure(made, stem, dpi=style.figure.dpi)
 
 
-def write_from_files(name: str, metrics: Sequence[Path], style: Path, stem: Path) -> list[Path]:
-    """:func:`write` from metrics files and a style file, with the default options: what
-    the workflow's ``table`` and ``figure`` rules run."""
+def series_files(paths: Sequence[Path]) -> RunSeries:
+    """The :data:`RunSeries` of time-series files named after their run
+    (``<run>.timeseries.parquet`` as the workflow writes them, ``<run>.parquet`` in a
+    dataset's ``timeseries/``), each read when a figure asks for it."""
+    from cganalysis.report.inputs import read_timeseries
+
+    by_run = {p.name.removesuffix(".parquet").removesuffix(".timeseries"): p for p in paths}
+
+    def series(run_id: str) -> pl.DataFrame:
+        if run_id not in by_run:
+            return no_series(run_id)
+        return read_timeseries(by_run[run_id])
+
+    return series
+
+
+def write_from_files(
+    name: str,
+    metrics: Sequence[Path],
+    style: Path,
+    stem: Path,
+    timeseries: Sequence[Path] = (),
+) -> list[Path]:
+    """:func:`write` from metrics files, the runs' time-series files (for an artefact drawn
+    from them) and a style file, with the default options: what the workflow's ``table``
+    and ``figure`` rules run."""
     from cganalysis.report.inputs import load_metrics
     from cganalysis.report.style import load_style
 
     docs, _, _ = load_metrics(metrics)
-    return write(by_name(name), docs, load_style(style), stem, Options())
+    return write(by_name(name), docs, load_style(style), stem, Options(), series_files(timeseries))
 
 
 @dataclasses.dataclass(frozen=True)

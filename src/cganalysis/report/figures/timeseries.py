@@ -9,6 +9,7 @@ import matplotlib as mpl
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from cganalysis.metrics.spec import Step
 from cganalysis.report.style import Style
@@ -36,11 +37,15 @@ def timeseries_figure(
     window: tuple[float, float] | None = None,
     width_in: float | None = None,
     height_in: float | None = None,
+    title: str | None = None,
 ) -> Figure:
     """Three stacked panels over RUN_TIMESERIES rows (one run).
 
     ``delay_column`` may be ``delay_p95_ms`` or ``delay_max_ms`` to show spikes that a mean
-    over a bin hides. ``window`` shades the analysis window.
+    over a bin hides. ``window`` shades the analysis window. ``title`` goes above the
+    legend (a paper figure's caption, e.g. "Drop-tail: CG vs Cubic"). A role without a
+    packet in the series (no competitor on a trace link) is neither drawn nor in the
+    legend.
     """
     f = style.figure
     with mpl.rc_context(style.rc()):
@@ -55,7 +60,7 @@ def timeseries_figure(
         for rank, role in enumerate(roles):
             e = style.entry("roles", role)
             d = series.filter(pl.col("role") == role).sort("t_s")
-            if d.height == 0:
+            if d.height == 0 or not (d.get_column("packets") > 0).any():
                 continue
             x = d.get_column("t_s").to_numpy() + bin_s / 2  # a bin's value at its centre
             # Before its first packet and after its last, a flow has no rate (not a zero
@@ -127,5 +132,19 @@ def timeseries_figure(
             top.tick_params(axis="x", length=2, pad=1, colors=style.events["step_color"])
             top.set_xlabel("TCP target rate (Mbit/s)", color=style.events["step_color"])
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside upper center", ncols=len(labels), frameon=False)
+        if window is not None:  # what the shading is: the window the statistics cover
+            handles.append(Patch(color="0.5", alpha=0.15, linewidth=0))
+            labels.append("Statistics window")
+        # The title as the legend's: constrained layout stacks the two (a suptitle and an
+        # "outside" legend would share the top and overlap).
+        fig.legend(
+            handles,
+            labels,
+            loc="outside upper center",
+            ncols=len(labels) if len(labels) <= 3 else 2,
+            frameon=False,
+            title=title,
+            alignment="center",
+            title_fontsize="medium",
+        )
     return fig
