@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from cganalysis.errors import ConfigError
-from cganalysis.report.artefacts import Options, by_name, no_series
+from cganalysis.report.artefacts import Options, by_name
 from cganalysis.report.factors import CELLS, PAPER, factor_table
+from cganalysis.report.inputs import no_series
 from cganalysis.report.style import load_style
 from cganalysis.report.tablefmt import to_markdown
 

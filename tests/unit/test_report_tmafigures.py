@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from cganalysis.dataset.reader import open_dataset
 from cganalysis.errors import ConfigError
 from cganalysis.report import artefacts
+from cganalysis.report.inputs import no_series
 from cganalysis.report.style import Style, load_style
 from cganalysis.report.tmafigures import TMA_FIGURES
 from cganalysis.schemas import RUN_TIMESERIES
@@ -128,7 +129,7 @@ def test_a_campaign_without_the_cell_is_an_error_not_an_empty_figure(style: Styl
         artefacts.by_name("tma_fig6").make(htb_only, series.__getitem__, style, artefacts.Options())
     # A figure asked for without the runs' time series says what is missing.
     with pytest.raises(ConfigError, match="time series is needed"):
-        artefacts.by_name("tma_fig8").make(docs, artefacts.no_series, style, artefacts.Options())
+        artefacts.by_name("tma_fig8").make(docs, no_series, style, artefacts.Options())
 
 
 @pytest.mark.parametrize(

@@ -118,7 +118,9 @@ def campaign_timeseries(campaign, name):
     if not artefacts.by_name(name).timeseries:
         return []
     return [
-        f"results/metrics/{c}/{r}.timeseries.parquet" for c, r in raw_runs() if c == campaign
+        f"results/metrics/{c}/{r}.timeseries.parquet"
+        for c, r in raw_runs()
+        if c == campaign
     ]
 
 

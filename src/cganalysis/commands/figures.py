@@ -10,7 +10,7 @@ from typing import Any
 from cganalysis.commands.tables import options
 from cganalysis.errors import ConfigError
 from cganalysis.report import artefacts
-from cganalysis.report.inputs import load_metrics, read_timeseries
+from cganalysis.report.inputs import load_metrics, read_timeseries, series_files
 from cganalysis.report.style import load_style
 
 #: The figures of the registry (cganalysis.report.artefacts): each run's, then a campaign's.
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         docs, _, _ = load_metrics(args.inputs)
         artefact = artefacts.by_name(args.kind)
-        series = artefacts.series_files(args.timeseries)
+        series = series_files(args.timeseries)
         written = artefacts.write(artefact, docs, style, args.output, options(args), series)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)

@@ -31,11 +31,12 @@ from cganalysis.report.claims_tma import tma_claims_table
 from cganalysis.report.claims_xu import xu_claims_table
 from cganalysis.report.conditions import require_one_condition
 from cganalysis.report.factors import factor_table
+from cganalysis.report.inputs import RunSeries, no_series, series_files
 from cganalysis.report.papercells import paper_cells_tables
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Table, write_tables
 from cganalysis.report.tables import tma_table1, tma_table2_tables
-from cganalysis.report.tmafigures import TMA_FIGURES, PaperFigure, RunSeries, draw_tma_figure
+from cganalysis.report.tmafigures import TMA_FIGURES, PaperFigure, draw_tma_figure
 from cganalysis.report.xutables import XuMetric, xu_cell_keys, xu_table
 
 if TYPE_CHECKING:
@@ -73,14 +74,6 @@ class Artefact:
     #: Drawn from the runs' time series as well as their metrics: the workflow gives it
     #: each run's `<run>.timeseries.parquet` (a dataset's `timeseries/<run>.parquet`).
     timeseries: bool = False
-
-
-def no_series(run_id: str) -> pl.DataFrame:
-    """The :data:`RunSeries` of a caller that has only metrics documents."""
-    raise ConfigError(
-        f"run {run_id}: its time series is needed and none was given "
-        "(`cganalysis figures ... --timeseries RUN.timeseries.parquet...`)"
-    )
 
 
 def _metrics_only(
@@ -306,22 +299,6 @@ def write(
     from cganalysis.report.figures import save_figure
 
     return save_figure(made, stem, dpi=style.figure.dpi)
-
-
-def series_files(paths: Sequence[Path]) -> RunSeries:
-    """The :data:`RunSeries` of time-series files named after their run
-    (``<run>.timeseries.parquet`` as the workflow writes them, ``<run>.parquet`` in a
-    dataset's ``timeseries/``), each read when a figure asks for it."""
-    from cganalysis.report.inputs import read_timeseries
-
-    by_run = {p.name.removesuffix(".parquet").removesuffix(".timeseries"): p for p in paths}
-
-    def series(run_id: str) -> pl.DataFrame:
-        if run_id not in by_run:
-            return no_series(run_id)
-        return read_timeseries(by_run[run_id])
-
-    return series
 
 
 def write_from_files(

@@ -14,21 +14,17 @@ Which run each figure is, from the paper's captions:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
 from cganalysis.errors import ConfigError
-from cganalysis.report.inputs import schedule_of, window_of
+from cganalysis.report.inputs import RunSeries, schedule_of, window_of
 from cganalysis.report.style import Style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 Docs = Sequence[Mapping[str, Any]]
-#: A run's time series (schemas.RUN_TIMESERIES rows) by its run id.
-RunSeries = Callable[[str], pl.DataFrame]
 
 
 @dataclasses.dataclass(frozen=True)
