@@ -192,6 +192,12 @@ def test_compare_says_within_outside_and_one_run(capsys: pytest.CaptureFixture[s
     assert main(["compare", str(single), "--reference", str(single)]) == 0
     out = capsys.readouterr().out
     assert "CG Avg Latency (ms)" in out and "no spread: one reference run" in out
+    # ... and the paper's claims judged on the new runs, as the dataset's own table.
+    from cganalysis.report.claims_tma import tma_claims_table
+    from cganalysis.report.tablefmt import to_markdown
+
+    assert to_markdown(tma_claims_table(ref)) in out
+    assert "Claims: " in out
 
 
 def test_raw_check_names_the_missing_runs_and_how_to_get_them(tmp_path: Path) -> None:

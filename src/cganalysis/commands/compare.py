@@ -57,4 +57,21 @@ def run(args: argparse.Namespace) -> int:
     print(format_comparison(table, uncovered=args.all))
     if args.csv is not None:
         table.write_csv(args.csv)
+    print()
+    print(claims_of(docs, reference.campaign))
     return 0
+
+
+def claims_of(docs: list[dict[str, Any]], campaign: str) -> str:
+    """The papers' claims judged on the new runs (the reference campaign's paper), as the
+    published datasets' ``tma_claims`` / ``xu_claims`` tables; or why they are not."""
+    from cganalysis.errors import ConfigError
+    from cganalysis.report.claims_tma import tma_claims_table
+    from cganalysis.report.claims_xu import xu_claims_table
+    from cganalysis.report.tablefmt import to_markdown
+
+    make = xu_claims_table if campaign.startswith("xu") else tma_claims_table
+    try:
+        return to_markdown(make(docs))
+    except ConfigError as err:  # runs of several conditions in one cell
+        return f"claims not judged: {err}"
