@@ -141,4 +141,10 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     # ... and a reader sees them: opened in a browser, every entry visited.
     walked = check_report(work / "report.html", work)
     assert sorted(walked) == ["Runs", "TMA 2024"]
-    assert len(walked["TMA 2024"]) == 2  # Tables I and II
+    # Tables I and II, each campaign's claims, Table II's cells against the paper's, and
+    # Figs. 4 (cellular) and 6-11: 2 + 2 + 1 + 7.
+    names = sorted(Path(p).stem for p in walked["TMA 2024"])
+    figures = [f"tma_fig{n}" for n in (4, 6, 7, 8, 9, 10, 11)]
+    assert names == sorted(
+        ["tma_table1", "tma_table2", "tma_claims", "tma_claims", "tma_paper_cells", *figures]
+    ), names
