@@ -230,7 +230,13 @@ def internals(
         path = out / reference.LOG_NAME
         if not path.exists():
             return {}
-        df = reference.read_log(path)
+        try:
+            df = reference.read_log(path)
+        except reference.ReferenceLogError as err:
+            # An older build's log (aca6556 writes 17 columns, not V2's 20): the network's
+            # view is still measured, only the controller's own state is not.
+            print(f"  no controller state: {err}")
+            return {}
         qd = "qdelay_avg_ms" if "qdelay_avg_ms" in df.columns else "qdelay_ms"
     t = (pl.col("t_ns") - t0_ns) / 1e9
     df = df.filter((t >= window[0]) & (t < window[1]))
