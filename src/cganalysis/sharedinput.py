@@ -72,7 +72,9 @@ def _expanded_size(node: Node, depth: int, sizes: dict[int, int], where: str) ->
     return total
 
 
-def _read_capped(path: Path, cap: int, where: str) -> bytes:
+def read_capped(path: Path, cap: int, where: str) -> bytes:
+    """At most ``cap`` bytes of ``path``; a larger file or a read error is one ConfigError
+    line naming ``where``."""
     try:
         with path.open("rb") as fh:
             data = fh.read(cap + 1)
@@ -106,7 +108,7 @@ def load_yaml_text(text: str, where: str) -> Any:
 def load_yaml(path: Path) -> Any:
     """A configuration file: at most 1 MiB, aliases and nesting bounded, integers of at
     most 64 bits; anything else is one :class:`ConfigError` line naming the file."""
-    data = _read_capped(path, MAX_FILE_BYTES, str(path))
+    data = read_capped(path, MAX_FILE_BYTES, str(path))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -117,7 +119,7 @@ def load_yaml(path: Path) -> Any:
 def load_json(path: Path, what: str) -> Any:
     """A JSON file from elsewhere: size capped, deep nesting one error line, not a crash."""
     where = f"{what} {path}"
-    data = _read_capped(path, MAX_JSON_BYTES, where)
+    data = read_capped(path, MAX_JSON_BYTES, where)
     try:
         return json.loads(data)
     except json.JSONDecodeError as err:

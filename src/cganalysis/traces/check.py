@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from cganalysis.errors import ConfigError
+from cganalysis.sharedinput import read_capped
 
 #: Larger than a day of a 1 Gbit/s trace would be refused anyway by the emulators' memory;
 #: the project's 360 s 5G traces are ~20 MB.
@@ -57,14 +58,7 @@ def parse_trace(data: bytes, where: str) -> np.ndarray:
 
 def read_trace_times(path: Path, where: str) -> np.ndarray:
     """A trace file's times, read with a size cap; ConfigError naming ``where``."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_TRACE_BYTES + 1)
-    except OSError as err:
-        raise ConfigError(f"{where}: cannot read: {err.strerror}") from None
-    if len(data) > MAX_TRACE_BYTES:
-        raise ConfigError(f"{where}: larger than {MAX_TRACE_BYTES >> 20} MiB")
-    return parse_trace(data, where)
+    return parse_trace(read_capped(path, MAX_TRACE_BYTES, where), where)
 
 
 @lru_cache(maxsize=64)
