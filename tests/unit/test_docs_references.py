@@ -172,3 +172,52 @@ def test_relative_links_lead_to_files(page: Path) -> None:
     targets = [t for t in LINK.findall(page.read_text(encoding="utf-8")) if "://" not in t]
     broken = sorted({t for t in targets if not (page.parent / t).exists()})
     assert not broken, f"{page.relative_to(REPO)}: links lead nowhere: {', '.join(broken)}"
+
+
+#: A measurement place instead of the property measured: "this machine", "this host",
+#: "this 2-vCPU VM". A reference page names the kernel feature or the host's property; a
+#: figure names its machine by CPU and cores (docs/performance.md, "Machines").
+MEASURING_PLACE = re.compile(r"\bthis\s+(?:\d-(?:v?CPU|core)\s+)?(?:machine|host|VM|CPU)\b", re.I)
+CODE = re.compile(r"```.*?```|`[^`]*`", re.S)
+DATED_HEADING = re.compile(r"^#+ .*\b\d{4}-\d{2}-\d{2}\b", re.M)
+#: Where the dated runs and investigations live, as data, and the page that links them.
+HISTORY = {"docs/performance.md": "benchmarks/results", "docs/results.md": "docs/reports"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_reference_pages_name_no_measuring_machine(page: Path) -> None:
+    """Prose names the kernel feature or the host property, not "this machine" (code spans
+    may quote a program's message)."""
+    # Code spans become their line breaks, so that the line numbers stay the page's.
+    text = CODE.sub(lambda m: "\n" * m.group().count("\n"), page.read_text(encoding="utf-8"))
+    found = [
+        f"line {text.count(chr(10), 0, m.start()) + 1}: {' '.join(m.group().split())!r}"
+        for m in MEASURING_PLACE.finditer(text)
+    ]
+    assert not found, f"{page.relative_to(REPO)} names a measuring place: {', '.join(found)}"
+
+
+def test_performance_page_holds_current_figures_only() -> None:
+    """Dated runs are files of benchmarks/results/, not sections of the page."""
+    text = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert not DATED_HEADING.findall(text), DATED_HEADING.findall(text)
+
+
+@pytest.mark.parametrize("page", sorted(HISTORY))
+def test_history_is_linked_and_its_links_resolve(page: str) -> None:
+    """The page links files of its history folder, each of which exists, and the history
+    files' own links resolve."""
+    folder = REPO / HISTORY[page]
+    targets = [(REPO / page).parent / t for t in LINK.findall((REPO / page).read_text("utf-8"))]
+    linked = [t.resolve() for t in targets if t.resolve().is_relative_to(folder.resolve())]
+    assert linked, f"{page} links nothing in {HISTORY[page]}/"
+    assert all(t.exists() for t in linked), [str(t) for t in linked if not t.exists()]
+    history = sorted(folder.glob("*.md"))
+    assert history, f"{HISTORY[page]}/ holds no dated files"
+    broken = [
+        f"{f.relative_to(REPO)} -> {t}"
+        for f in history
+        for t in LINK.findall(f.read_text(encoding="utf-8"))
+        if "://" not in t and not (f.parent / t).exists()
+    ]
+    assert not broken, broken
