@@ -7,7 +7,8 @@
 #
 # Debian's mirror serves binary packages only, and sid's iproute2 needs a newer C library
 # than Debian 12's: the binary and its libraries (sid's libc6 included) are unpacked into
-# a private root (CGA_VM_CACHE/iproute2-root) and /usr/local/lib/cganalysis-vm/bin/tc runs
+# a private root (/usr/local/lib/cganalysis-vm/iproute2-root, readable by every user: the
+# sim kernel runs as an unprivileged user) and /usr/local/lib/cganalysis-vm/bin/tc runs
 # it through that root's own dynamic loader. Only the UML router and the vm guest put that
 # folder first on their PATH: the host keeps its own tc. The host's apt sources and
 # package database are never touched (scripts/lib/private-apt.sh).
@@ -24,10 +25,12 @@ die() {
 [[ $(id -u) -eq 0 ]] || die "run as root (installs into /usr/local/lib/cganalysis-vm)"
 cache="${CGA_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cganalysis/vm}"
 bindir=/usr/local/lib/cganalysis-vm/bin
+root=/usr/local/lib/cganalysis-vm/iproute2-root
 
 # Captured first: grep -q would close the pipe early, and pipefail then blames tc.
 knows_dualpi2() { [[ "$("$bindir/tc" qdisc add dev lo root dualpi2 help 2>&1)" == *step_thresh* ]]; }
-if knows_dualpi2; then
+# An older install unpacked it under root's cache, which other users cannot read.
+if knows_dualpi2 && grep -q "$root/" "$bindir/tc"; then
   say "$("$bindir/tc" -V) already installed ($bindir/tc)"
   exit 0
 fi
@@ -38,8 +41,7 @@ apt-get "${sid_opts[@]}" -qq update || die "apt-get update of sid failed"
 say "downloading sid's iproute2 and the libraries it needs"
 apt-get "${sid_opts[@]}" -qq -y --download-only -o Debug::NoLocking=1 \
   install iproute2 >/dev/null || die "apt-get install --download-only iproute2 (sid) failed"
-root="$cache/iproute2-root"
-rm -rf "$root" && mkdir -p "$root"
+rm -rf "$root" && mkdir -p "$root" && chmod 0755 "$root"
 for deb in "$sid_apt"/cache/archives/*.deb; do
   case "$(basename "$deb")" in
     iproute2_* | lib*) dpkg -x "$deb" "$root" ;;

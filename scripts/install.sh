@@ -130,6 +130,18 @@ if ((dev)) && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>
   if installed cargo-web; then apt_install rustfmt-web rust-web-clippy; else apt_install rustfmt rust-clippy; fi
 fi
 
+# --- host settings ----------------------------------------------------------------------
+# The sim testbed's kernel maps each page of a guest process into a host process: the end
+# of a TMA run needs more mappings than Debian's default 65,530. Set once, persistently,
+# here (as root), so that runs need no privilege (docs/testbed.md, "sim testbed").
+map_count_file=/etc/sysctl.d/60-cganalysis.conf
+if (($(cat /proc/sys/vm/max_map_count) < 1048576)); then
+  say "setting vm.max_map_count = 1048576 ($map_count_file)"
+  printf '# scripts/install.sh: the sim testbed (docs/testbed.md)\nvm.max_map_count = 1048576\n' |
+    $sudo_cmd tee "$map_count_file" >/dev/null
+  $sudo_cmd sysctl -q -p "$map_count_file" || say "could not apply $map_count_file now (a container?)"
+fi
+
 # --- native programs --------------------------------------------------------------------
 say "building the native programs (cga-cg, cga-emu, libcga_simrng; release mode)"
 cargo build --quiet --locked --release -p cga-cg -p cga-emu -p cga-simrng
@@ -146,7 +158,14 @@ if [[ -z "$python" ]]; then
   python=python3
   [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3
 fi
-if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
+# A venv made before from another interpreter (pyenv's under root's home, say) is made
+# again: the sim kernel runs as an ordinary user, who must be able to run it.
+base="$("$venv/bin/python" -c 'import sys; print(sys._base_executable)' 2>/dev/null || true)"
+if [[ -n "$base" && "$(readlink -f "$base")" != "$(readlink -f "$(command -v "$python")")" ]]; then
+  say "$venv runs $base, not $(command -v "$python"): making it again"
+  base=""
+fi
+if [[ -z "$base" ]]; then
   say "creating the virtual environment $venv (from $($python --version 2>&1))"
   "$python" -m venv --clear "$venv"
 fi

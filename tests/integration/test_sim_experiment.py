@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -184,12 +185,19 @@ def test_a_killed_run_leaves_no_kernel(tmp_path: Path, signum: int) -> None:
         assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
 
 
-def test_a_run_whose_python_output_and_checkout_are_under_tmp(tmp_path: Path) -> None:
+def test_a_run_whose_python_output_and_checkout_are_under_tmp() -> None:
     """The guest mounts a /tmp of its own: the run's interpreter, its packages and its output
-    there (pytest's tmp_path is under /tmp) are bound back, not hidden by it. Here the
-    project's environment is reached through a link under /tmp, as a venv or a checkout
-    made there would be."""
+    there are bound back, not hidden by it. Here the project's environment is reached
+    through a link under /tmp, as a venv or a checkout made there would be. Not pytest's
+    tmp_path: root's is private, and the kernel runs as an ordinary user, who must read
+    the checkout (a private one is refused in one line: test_sim_reproduce)."""
     _need_sim()
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        Path(folder).chmod(0o755)
+        _run_under(Path(folder))
+
+
+def _run_under(tmp_path: Path) -> None:
     venv = tmp_path / "checkout" / ".venv"
     venv.parent.mkdir()
     venv.symlink_to(Path(sys.prefix))
@@ -249,3 +257,41 @@ def _family(root: int) -> set[int]:
         family |= more
         grew = bool(more)
     return family
+
+
+def test_an_ordinary_user_makes_the_same_packets_as_root() -> None:
+    """No privilege at all (issue 58): the kernel runs as an ordinary user in a user
+    namespace of its own either way, so a run started by `nobody` gives root's captures,
+    byte for byte. A checkout only root can read is refused before the kernel boots."""
+    _need_sim()
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        top = Path(folder)
+        top.chmod(0o755)
+        (top / "user").mkdir()
+        os.chown(top / "user", 65534, 65534)
+        short = ["--max-duration-s", "6"]
+        root_run = _cli("experiment", RUN, "-o", top / "root", *short)
+        assert root_run.returncode == 0, root_run.stderr[-2000:]
+        env = {**os.environ, "HOME": str(top / "user"), "XDG_CACHE_HOME": str(top / "user")}
+        env.pop("XDG_RUNTIME_DIR", None)
+        as_user = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+             "-m", "cganalysis.cli", "experiment", str(RUN), "-o", str(top / "user" / "run"),
+             *short],
+            capture_output=True, text=True, timeout=600, check=False, env=env,
+        )  # fmt: skip
+        assert as_user.returncode == 0, as_user.stderr[-2000:]
+        assert (top / "user" / "run" / "meta.json").stat().st_uid == 65534
+        for name in ("ingress.pcap", "egress.pcap"):
+            a, b = (top / "root" / name).read_bytes(), (top / "user" / "run" / name).read_bytes()
+            assert a == b, name
+        private = top / "private"
+        private.mkdir(mode=0o700)
+        (private / ".venv").symlink_to(Path(sys.prefix))
+        refused = subprocess.run(
+            [str(private / ".venv" / "bin" / "python"), "-m", "cganalysis.cli", "experiment",
+             str(RUN), "-o", str(top / "refused")],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        line = refused.stderr.strip().splitlines()[-1]
+        assert refused.returncode != 0 and "cannot read" in line and "nobody" in line, line

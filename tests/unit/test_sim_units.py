@@ -114,6 +114,10 @@ def test_a_kernel_without_time_travel_is_refused(monkeypatch: pytest.MonkeyPatch
         monkeypatch.setenv(simconf.KERNEL_ENV, str(fake))
         with pytest.raises(hosts.TestbedError, match=r"no time-travel mode.*build-uml\.sh"):
             simconf.find_sim_kernel(simconf.SimOptions())
+        # Time travel but no seccomp userspace (UML before 6.17): the key to change is named.
+        fake.write_text("#!/bin/sh\necho 'time-travel=inf-cpu'\n")
+        with pytest.raises(hosts.TestbedError, match=r"no seccomp userspace.*sim\.userspace"):
+            simconf.find_sim_kernel(simconf.SimOptions())
 
 
 def test_a_sender_that_spins_on_the_clock_is_refused(tmp_path: Path) -> None:

@@ -78,6 +78,29 @@ def add_parser(sub: Any) -> None:
     r.add_argument("campaign", help="campaign name as in data/raw/ (e.g. tma2024-kernel)")
     r.add_argument("--root", type=Path, default=Path(), help="the repository (.)")
     r.set_defaults(run=run_raw_check)
+    rp = dsub.add_parser(
+        "reproduce",
+        help="make a published sim run again and compare it with the dataset, bit for bit",
+        description=(
+            "For each run of DATASET (or those named by --run), which must have run on the "
+            "sim testbed: print each recorded input (kernel, programs, interpreter, CPU "
+            "features, code) that differs here, make the run again into OUT/RUN (never over "
+            "a raw run), and compare the files' SHA-256 with meta.json's; where the captures "
+            "differ, the first differing packet (against data/raw's copy, where present) "
+            "and the metrics, number by number. Exit status 0: every run bit for bit; 1: "
+            "some differ (OUT/reproduce.json says how)."
+        ),
+    )
+    rp.add_argument("dataset", type=Path, help="dataset folder (e.g. datasets/NAME)")
+    rp.add_argument("--run", action="append", default=[], metavar="RUN_ID", help="only this run")
+    rp.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="where the runs are made (default results/reproduce/DATASET); must be new",
+    )
+    rp.add_argument("--root", type=Path, default=Path(), help="the repository (.)")
+    rp.set_defaults(run=run_reproduce)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,3 +154,34 @@ def run_raw_check(args: argparse.Namespace) -> int:
     runs = check_raw(args.root, args.campaign)
     print(f"data/raw/{args.campaign}/: {len(runs)} runs")
     return 0
+
+
+def run_reproduce(args: argparse.Namespace) -> int:
+    import sys
+    import time
+
+    from cganalysis.dataset.reader import open_dataset
+    from cganalysis.dataset.reproduce import report, reproduce_run, write_report
+    from cganalysis.errors import ConfigError
+
+    ds = open_dataset(args.dataset)
+    runs = args.run or list(ds.runs)
+    unknown = sorted(set(runs) - set(ds.runs))
+    if unknown:
+        raise ConfigError(f"{args.dataset}: no run {unknown[0]} (it lists {len(ds.runs)} runs)")
+    out: Path = args.output or args.root / "results" / "reproduce" / args.dataset.name
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"{out} is not empty: name a new folder with -o")
+
+    def say(text: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
+
+    outcomes = []
+    for run_id in runs:
+        outcome = reproduce_run(args.root, args.dataset, run_id, out, say)
+        outcomes.append(outcome)
+        print("\n".join(report(outcome)), flush=True)
+    write_report(outcomes, out / "reproduce.json")
+    same = sum(o.identical for o in outcomes)
+    print(f"{same} of {len(outcomes)} runs bit for bit; report: {out / 'reproduce.json'}")
+    return 0 if same == len(outcomes) else 1

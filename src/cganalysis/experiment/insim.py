@@ -35,6 +35,7 @@ from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.sources import SOURCES
 from cganalysis.interrupts import signals_raise
 from cganalysis.io import write_json
+from cganalysis.testbed.backends import simuser
 from cganalysis.testbed.backends.hosts import TestbedError
 from cganalysis.testbed.backends.simconf import SimOptions, load_options
 from cganalysis.testbed.backends.simkernel import GUEST_JOB, console_tail, run_guest
@@ -46,7 +47,7 @@ ENTRY = f"{__name__}:run_job"
 RUN = "run"
 
 
-def _guest_env(cfg: RunConfig) -> dict[str, str]:
+def guest_env(cfg: RunConfig) -> dict[str, str]:
     """PATH for the guest: the kernel tools (a tc that knows DualPI2), this interpreter's
     folder (cganalysis), then the system's; and the CG source's programs as this machine
     finds them (a user's build on their PATH is not on the guest's)."""
@@ -90,13 +91,15 @@ def _run(
         with (ctl / "job.pkl").open("wb") as fh:
             pickle.dump((canonical, mode, plain), fh)
         facts = {"seed": seed, "start_utc": sim.start_utc, "clock": "time-travel=inf-cpu"}
-        job = {"entry": ENTRY, "pickle": "job.pkl", "env": _guest_env(cfg), "sim": facts}
+        env = guest_env(cfg)
+        job = {"entry": ENTRY, "pickle": "job.pkl", "env": env, "sim": facts}
         (ctl / "job.json").write_text(json.dumps(job), encoding="utf-8")
         schedule = cfg.schedule.scaled(opts.time_scale).fit(opts.max_duration_s)
         # The guest's own span: the schedule, calibration and set-up (a generous bound).
         sim_s = schedule.duration_s + 60.0
         opts.progress(f"sim: booting a kernel on simulated time (seed {seed})")
-        facts = run_guest(ctl, sim, seed, sim_s, opts.progress)
+        facts = run_guest(ctl, sim, seed, sim_s, opts.progress, env["PATH"])
+        simuser.take_back(ctl, simuser.host_user())
         result_file = ctl / "result.json"
         if not result_file.is_file():
             tail = console_tail(ctl / "console.log")

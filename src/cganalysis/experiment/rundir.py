@@ -76,7 +76,9 @@ def commit(tmp: Path, out: Path) -> None:
     an empty ``out`` (Snakemake's) atomically and fails on a non-empty one: a run another
     process finished meanwhile is never replaced, even by one that took no lock."""
     check_new(out)
-    seal(tmp)
+    # The folder itself last: moving a folder to another parent changes its "..", which
+    # an ordinary user may do only while the folder is writable (root always may).
+    seal(tmp, top=False)
     try:
         tmp.rename(out)
     except OSError as err:
@@ -87,21 +89,25 @@ def commit(tmp: Path, out: Path) -> None:
                 "as it is and this one is discarded"
             ) from None
         raise
+    out.chmod(DIR_MODE)
+    fsync_path(out)
     fsync_path(out.parent)  # the rename itself
 
 
-def seal(folder: Path) -> None:
+def seal(folder: Path, *, top: bool = True) -> None:
     """Every file and folder under ``folder`` on disk and read-only, deepest first (a
-    folder's entries are final before it is). Symlinks are left alone (chmod would
-    follow them; os.walk does not enter them)."""
-    for top, _, files in os.walk(folder, topdown=False):
+    folder's entries are final before it is); ``folder`` itself too unless ``top`` is
+    False. Symlinks are left alone (chmod would follow them; os.walk does not enter
+    them)."""
+    for here, _, files in os.walk(folder, topdown=False):
         for name in files:
-            path = Path(top) / name
+            path = Path(here) / name
             if not path.is_symlink():
                 fsync_path(path)
                 path.chmod(FILE_MODE)
-        fsync_path(Path(top))
-        Path(top).chmod(DIR_MODE)
+        fsync_path(Path(here))
+        if top or Path(here) != folder:
+            Path(here).chmod(DIR_MODE)
 
 
 def unseal(folder: Path) -> None:

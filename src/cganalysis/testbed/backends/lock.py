@@ -4,8 +4,8 @@ Two runs on one testbed share its CPUs, links and timers: each would measure the
 Snakemake's workflow profile caps its own jobs (``resources: testbed=1``), but a profile
 that is not found, a second Snakemake, or a hand-started run would not be capped. The
 runner therefore takes an exclusive lock per testbed (``/run/cganalysis/locks/<name>.lock``,
-an flock: the kernel releases it when the holder exits, even if killed) and waits,
-saying for whom, while another run holds it. A pool of testbeds (several machines,
+an ordinary user's under :mod:`runtime`'s folder; an flock: the kernel releases it when
+the holder exits, even if killed) and waits, saying for whom, while another run holds it. A pool of testbeds (several machines,
 ssh host sets or VMs: one campaign over all of them) is a list of such locks, and a run
 takes the first free one (:func:`hold_one_of`). The same lock folder holds the locks a
 run takes on its own output folder (:func:`hold_now`: two processes that planned the same
@@ -23,7 +23,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-LOCK_DIR = Path(os.environ.get("CGA_LOCK_DIR", "/run/cganalysis/locks"))
+from cganalysis.testbed.backends.runtime import runtime_dir
+
+LOCK_DIR = Path(os.environ.get("CGA_LOCK_DIR") or runtime_dir() / "locks")
 #: Testbeds this process holds: a run that took its testbed from a pool (the command
 #: holds it) must not wait for itself when the runner asks for the same testbed.
 _HELD: set[str] = set()

@@ -39,6 +39,8 @@ KERNEL_ENV = "CGA_SIM_KERNEL"
 #: The guest's wall clock at boot unless the testbed file says otherwise (any fixed value
 #: does: two runs must start from the same one).
 DEFAULT_START_UTC = "2026-01-01T00:00:00Z"
+#: UML's ways of running the guest's processes (its ``seccomp=on|off`` boot option).
+USERSPACE_MODES = ("seccomp", "ptrace")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,11 @@ class SimOptions:
     #: Wall-clock limit per simulated second (a guest that stops advancing its clock,
     #: e.g. a process spinning without system calls, is killed after this), plus a minute.
     wall_s_per_sim_s: float = 20.0
+    #: How the kernel runs its guest's processes: ``seccomp`` (each process's system calls
+    #: reach the kernel through a seccomp filter and a shared-memory stub: about 1.5x less
+    #: host CPU per simulated second) or ``ptrace`` (traced one by one, as UML did before
+    #: 6.17). The two give different packets (each deterministic), so a run records it.
+    userspace: str = "seccomp"
 
     @property
     def start_ns(self) -> int:
@@ -69,7 +76,8 @@ class SimOptions:
 def find_sim_kernel(opts: SimOptions) -> Kernel:
     """The kernel, checked for time-travel support (its ``--help`` lists the option) and
     for booting on this host (``umlboot``)."""
-    from cganalysis.testbed.backends.umlboot import FIX, boot_failure
+    from cganalysis.testbed.backends.simprobe import sim_boot_failure
+    from cganalysis.testbed.backends.umlboot import FIX
 
     kernel_opt = "built" if opts.kernel == "auto" else opts.kernel
     try:
@@ -87,7 +95,12 @@ def find_sim_kernel(opts: SimOptions) -> Kernel:
             f"sim testbed: {kernel.path} has no time-travel mode (CONFIG_UML_TIME_TRAVEL_SUPPORT); "
             "run `bash scripts/build-uml.sh`, whose kernel has it"
         )
-    why = boot_failure(kernel)
+    if opts.userspace == "seccomp" and "seccomp=" not in text:
+        raise TestbedError(
+            f"sim testbed: {kernel.path} has no seccomp userspace mode (UML before 6.17); "
+            "run `bash scripts/build-uml.sh`, or set sim.userspace: ptrace in the testbed file"
+        )
+    why = sim_boot_failure(kernel, opts.userspace)
     if why is not None:
         named = f"${KERNEL_ENV}" if kernel.origin == "local" else f"sim.kernel {opts.kernel}"
         raise TestbedError(
@@ -134,6 +147,7 @@ def parse_options(data: Any, where: str) -> SimOptions:
         seed=sim.integer("seed", d.seed, minimum=0, maximum=2**63 - 1),
         start_utc=start,
         wall_s_per_sim_s=sim.number("wall_s_per_sim_s", d.wall_s_per_sim_s, minimum=1.0),
+        userspace=sim.choice("userspace", USERSPACE_MODES, d.userspace),
     )
     sim.finish()
     return opts

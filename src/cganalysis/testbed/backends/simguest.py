@@ -25,6 +25,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from cganalysis.testbed.backends.guestmount import mount
 from cganalysis.testbed.backends.netns import NetnsTestbed
 from cganalysis.testbed.backends.simkernel import ERROR_MARK, PROGRESS_MARK
 from cganalysis.testbed.backends.umlagent import private_tmpfs
@@ -66,13 +67,10 @@ def host_paths(env: dict[str, str]) -> list[str]:
 def _prepare(ctl: Path, keep: list[str]) -> None:
     """The root (this machine's files) is read-only: the job folder is mounted writable,
     and /run, /tmp and /dev/shm are the guest's own."""
-    for argv in (
-        ["mount", "-t", "proc", "proc", "/proc"],
-        ["mount", "-t", "sysfs", "sys", "/sys"],
-        ["mount", "-t", "hostfs", "-o", str(ctl), "hostfs", str(ctl)],
-        ["mount", "-t", "tmpfs", "shm", "/dev/shm"],
-    ):
-        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mount("proc", "/proc", "proc")
+    mount("sys", "/sys", "sysfs")
+    mount("hostfs", str(ctl), "hostfs", str(ctl))
+    mount("shm", "/dev/shm", "tmpfs")
     for point in ("/run", "/tmp"):
         private_tmpfs(point, keep)
     Path("/run/netns").mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cganalysis.testbed.backends import simidentity, simuser
 from cganalysis.testbed.backends.hosts import TestbedError
 from cganalysis.testbed.backends.simconf import SimOptions, find_sim_kernel, find_simrng
 
@@ -81,7 +82,7 @@ for old in /proc/$$/fd/3/* /proc/$$/fd/3/.[!.]*; do
   name=${{old##*/}}
   if [ "$name" = {GUEST_JOB.rsplit("/", 1)[1]} ]; then continue
   elif [ -L "$old" ]; then cp -P "$old" "/mnt/$name"
-  elif [ -d "$old" ]; then mkdir "/mnt/$name" && mount --no-canonicalize --bind "$old" "/mnt/$name"
+  elif [ -d "$old" ]; then mkdir "/mnt/$name" && mount --no-canonicalize --rbind "$old" "/mnt/$name"
   elif [ -e "$old" ]; then : >"/mnt/$name" && mount --no-canonicalize --bind "$old" "/mnt/$name"
   fi
 done
@@ -107,23 +108,38 @@ def run_guest(
     seed: int,
     sim_s: float,
     progress: Callable[[str], None],
+    guest_path: str,
 ) -> dict[str, Any]:
     """Boots the kernel on job folder ``ctl`` (job.json written by the caller) and waits for
     it to power off; ``sim_s`` (a bound on the job's simulated length) sets the wall-time
-    limit. Returns the facts: kernel, clock, seed, wall time."""
+    limit; ``guest_path`` is the guest's PATH. Returns the facts: kernel, clock, seed, wall
+    time, and the run's identity (:mod:`simidentity`)."""
     kernel = find_sim_kernel(opts)
     lib = find_simrng()
     for tool in ("unshare", "setpriv"):
         if shutil.which(tool) is None:
             raise TestbedError(f"sim testbed: {tool} not found (Debian's util-linux package)")
+    user = simuser.host_user()
+    simuser.check_namespaces(user)
     (ctl / "random.bin").write_bytes(seeded_bytes(seed))
     map_count = _enough_mappings(progress)
     console = ctl / "console.log"
+    console.touch()
+    simuser.hand_over(ctl, user)
+    # The job folder is the user's (hand_over) and reached through a mount of its own.
+    missing = simuser.unreadable(user, [*simuser.guest_reads(), kernel.path, lib])
+    if missing:
+        raise TestbedError(
+            f"sim testbed: the kernel runs as user {user.name} (no privilege on the host), "
+            f"who cannot read {missing[0]}: make it and the folders above it readable by every "
+            "user (chmod o+rX), or keep the checkout and the output outside private folders"
+        )
+    ident = simidentity.identity(kernel.path, lib, Path(sys.executable), guest_path)
     argv = [
-        "unshare", "--mount", "--propagation", "private", "sh", "-c", NAMESPACE_SCRIPT, "sh",
+        *simuser.namespace_argv(user), "sh", "-c", NAMESPACE_SCRIPT, "sh",
         str(ctl),
         "env", f"LD_PRELOAD={lib}", f"CGA_SIM_SEED={seed}",
-        "setpriv", "--pdeathsig", "KILL",
+        *simuser.drop_argv(user),
         str(kernel.path),
         f"mem={opts.memory_mb}M",
         # Fixed names: the command line is mixed into the kernel's random pool at boot.
@@ -136,6 +152,7 @@ def run_guest(
         "rootfstype=hostfs", "rootflags=/", "ro",
         "con=null", "con0=null,fd:1",
         "time-travel=inf-cpu", f"time-travel-start={opts.start_ns}",
+        f"seccomp={'on' if opts.userspace == 'seccomp' else 'off'}",
         f"PYTHONHASHSEED={seed % 4294967296}",
         # Python neither reads nor writes this machine's bytecode caches: whether a .pyc
         # exists changes how long a process runs (compiling or loading), which UML mixes
@@ -150,7 +167,7 @@ def run_guest(
     host_start = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     cpu0 = _children_cpu_s()
-    with console.open("wb") as out:
+    with console.open("ab") as out:
         popen = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -173,6 +190,9 @@ def run_guest(
         "seed": seed,
         "kernel": kernel.to_dict(),
         "memory_mb": opts.memory_mb,
+        "userspace": opts.userspace,
+        "host_user": user.name,
+        "identity": ident,
         "wall_s": round(wall_s, 2),
         "host_cpu_s": round(cpu_s, 2),
         "host_vm_max_map_count": map_count,

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.testbed.backends.procmark import valid_pid
+from cganalysis.testbed.backends.runtime import runtime_dir
 
-STATE_DIR = Path(os.environ.get("CGA_STATE_DIR", "/run/cganalysis/testbeds"))
+STATE_DIR = Path(os.environ.get("CGA_STATE_DIR") or runtime_dir() / "testbeds")
 PREFIX = "cgatb"
 _NS = re.compile(rf"^{PREFIX}-(\d+)-([0-9a-f]+)-([a-z]+)$")
 

@@ -41,6 +41,8 @@ import time
 import tty
 from pathlib import Path
 
+from cganalysis.testbed.backends.guestmount import mount
+
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: scripts/install-tc.sh's tc (iproute2 >= 6.18, DualPI2's options): first on the PATH.
 KERNEL_TOOLS = "/usr/local/lib/cganalysis-vm/bin"
@@ -67,7 +69,7 @@ def private_tmpfs(point: str, keep: list[str]) -> None:
     # Links resolved while the host's folder is in view (one may point into it).
     real = {k: os.path.realpath(k) for k in outermost}
     old = os.open(point, os.O_PATH | os.O_DIRECTORY) if outermost else -1
-    _sh("mount", "-t", "tmpfs", Path(point).name, point)
+    mount(Path(point).name, point, "tmpfs")
     for path in outermost:
         hidden = _within(real[path], point)
         rel = os.path.relpath(real[path], point)
@@ -77,14 +79,8 @@ def private_tmpfs(point: str, keep: list[str]) -> None:
         else:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).touch()
-        subprocess.run(
-            # As given: canonicalised, the path would name the tmpfs's own folder.
-            ["mount", "--no-canonicalize", "--bind", str(source), path],
-            pass_fds=(old,),
-            check=False,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        # As given: canonicalised, the path would name the tmpfs's own folder.
+        mount(str(source), path, bind=True)
     if old >= 0:
         os.close(old)
 
@@ -93,20 +89,20 @@ def prepare(ctl: str, keep: list[str], write: list[str]) -> dict[str, object]:
     """Mounts and module loading; returns the facts the host records. ``keep``: host
     paths the private /run must not hide; ``write``: host folders mounted writable (the
     root, this machine's file system, is read-only)."""
-    _sh("mount", "-t", "proc", "proc", "/proc")
-    _sh("mount", "-t", "sysfs", "sys", "/sys")
+    mount("proc", "/proc", "proc")
+    mount("sys", "/sys", "sysfs")
     private_tmpfs("/run", [ctl, *keep])
     for folder in write:
         if Path(folder).is_dir() and folder != "/":
-            _sh("mount", "-t", "hostfs", "-o", folder, "hostfs", folder)
-    _sh("mount", "-t", "devtmpfs", "dev", "/dev")
+            mount("hostfs", folder, "hostfs", folder)
+    mount("dev", "/dev", "devtmpfs")
     release = os.uname().release
     modules = f"/usr/lib/uml/modules/{release}"
     if Path(modules).is_dir():
         # Debian's UML keeps its modules outside /lib/modules (the host's): a private tree
         # for modprobe, and the kernel's own module requests (tc qdisc add) go through it.
         root = f"{ctl}/modroot"
-        _sh("mount", "--bind", "/usr/lib/uml/modules", f"{root}/lib/modules")
+        mount("/usr/lib/uml/modules", f"{root}/lib/modules", bind=True)
         wrapper = "/run/modprobe"
         Path(wrapper).write_text(f'#!/bin/sh\nexec /sbin/modprobe -d {root} "$@"\n')
         Path(wrapper).chmod(0o755)

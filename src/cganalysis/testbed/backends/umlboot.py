@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,24 +90,34 @@ def _store(key: str, kernel: Kernel, reason: str | None) -> None:
         pass  # an unwritable cache only costs the next run the same boot
 
 
-def boot_failure(kernel: Kernel) -> str | None:
+def boot_failure(
+    kernel: Kernel, probe: Callable[[Kernel], str | None] | None = None, mode: str = "uml"
+) -> str | None:
     """Why ``kernel`` cannot boot on this host, None if it boots (booted once per kernel
-    binary and CPU). A boot that timed out, or failed for no known reason, raises: it is
-    not a verdict to keep."""
-    key = f"{_kernel_key(kernel.path)}/{_cpu_key()}"
+    binary, CPU and ``mode``). ``probe`` boots it and returns the console of a failed boot,
+    None for a good one (default: the uml router's agent). A boot that timed out, or failed
+    for no known reason, raises: it is not a verdict to keep."""
+    key = f"{_kernel_key(kernel.path)}/{_cpu_key()}" + ("" if mode == "uml" else f"/{mode}")
     cached = _read_cache().get(key)
     if isinstance(cached, dict) and isinstance(cached.get("boots"), bool):
         return None if cached["boots"] else str(cached.get("reason") or "it did not boot")
-    reason: str | None = None
+    console = (probe or _agent_boot)(kernel)
+    reason = None if console is None else diagnose(console)
+    if console is not None and reason is None:
+        raise TestbedError(f"{kernel.path} did not boot, for no known reason: {console[-300:]}")
+    _store(key, kernel, reason)
+    return reason
+
+
+def _agent_boot(kernel: Kernel) -> str | None:
     try:
         with UmlKernel(UmlOptions(realtime_priority=0), kernel=kernel):
             pass
     except KernelStoppedError as e:
-        reason = diagnose(e.console)
-        if reason is None:
+        if diagnose(e.console) is None:
             raise
-    _store(key, kernel, reason)
-    return reason
+        return e.console
+    return None
 
 
 def usable_kernel(opts: UmlOptions, env: str = KERNEL_ENV, key: str = "uml.kernel") -> Kernel:

@@ -1,0 +1,294 @@
+"""``cganalysis dataset reproduce DATASET [--run RUN]``: a published sim run made again here,
+and compared with what the dataset records.
+
+A run on the ``sim`` testbed is a function of its run file, its seed and the inputs its
+meta.json records under ``testbed.sim.identity`` (:mod:`cganalysis.testbed.backends.simidentity`).
+Before running, each recorded input that differs from this host's is printed in one line,
+with the code's commit; then the run is made into a new folder (never over a raw run) and
+compared: the files' SHA-256 (the captures first), then, where the captures differ, the
+first differing packet (against the raw run in data/raw, where it is) and the metrics,
+number by number, against the dataset's. Bit for bit is the verdict to expect when no
+input differs.
+
+Everything read from the dataset is checked as hostile: the run id against the raw-name
+grammar, the campaign file's path against the repository's ``configs/`` folder.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cganalysis.errors import ConfigError
+from cganalysis.io import read_json_object, write_json
+from cganalysis.rawnames import check_name
+
+#: meta.json's ``config.source`` for a campaign's run: ``FILE (run RUN_ID)``.
+SOURCE = re.compile(r"(?P<file>configs/[A-Za-z0-9_./-]+\.ya?ml) \(run (?P<run>[^()]+)\)")
+#: The captures, compared first: they are what every table derives from.
+CAPTURES = ("ingress.pcap", "egress.pcap")
+
+
+@dataclass
+class Outcome:
+    """What one reproduction found."""
+
+    run_id: str
+    inputs_differ: list[str] = field(default_factory=list)
+    files_same: list[str] = field(default_factory=list)
+    files_differ: list[str] = field(default_factory=list)
+    first_packet: str | None = None
+    metrics_same: int = 0
+    metrics_differ: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return not self.files_differ and bool(self.files_same)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "identical": self.identical,
+            "inputs_differ": self.inputs_differ,
+            "files_same": self.files_same,
+            "files_differ": self.files_differ,
+            "first_differing_packet": self.first_packet,
+            "metrics_same": self.metrics_same,
+            "metrics_differ": self.metrics_differ,
+        }
+
+
+def sim_meta(dataset: Path, run_id: str) -> dict[str, Any]:
+    """The run's meta.json from the dataset; refused in one line unless it ran on sim."""
+    check_name(run_id, dataset, "run")
+    path = dataset / "meta" / f"{run_id}.json"
+    if not path.is_file():
+        raise ConfigError(f"{dataset}: no run {run_id} (meta/{run_id}.json is not there)")
+    meta = read_json_object(path, "meta.json")
+    backend = (meta.get("testbed") or {}).get("backend")
+    if backend != "sim":
+        raise ConfigError(
+            f"{path}: run {run_id} ran on the {backend} testbed, in real time: only sim runs "
+            "are a function of their inputs (run its run file again and compare the metrics "
+            "with `cganalysis compare`)"
+        )
+    return meta
+
+
+def campaign_file(root: Path, meta: dict[str, Any], where: str) -> tuple[Path, str]:
+    """The campaign file and run id meta.json's ``config.source`` names, inside ``root``."""
+    source = str((meta.get("config") or {}).get("source") or "")
+    m = SOURCE.fullmatch(source)
+    if m is None or ".." in Path(m["file"]).parts:
+        raise ConfigError(
+            f"{where}: key config.source: {source[:80]!r} is not 'configs/....yaml (run ID)': "
+            "only runs of a campaign file in this repository can be made again"
+        )
+    path = root / m["file"]
+    if not path.is_file():
+        raise ConfigError(f"{where}: key config.source: {m['file']} is not in {root}")
+    check_name(m["run"], where, "run")
+    return path, m["run"]
+
+
+def code_difference(root: Path, meta: dict[str, Any]) -> list[str]:
+    """The code: the commit the run was made at against this checkout's."""
+    git = (meta.get("controller") or {}).get("git") or {}
+    recorded, dirty = str(git.get("commit") or ""), bool(git.get("dirty"))
+    here = _git(root, "rev-parse", "HEAD")
+    changed = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
+    lines = []
+    if recorded != here:
+        lines.append(f"the code: commit {recorded[:12] or 'none'} recorded, {here[:12]} here")
+    if dirty:
+        lines.append("the code: the run was made from a tree with uncommitted changes")
+    if changed:
+        lines.append("the code: this checkout has uncommitted changes")
+    return lines
+
+
+def _git(root: Path, *argv: str) -> str:
+    out = subprocess.run(
+        ["git", "-C", str(root), *argv], capture_output=True, text=True, check=False
+    )
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def compare_files(recorded: dict[str, Any], made: dict[str, Any], out: Outcome) -> None:
+    """meta.json's ``files`` (name -> bytes, sha256) of the two runs, captures first."""
+    names = sorted(set(recorded) | set(made), key=lambda n: (n not in CAPTURES, n))
+    for name in names:
+        a, b = recorded.get(name) or {}, made.get(name) or {}
+        (out.files_same if a.get("sha256") == b.get("sha256") else out.files_differ).append(name)
+
+
+def first_differing_packet(a: Path, b: Path) -> str | None:
+    """The first record at which two pcap files differ (its index, time and length in
+    each), or None when they are the same packets."""
+    for i, (ra, rb) in enumerate(zip(_records(a), _records(b), strict=False)):
+        if ra != rb:
+            return f"packet {i}: {_describe(ra)} recorded, {_describe(rb)} here"
+    na, nb = sum(1 for _ in _records(a)), sum(1 for _ in _records(b))
+    return None if na == nb else f"{na} packets recorded, {nb} here (the first {min(na, nb)} agree)"
+
+
+def _records(path: Path) -> Iterator[tuple[int, int, int, bytes]]:
+    """(seconds, fraction, original length, bytes) per pcap record."""
+    with path.open("rb") as fh:
+        head = fh.read(24)
+        order = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        while len(rec := fh.read(16)) == 16:
+            sec, frac, incl, orig = (
+                int.from_bytes(rec[i : i + 4], "little" if order == "<" else "big")
+                for i in (0, 4, 8, 12)
+            )
+            yield sec, frac, orig, fh.read(incl)
+
+
+def _describe(rec: tuple[int, int, int, bytes]) -> str:
+    return f"t={rec[0]}.{rec[1]:09d} {rec[2]} B"
+
+
+def compare_metrics(recorded: dict[str, Any], made: dict[str, Any], out: Outcome) -> None:
+    """Every number of the two metrics documents: how many agree, and those that do not
+    (path, recorded, here), the largest relative differences first."""
+    a, b = dict(_numbers(recorded)), dict(_numbers(made))
+    differ = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if x == y or (x is not None and y is not None and math.isnan(x) and math.isnan(y)):
+            out.metrics_same += 1
+        else:
+            rel = abs((y or 0) - (x or 0)) / max(abs(x or 0), 1e-12)
+            differ.append((rel, f"{key}: {x} recorded, {y} here"))
+    out.metrics_differ = [line for _, line in sorted(differ, reverse=True)]
+
+
+def _numbers(doc: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _numbers(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _numbers(v, f"{prefix}[{i}]")
+    elif isinstance(doc, int | float) and not isinstance(doc, bool):
+        yield prefix, float(doc)
+
+
+def analyse(run_dir: Path, work: Path) -> dict[str, Any]:
+    """The new run's metrics document (packets, then metrics, as the workflow makes them)."""
+    from cganalysis.metrics.io import RunFiles, metrics_of_runs
+
+    work.mkdir(parents=True, exist_ok=True)
+    packets = work / "packets.parquet"
+    subprocess.run(
+        [
+            sys.executable, "-m", "cganalysis", "packets",
+            str(run_dir / "ingress.pcap"), str(run_dir / "egress.pcap"),
+            "-o", str(packets), "--flows", str(work / "flows.parquet"),
+        ],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    files = RunFiles(packets, run_dir / "meta.json", work / "metrics.json", work / "ts.parquet")
+    with (work / "metrics.log").open("w", encoding="utf-8") as log:
+        metrics_of_runs([files], log)
+    return read_json_object(work / "metrics.json", "metrics")
+
+
+def report(out: Outcome) -> list[str]:
+    lines = [f"{out.run_id}:"]
+    lines += [f"  differs: {line}" for line in out.inputs_differ] or ["  inputs: as recorded"]
+    if out.identical:
+        lines.append(f"  bit for bit: {len(out.files_same)} files identical (captures included)")
+        return lines
+    lines.append(f"  files: {len(out.files_same)} identical, differ: {', '.join(out.files_differ)}")
+    if out.first_packet:
+        lines.append(f"  first difference: {out.first_packet}")
+    lines.append(
+        f"  metrics: {out.metrics_same} of {out.metrics_same + len(out.metrics_differ)} numbers "
+        "identical" + (", largest differences:" if out.metrics_differ else "")
+    )
+    lines += [f"    {line}" for line in out.metrics_differ[:5]]
+    return lines
+
+
+def write_report(outcomes: list[Outcome], path: Path) -> None:
+    write_json({"runs": [o.to_dict() for o in outcomes]}, path)
+
+
+def current_sim(cfg: Any, repetition: int | None) -> dict[str, Any]:
+    """This host's side of ``testbed.sim`` for ``cfg``: the options and the identity a run
+    would record, without running it."""
+    from cganalysis.experiment.insim import guest_env
+    from cganalysis.testbed.backends.simconf import find_sim_kernel, find_simrng, load_options
+    from cganalysis.testbed.backends.simidentity import identity
+
+    sim = load_options(cfg.testbed.path)
+    kernel = find_sim_kernel(sim)
+    ident = identity(kernel.path, find_simrng(), Path(sys.executable), guest_env(cfg)["PATH"])
+    return {
+        "seed": sim.seed + (repetition or 0),
+        "start_utc": sim.start_utc,
+        "memory_mb": sim.memory_mb,
+        "userspace": sim.userspace,
+        "identity": ident,
+    }
+
+
+def reproduce_run(
+    root: Path, dataset: Path, run_id: str, out_dir: Path, progress: Callable[[str], None]
+) -> Outcome:
+    """Makes ``run_id`` of ``dataset`` again into ``out_dir/run_id`` and compares."""
+    from cganalysis.experiment.campaign import load_campaign
+    from cganalysis.experiment.plan import RunOptions
+    from cganalysis.experiment.pool import on_a_free_testbed
+    from cganalysis.experiment.runner import run_experiment
+    from cganalysis.testbed.backends.simidentity import differences
+
+    meta = sim_meta(dataset, run_id)
+    where = str(dataset / "meta" / f"{run_id}.json")
+    path, rid = campaign_file(root, meta, where)
+    planned = load_campaign(path).run(rid)
+    cfg = planned.config
+    outcome = Outcome(run_id)
+    recorded_sim = (meta.get("testbed") or {}).get("sim") or {}
+    outcome.inputs_differ = code_difference(root, meta) + differences(
+        recorded_sim, current_sim(cfg, planned.repetition)
+    )
+    for line in outcome.inputs_differ:
+        progress(f"{run_id}: differs: {line}")
+    recorded_scale = float((meta.get("schedule_detail") or {}).get("time_scale") or 1.0)
+    calibration = dataset / "calibration" / f"{run_id}.json"
+    opts = RunOptions(
+        run_id=planned.run_id,
+        campaign=planned.campaign,
+        repetition=planned.repetition,
+        time_scale=recorded_scale / cfg.schedule.time_scale,
+        calibration_file=calibration if calibration.is_file() else None,
+        progress=progress,
+    )
+    run_dir = out_dir / run_id
+    with on_a_free_testbed(cfg, [], opts.run_id, progress) as on_testbed:
+        run_experiment(on_testbed, run_dir, opts)
+    made = read_json_object(run_dir / "meta.json", "meta.json")
+    compare_files(meta.get("files") or {}, made.get("files") or {}, outcome)
+    if outcome.identical:
+        return outcome
+    campaign = str(meta.get("campaign") or "")
+    check_name(campaign, where, "campaign")
+    raw = root / "data" / "raw" / campaign / run_id
+    if set(CAPTURES) & set(outcome.files_differ) and (raw / "ingress.pcap").is_file():
+        outcome.first_packet = first_differing_packet(
+            raw / "ingress.pcap", run_dir / "ingress.pcap"
+        )
+    recorded_metrics = dataset / "metrics" / f"{run_id}.json"
+    if recorded_metrics.is_file():
+        new = analyse(run_dir, out_dir / f".{run_id}.analysis")
+        compare_metrics(read_json_object(recorded_metrics, "metrics"), new, outcome)
+    return outcome

@@ -1,0 +1,169 @@
+"""Who the ``sim`` kernel runs as on the host: an ordinary user, never with privilege.
+
+UML's seccomp userspace mode (``sim.userspace: seccomp``) lets the guest's processes reach
+the kernel's own memory (the kernel says so at boot), so whatever the kernel's process may
+do on the host, a guest process may too. It therefore runs without privilege:
+
+- started by root: the mount namespace is set up as root, then the kernel drops to
+  :data:`UNPRIVILEGED` and owns nothing but its job folder, which is handed back to root
+  before the run is committed;
+- started by anyone else: an unprivileged user namespace holds the mounts and the kernel
+  runs as that user;
+- either way the kernel is user 0 of a user namespace of its own with no capability, so the
+  guest sees the same files the same way (the same packets); where the host forbids such
+  namespaces, one line says which setting.
+
+Either way the guest reads the host's files as that user: the interpreter, the package and
+the kernel must be readable by every user (:func:`unreadable` says which is not).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from cganalysis.testbed.backends.hosts import TestbedError
+
+#: The host user a sim kernel started by root runs as.
+UNPRIVILEGED = "nobody"
+#: Where a host says whether ordinary users may make user namespaces (Debian, Ubuntu).
+USERNS_SETTINGS = (
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+    "/proc/sys/user/max_user_namespaces",
+)
+
+
+@dataclass(frozen=True)
+class HostUser:
+    """The host user the kernel's process runs as."""
+
+    name: str
+    uid: int
+    gid: int
+    #: Started by root, which drops to this user once the mounts are made.
+    dropped: bool
+
+
+def host_user() -> HostUser:
+    uid = os.geteuid()
+    if uid != 0:
+        return HostUser(pwd.getpwuid(uid).pw_name, uid, os.getegid(), dropped=False)
+    try:
+        pw = pwd.getpwnam(UNPRIVILEGED)
+    except KeyError:
+        raise TestbedError(
+            f"sim testbed: no user {UNPRIVILEGED!r} on this host for the kernel to run as "
+            "(root never runs it); add it (`useradd --system nobody`)"
+        ) from None
+    return HostUser(pw.pw_name, pw.pw_uid, pw.pw_gid, dropped=True)
+
+
+def namespace_argv(user: HostUser) -> list[str]:
+    """The ``unshare`` that makes the kernel's mount namespace: root's own (root makes the
+    mounts, then drops), else inside a user namespace the caller owns."""
+    base = ["unshare", "--mount", "--propagation", "private"]
+    return base if user.dropped else ["unshare", "--user", "--map-root-user", *base[1:]]
+
+
+def drop_argv(user: HostUser) -> list[str]:
+    """The words that become the kernel, after the mounts. Whoever started it, the kernel
+    ends as user 0 of a user namespace of its own mapped to an ordinary user, with no
+    capability (the bounding set emptied): so the guest sees its files the same way, and
+    makes the same packets, under root and under an ordinary user. Root first drops to
+    :data:`UNPRIVILEGED`. The kernel dies with the process that started it
+    (``--pdeathsig``, set last: a change of user clears it)."""
+    last = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--pdeathsig", "KILL"]
+    if not user.dropped:
+        return last
+    return [*_become(user), "unshare", "--user", "--map-root-user", *last]
+
+
+def _become(user: HostUser) -> list[str]:
+    return ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups"]
+
+
+def check_namespaces(user: HostUser) -> None:
+    """The kernel's user needs a user namespace of its own: refuse in one line, naming the
+    host's setting, where it cannot make one."""
+    probe_argv = ["unshare", "--user", "--map-root-user", "--mount", "true"]
+    if user.dropped:
+        probe_argv = [*_become(user), *probe_argv]
+    probe = subprocess.run(probe_argv, capture_output=True, text=True, check=False)
+    if probe.returncode == 0:
+        return
+    settings = [
+        f"{Path(p).name}={Path(p).read_text(encoding='utf-8').strip()}"
+        for p in USERNS_SETTINGS
+        if Path(p).is_file()
+    ]
+    raise TestbedError(
+        f"sim testbed: this host does not let user {user.name} make a user namespace "
+        f"({probe.stderr.strip()[-120:]}; {', '.join(settings) or 'no setting found'}): "
+        "allow it (e.g. `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` on Ubuntu "
+        "24.04, kernel.unprivileged_userns_clone=1 on older Debian)"
+    )
+
+
+def hand_over(folder: Path, user: HostUser) -> None:
+    """``folder`` and what it holds become the kernel's user's (root's run only)."""
+    if user.dropped:
+        _chown_tree(folder, user.uid, user.gid)
+
+
+def take_back(folder: Path, user: HostUser) -> None:
+    """What the kernel wrote becomes the caller's again, so that no process of the unprivileged
+    user (another run's guest among them) can change a committed run."""
+    if user.dropped:
+        _chown_tree(folder, os.geteuid(), os.getegid())
+
+
+def _chown_tree(folder: Path, uid: int, gid: int) -> None:
+    os.chown(folder, uid, gid, follow_symlinks=False)
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            os.chown(Path(root) / name, uid, gid, follow_symlinks=False)
+
+
+def unreadable(user: HostUser, paths: list[Path]) -> list[str]:
+    """Which of ``paths`` (files or folders) the kernel's user cannot read, as that user
+    sees them (root's run only: an ordinary user reads what they started from)."""
+    if not user.dropped or not paths:
+        return []
+    script = (
+        'for p; do if [ -d "$p" ]; then [ -r "$p" ] && [ -x "$p" ] || echo "$p"; '
+        'else [ -r "$p" ] || echo "$p"; fi; done'
+    )
+    out = subprocess.run(
+        [
+            *_become(user),
+            "sh",
+            "-c",
+            script,
+            "sh",
+            *(str(p) for p in paths),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return out.stdout.split()
+
+
+def guest_reads() -> list[Path]:
+    """What the guest must read on the host: this interpreter, the folder this package
+    comes from and the one its dependencies come from."""
+    import polars
+
+    import cganalysis
+
+    return [
+        Path(sys.executable),  # as the guest names it (init=), through any link
+        Path(sys.executable).resolve(),
+        Path(cganalysis.__file__).parent,
+        Path(polars.__file__).parent.parent,
+    ]

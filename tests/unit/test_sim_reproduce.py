@@ -1,0 +1,163 @@
+"""What a sim run's packets depend on (``simidentity``), who its kernel runs as
+(``simuser``), and ``cganalysis dataset reproduce``'s comparisons, without a kernel."""
+
+from __future__ import annotations
+
+import copy
+import os
+import struct
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cganalysis.dataset import reproduce
+from cganalysis.errors import ConfigError
+from cganalysis.testbed.backends import simidentity, simuser
+from tests.conftest import REPO, need_root, need_tool
+
+
+def _sim(**over: Any) -> dict[str, Any]:
+    ident = {
+        "kernel_sha256": "a" * 64,
+        "simrng_sha256": "b" * 64,
+        "interpreter": {"path": "/usr/bin/python3", "sha256": "c" * 64, "version": "3.11.2"},
+        "programs": {"iperf3": {"path": "/usr/bin/iperf3", "sha256": "d" * 64}},
+        "cpu": {"model": "AMD EPYC", "flags_sha256": "e" * 64, "flags": ["avx2", "sse4_2"]},
+    }
+    return {"seed": 1, "start_utc": "x", "memory_mb": 2048, "userspace": "seccomp",
+            "identity": ident, **over}  # fmt: skip
+
+
+def test_same_inputs_no_difference() -> None:
+    assert simidentity.differences(_sim(), _sim()) == []
+
+
+def test_each_input_that_differs_is_one_line() -> None:
+    here = _sim(userspace="ptrace")
+    here["identity"]["kernel_sha256"] = "f" * 64
+    here["identity"]["programs"]["iperf3"]["sha256"] = "0" * 64
+    here["identity"]["cpu"] = {"model": "Intel Xeon", "flags_sha256": "1" * 64,
+                               "flags": ["amx_tile", "avx2", "sse4_2"]}  # fmt: skip
+    lines = simidentity.differences(_sim(), here)
+    assert len(lines) == 4
+    assert any(line.startswith("the kernel binary: aaaaaaaaaaaa recorded") for line in lines)
+    assert any("program iperf3" in line for line in lines)
+    cpu = next(line for line in lines if line.startswith("CPU features"))
+    assert "only here: amx_tile" in cpu and "only there: -" in cpu
+    assert "sim.userspace: 'seccomp' recorded, 'ptrace' here" in lines
+
+
+def test_a_run_without_identity_says_so() -> None:
+    assert simidentity.differences({"seed": 1}, _sim()) == [
+        "the run records no identity (made before identities were recorded)"
+    ]
+
+
+def test_the_identity_of_this_host_names_its_programs(tmp_path: Path) -> None:
+    prog = tmp_path / "iperf3"
+    prog.write_bytes(b"#!/bin/sh\n")
+    prog.chmod(0o755)
+    found = simidentity.programs(str(tmp_path))
+    assert found == {"iperf3": {"path": str(prog), "sha256": simidentity.file_sha256(prog)}}
+    cpu = simidentity.cpu()
+    assert len(cpu["flags_sha256"]) == 64 and cpu["flags"] == sorted(cpu["flags"])
+
+
+def test_root_runs_the_kernel_as_an_unprivileged_user() -> None:
+    need_root()
+    user = simuser.host_user()
+    assert user.dropped and user.uid != 0 and user.name == simuser.UNPRIVILEGED
+    assert simuser.namespace_argv(user)[:2] == ["unshare", "--mount"]
+    drop = simuser.drop_argv(user)
+    assert f"--reuid={user.uid}" in drop and drop[-2:] == ["--pdeathsig", "KILL"]
+    assert drop.index("--map-root-user") > drop.index(f"--reuid={user.uid}")
+
+
+def test_unreadable_names_what_the_kernels_user_cannot_read() -> None:
+    need_root()
+    need_tool("setpriv")
+    # Not pytest's tmp_path: root's is private (0700), which is the point being tested.
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        _unreadable_in(Path(tmp))
+
+
+def _unreadable_in(tmp_path: Path) -> None:
+    user = simuser.host_user()
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    tmp_path.chmod(0o755)
+    open_file = tmp_path / "open.txt"
+    open_file.write_text("x")
+    open_file.chmod(0o644)
+    assert simuser.unreadable(user, [open_file, private]) == [str(private)]
+    # The job folder is handed over to it, and taken back.
+    job = tmp_path / "job"
+    (job / "run").mkdir(parents=True, mode=0o700)
+    simuser.hand_over(job, user)
+    assert (job / "run").stat().st_uid == user.uid
+    assert simuser.unreadable(user, [job / "run"]) == []
+    simuser.take_back(job, user)
+    assert (job / "run").stat().st_uid == os.geteuid()
+
+
+def test_reproduce_refuses_a_real_time_run_and_hostile_sources(tmp_path: Path) -> None:
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "meta" / "r1.json").write_text('{"testbed": {"backend": "netns"}}')
+    with pytest.raises(ConfigError, match="ran on the netns testbed, in real time"):
+        reproduce.sim_meta(tmp_path, "r1")
+    with pytest.raises(ConfigError, match="not a usable run name"):
+        reproduce.sim_meta(tmp_path, "$(touch x)")
+    for source in (
+        "/etc/passwd (run r1)",
+        "configs/../../etc/x.yaml (run r1)",
+        "configs/c.yaml (run $(id))",
+        "configs/c.yaml",
+    ):
+        meta = {"config": {"source": source}}
+        with pytest.raises(ConfigError, match=r"config\.source|not a usable run name"):
+            reproduce.campaign_file(REPO, meta, "meta.json")
+    ok = {"config": {"source": "configs/campaigns/tma2024-sim.yaml (run tma2024-sim-htb-bbr-r01)"}}
+    path, run = reproduce.campaign_file(REPO, ok, "meta.json")
+    assert path == REPO / "configs/campaigns/tma2024-sim.yaml" and run == "tma2024-sim-htb-bbr-r01"
+
+
+def _pcap(path: Path, packets: list[tuple[int, int, bytes]]) -> Path:
+    head = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 128, 1)
+    body = b"".join(
+        struct.pack("<IIII", s, ns, len(data), len(data)) + data for s, ns, data in packets
+    )
+    path.write_bytes(head + body)
+    return path
+
+
+def test_the_first_differing_packet_is_named(tmp_path: Path) -> None:
+    pkts = [(1, 5, b"a" * 60), (1, 900, b"b" * 70), (2, 7, b"c" * 80)]
+    a = _pcap(tmp_path / "a.pcap", pkts)
+    assert reproduce.first_differing_packet(a, _pcap(tmp_path / "b.pcap", pkts)) is None
+    moved = [*pkts[:1], (1, 901, b"b" * 70), pkts[2]]
+    line = reproduce.first_differing_packet(a, _pcap(tmp_path / "c.pcap", moved))
+    assert line == "packet 1: t=1.000000900 70 B recorded, t=1.000000901 70 B here"
+    short = reproduce.first_differing_packet(a, _pcap(tmp_path / "d.pcap", pkts[:2]))
+    assert short == "3 packets recorded, 2 here (the first 2 agree)"
+
+
+def test_files_and_metrics_are_compared_one_by_one() -> None:
+    files = {"ingress.pcap": {"sha256": "1"}, "egress.pcap": {"sha256": "2"}, "x": {"sha256": "3"}}
+    out = reproduce.Outcome("r1")
+    reproduce.compare_files(files, copy.deepcopy(files), out)
+    assert out.identical and out.files_same[:2] == ["egress.pcap", "ingress.pcap"]
+    out = reproduce.Outcome("r1")
+    reproduce.compare_files(files, {**files, "egress.pcap": {"sha256": "9"}}, out)
+    assert not out.identical and out.files_differ == ["egress.pcap"]
+    doc = {"flows": {"cg": {"delay_ms": 1.25, "lost": 3}}, "bins": [1.0, 2.0], "name": "x"}
+    other = copy.deepcopy(doc)
+    other["flows"]["cg"]["delay_ms"] = 1.5
+    other["bins"][1] = 2.0001
+    reproduce.compare_metrics(doc, other, out)
+    assert out.metrics_same == 2
+    assert out.metrics_differ == [
+        "flows.cg.delay_ms: 1.25 recorded, 1.5 here",
+        "bins[1]: 2.0 recorded, 2.0001 here",
+    ]
