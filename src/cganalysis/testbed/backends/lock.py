@@ -5,7 +5,8 @@ Snakemake's workflow profile caps its own jobs (``resources: testbed=1``), but a
 that is not found, a second Snakemake, or a hand-started run would not be capped. The
 runner therefore takes an exclusive lock per testbed (``/run/cganalysis/locks/<name>.lock``,
 an ordinary user's under :mod:`runtime`'s folder; an flock: the kernel releases it when
-the holder exits, even if killed) and waits, saying for whom, while another run holds it. A pool of testbeds (several machines,
+the holder exits, even if killed) and waits, saying for whom, while another run holds it.
+A pool of testbeds (several machines,
 ssh host sets or VMs: one campaign over all of them) is a list of such locks, and a run
 takes the first free one (:func:`hold_one_of`). The same lock folder holds the locks a
 run takes on its own output folder (:func:`hold_now`: two processes that planned the same

@@ -25,10 +25,9 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.backends.guestmount import mount
 from cganalysis.testbed.backends.netns import NetnsTestbed
 from cganalysis.testbed.backends.simkernel import ERROR_MARK, PROGRESS_MARK
-from cganalysis.testbed.backends.umlagent import private_tmpfs
+from cganalysis.testbed.backends.umlagent import mount, private_tmpfs
 
 #: Set in the guest: its facts as JSON (seed, clock, kernel); the planner's "am I inside".
 GUEST_ENV = "CGA_SIM_GUEST"

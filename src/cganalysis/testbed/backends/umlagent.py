@@ -32,6 +32,7 @@ set-up into few requests.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -41,8 +42,6 @@ import time
 import tty
 from pathlib import Path
 
-from cganalysis.testbed.backends.guestmount import mount
-
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: scripts/install-tc.sh's tc (iproute2 >= 6.18, DualPI2's options): first on the PATH.
 KERNEL_TOOLS = "/usr/local/lib/cganalysis-vm/bin"
@@ -50,6 +49,29 @@ KERNEL_TOOLS = "/usr/local/lib/cganalysis-vm/bin"
 
 def _sh(*argv: str) -> None:
     subprocess.run(list(argv), check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+#: mount(2)'s flag for a bind mount.
+MS_BIND = 4096
+
+
+def mount(
+    source: str, target: str, fstype: str = "", data: str = "", *, bind: bool = False
+) -> bool:
+    """``mount -t FSTYPE -o DATA SOURCE TARGET`` (or ``--bind``) by the system call; True
+    when it worked. Not mount(8): in the sim kernel's user namespace the host's root-owned
+    files belong to the overflow user, so the set-user-ID-root ``mount`` is set-user-ID
+    ``nobody`` as the guest sees it and refuses. Failures are ignored, as before: the tools
+    that need a mount say what is missing more precisely."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    ok = libc.mount(
+        os.fsencode(source),
+        os.fsencode(target),
+        fstype.encode() if fstype else None,
+        MS_BIND if bind else 0,
+        data.encode() if data else None,
+    )
+    return bool(ok == 0)
 
 
 def _within(path: str, folder: str) -> bool:
