@@ -41,7 +41,7 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
     layout = Layout(
         l2_router=p.resolution.bottleneck == "emulator",
         delay_via=p.resolution.delay_via,
-        cca=cfg.competitor.cca,
+        cca=p.cca_kernel,
         ecn=1 if cfg.competitor.ecn else 0,
         mahimahi=mahimahi,
         kernel_offloads=cfg.offloads == "kernel",

@@ -35,9 +35,10 @@ from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.sources import SOURCES
 from cganalysis.interrupts import signals_raise
 from cganalysis.io import write_json
+from cganalysis.testbed import ccaname
 from cganalysis.testbed.backends import simuser
 from cganalysis.testbed.backends.hosts import TestbedError
-from cganalysis.testbed.backends.simconf import SimOptions, load_options
+from cganalysis.testbed.backends.simconf import SimOptions, chosen_kernel, load_options
 from cganalysis.testbed.backends.simkernel import GUEST_JOB, console_tail, run_guest
 from cganalysis.testbed.backends.umlagent import KERNEL_TOOLS
 
@@ -67,9 +68,10 @@ def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any
     meta.json (or calibration.json)."""
     out = out.absolute()
     _refuse_clock_spinning(cfg)
+    sim = load_options(cfg.testbed.path)
+    _refuse_missing_cca(cfg, sim)
     rundir.check_new(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    sim = load_options(cfg.testbed.path)
     seed = sim.seed + (opts.repetition or 0)
     # SIGINT / SIGTERM unwind (the kernel is killed, the job folder removed) instead of
     # ending this process on the spot and leaving the folder behind.
@@ -126,6 +128,17 @@ def _run(
         return data
     finally:
         shutil.rmtree(ctl, ignore_errors=True)
+
+
+def _refuse_missing_cca(cfg: RunConfig, sim: SimOptions) -> None:
+    """competitor.cca refused on this host, before the kernel boots, where the kernel's
+    build recorded its congestion controls and the cca is not among them (``bbr3`` on a
+    mainline kernel); the guest's own plan checks a kernel that recorded none."""
+    kernel = chosen_kernel(sim)
+    label = f"the sim kernel {kernel.path.name} ({kernel.path})"
+    why = ccaname.recorded_refusal(cfg.source, cfg.competitor.cca, label, kernel.info)
+    if why is not None:
+        raise ConfigError(why)
 
 
 def _refuse_clock_spinning(cfg: RunConfig) -> None:

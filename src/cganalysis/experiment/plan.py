@@ -15,6 +15,7 @@ from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.schedule import Schedule
 from cganalysis.experiment.sources import SOURCES
 from cganalysis.io import read_json_object
+from cganalysis.testbed import ccaname
 from cganalysis.testbed.backends.hosts import Host, TestbedError
 from cganalysis.testbed.dataplane import resolve
 from cganalysis.testbed.measure.probe import missing_tools
@@ -42,6 +43,9 @@ class Plan:
     schedule: Schedule
     resolution: resolve.Resolution
     calibration: dict[str, Any] | None
+    #: competitor.cca as the endpoints' kernel names it (``bbr3`` is ``bbr`` on a v3
+    #: kernel: :mod:`cganalysis.testbed.ccaname`).
+    cca_kernel: str
 
 
 def plan(
@@ -60,14 +64,7 @@ def plan(
             f"on {probe_host.name}: {', '.join(missing)} not found; `bash scripts/install.sh` "
             "installs them (Debian packages iproute2, ethtool, iperf3, tcpdump, iputils-ping)"
         )
-    available = probe_host.run(
-        ["sysctl", "-n", "net.ipv4.tcp_available_congestion_control"], check=False
-    ).stdout.split()
-    if available and cfg.competitor.cca not in available:
-        raise TestbedError(
-            f"{cfg.source}: key competitor.cca: {cfg.competitor.cca!r} is not offered by "
-            f"the kernel of {probe_host.name} (available: {', '.join(available)})"
-        )
+    cca_kernel = _kernel_cca(cfg, probe_host)
     SOURCES[cfg.cg.source].check(probe_host)
     if router_host is not None:
         resolution = resolve.resolve_in_router_kernel(
@@ -90,7 +87,30 @@ def plan(
                 f"{opts.calibration_file}: calibrated another bottleneck than {cfg.source}'s; "
                 "calibrate this one (cganalysis testbed calibrate)"
             )
-    return Plan(cfg, schedule, resolution, calib)
+    return Plan(cfg, schedule, resolution, calib, cca_kernel)
+
+
+def _kernel_cca(cfg: RunConfig, host: Host) -> str:
+    """competitor.cca under the name the endpoints' kernel (``host``'s) offers it; raises
+    one line where it does not."""
+    available = host.run(
+        ["sysctl", "-n", "net.ipv4.tcp_available_congestion_control"], check=False
+    ).stdout.split()
+    if not available:  # not readable here: the sysctl at set-up says
+        return cfg.competitor.cca
+    module = host.run(["cat", ccaname.BBR_VERSION_FILE], check=False).stdout
+    versions = ccaname.bbr_versions(available, module)
+    name = ccaname.kernel_cca(cfg.competitor.cca, available, versions)
+    if name is None:
+        raise TestbedError(
+            ccaname.refusal(
+                cfg.source,
+                cfg.competitor.cca,
+                f"the kernel of {host.name}",
+                ccaname.describe(available, versions),
+            )
+        )
+    return name
 
 
 def _check_offloads(cfg: RunConfig, resolution: resolve.Resolution) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,9 @@ class Session:
             )
 
             def start(topo: Topology, s: competitor.Step = s) -> None:
-                self.procs.append(competitor.start_client(topo, s, cfg.competitor))
+                # The kernel's name for the run file's cca (bbr3 is bbr on a v3 kernel).
+                kernel_cca = replace(cfg.competitor, cca=self.p.cca_kernel)
+                self.procs.append(competitor.start_client(topo, s, kernel_cca))
 
             events.append((s.phase.start_s, label, start))
         events.append((sched.duration_s, "schedule over", lambda _t: None))

@@ -73,17 +73,23 @@ class SimOptions:
         return int(when.astimezone(UTC).timestamp()) * 1_000_000_000
 
 
+def chosen_kernel(opts: SimOptions) -> Kernel:
+    """The kernel ``$CGA_SIM_KERNEL`` or the testbed file names (``auto``: build-uml.sh's
+    default), unchecked: its build facts (the .info) are read, nothing is run."""
+    kernel_opt = "built" if opts.kernel == "auto" else opts.kernel
+    try:
+        return find_kernel(UmlOptions(kernel=kernel_opt), KERNEL_ENV, "sim.kernel")
+    except TestbedError as e:
+        raise TestbedError(f"sim testbed: {e}") from None
+
+
 def find_sim_kernel(opts: SimOptions) -> Kernel:
     """The kernel, checked for time-travel support (its ``--help`` lists the option) and
     for booting on this host (``umlboot``)."""
     from cganalysis.testbed.backends.simprobe import sim_boot_failure
     from cganalysis.testbed.backends.umlboot import FIX
 
-    kernel_opt = "built" if opts.kernel == "auto" else opts.kernel
-    try:
-        kernel = find_kernel(UmlOptions(kernel=kernel_opt), KERNEL_ENV, "sim.kernel")
-    except TestbedError as e:
-        raise TestbedError(f"sim testbed: {e}") from None
+    kernel = chosen_kernel(opts)
     try:
         text = subprocess.run(
             [str(kernel.path), "--help"], capture_output=True, text=True, timeout=30, check=False
