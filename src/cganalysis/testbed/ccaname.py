@@ -72,9 +72,9 @@ def refusal(source: str, requested: str, kernel: str, offered: str) -> str:
     hint = ""
     if VERSIONED_BBR.fullmatch(requested):
         hint = (
-            f"; BBRv2/v3 come from Google's tree: build a UML kernel from it "
-            f"(CGA_UML_TREE=PATH bash scripts/build-uml.sh) and name it in the testbed file "
-            f"({DOCS})"
+            "; BBRv2 is in Google's tree's v2alpha branch, BBRv3 in its v3 branch: build a "
+            "UML kernel from one (CGA_UML_TREE=PATH bash scripts/build-uml.sh) and name it in "
+            f"the testbed file ({DOCS})"
         )
     return (
         f"{source}: key competitor.cca: {requested!r} is not offered by {kernel} "
