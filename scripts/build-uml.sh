@@ -51,6 +51,8 @@ cache="${CGA_UML_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cganalysis/uml}"
 dest="${CGA_UML_DEST:-/usr/local/lib/cganalysis/uml}"
 suite="${CGA_UML_SUITE:-trixie-backports}"
 fragment="scripts/uml.config"
+# Part of every build key: builds before the version string was pinned are made again.
+pinned="pinned-version-string-1"
 user_tree="${CGA_UML_TREE:-}"
 extra=() # options beyond the fragment (a tree's BBR options)
 
@@ -68,7 +70,7 @@ if [[ -n "$user_tree" ]]; then
   source_line="tree $user_tree ${commit:-not-a-git-tree}"
   # A tree that is not a git tree has no identity to cache by: it is rebuilt (make only
   # recompiles what changed in the build folder).
-  key="$(printf '%s %s\n' "$source_line" "${extra[*]}" | cat - "$fragment" | sha256sum | cut -c1-16)"
+  key="$(printf '%s %s %s\n' "$source_line" "${extra[*]}" "$pinned" | cat - "$fragment" | sha256sum | cut -c1-16)"
   tree="$user_tree"
   build="$cache/build-$name"
 else
@@ -118,7 +120,7 @@ if [[ -z "$user_tree" ]]; then
   pkg_version="$(apt-cache "${opts[@]}" show "$source_pkg" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)"
   [[ -n "$pkg_version" ]] || die "$source_pkg is not in $suite"
   source_line="$source_pkg $pkg_version $suite"
-  key="$(printf '%s %s\n' "$source_pkg" "$pkg_version" | cat - "$fragment" | sha256sum | cut -c1-16)"
+  key="$(printf '%s %s %s\n' "$source_pkg" "$pkg_version" "$pinned" | cat - "$fragment" | sha256sum | cut -c1-16)"
 fi
 
 # The kernel this key built, if installed: `linux` (Debian's) or the tree's own name.
@@ -150,7 +152,11 @@ if [[ -z "$user_tree" ]]; then
 fi
 mkdir -p "$build"
 # make's arguments: out of tree for a user's tree (O=: its folder is not written to).
-mk=(make -s -C "$tree" ARCH=um)
+# The version string a build stamps (user, host, build number, time) is fixed: the kernel
+# mixes it into its random pool at boot, so two builds of one source on two machines must
+# print the same one for a sim run to make the same packets on both (docs/testbed.md).
+mk=(make -s -C "$tree" ARCH=um KBUILD_BUILD_USER=cganalysis KBUILD_BUILD_HOST=cganalysis
+  KBUILD_BUILD_VERSION=1 "KBUILD_BUILD_TIMESTAMP=build $key")
 [[ "$build" == "$tree" ]] || mk+=(O="$build")
 
 say "configuring (defconfig + $fragment${extra[*]:+ + ${extra[*]}})"

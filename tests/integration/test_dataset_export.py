@@ -193,3 +193,21 @@ def test_published_export_is_small_dated_and_reads_back(workspace: Path) -> None
         )
         == 2
     )
+
+
+def test_published_export_refuses_runs_of_uncommitted_code(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A published dataset names the commit that made it: a run whose meta.json says the
+    tree had uncommitted changes is refused, naming the run and the key."""
+    import json
+
+    raw = workspace / "data/raw/dirty" / RUN
+    raw.mkdir(parents=True)
+    meta = json.loads((workspace / "data/raw/example" / RUN / "meta.json").read_text())
+    meta.setdefault("controller", {})["git"] = {"commit": "0" * 40, "dirty": True}
+    (raw / "meta.json").write_text(json.dumps(meta))
+    assert main(["dataset", "export", "dirty", "--published", "--root", str(workspace)]) == 2
+    err = capsys.readouterr().err
+    assert f"run {RUN}" in err and "controller.git.dirty" in err, err
+    assert not (workspace / "datasets" / "dirty-2026-11-22").exists()

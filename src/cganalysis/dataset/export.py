@@ -250,6 +250,19 @@ def _provenance(
     }
 
 
+def _refuse_dirty(root: Path, campaign: str, runs: list[str]) -> None:
+    """A published dataset says which code made it: runs made from a tree with uncommitted
+    changes (``controller.git.dirty``) name no code anyone can check out."""
+    for r in runs:
+        git = read_meta(root / "data" / "raw" / campaign / r / "meta.json").get("controller") or {}
+        if (git.get("git") or {}).get("dirty"):
+            raise ConfigError(
+                f"campaign {campaign}: run {r} was made from a tree with uncommitted changes "
+                "(meta.json controller.git.dirty): a published dataset comes from a clean "
+                "commit; make the run again from one, or export without --published"
+            )
+
+
 def export_campaign(
     root: Path,
     campaign: str,
@@ -264,6 +277,8 @@ def export_campaign(
     if published and with_captures:
         raise ConfigError("a published dataset has no captures (DVC keeps them): drop one flag")
     runs = campaign_runs(root, campaign)
+    if published:
+        _refuse_dirty(root, campaign, runs)
     if output is None:
         if not published:
             raise ConfigError("no output directory: give -o DIR")
