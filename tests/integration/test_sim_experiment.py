@@ -272,6 +272,9 @@ def test_an_ordinary_user_makes_the_same_packets_as_root() -> None:
         short = ["--max-duration-s", "6"]
         root_run = _cli("experiment", RUN, "-o", top / "root", *short)
         assert root_run.returncode == 0, root_run.stderr[-2000:]
+        # The code's commit is the host's (the guest's git refuses a checkout it does not own).
+        git = json.loads((top / "root" / "meta.json").read_text())["controller"]["git"]
+        assert len(git["commit"] or "") == 40 and isinstance(git["dirty"], bool), git
         env = {**os.environ, "HOME": str(top / "user"), "XDG_CACHE_HOME": str(top / "user")}
         env.pop("XDG_RUNTIME_DIR", None)
         as_user = subprocess.run(

@@ -41,6 +41,7 @@ from cganalysis.testbed.backends.hosts import TestbedError
 from cganalysis.testbed.backends.simconf import SimOptions, chosen_kernel, load_options
 from cganalysis.testbed.backends.simkernel import GUEST_JOB, console_tail, run_guest
 from cganalysis.testbed.backends.umlagent import KERNEL_TOOLS
+from cganalysis.testbed.measure.provenance import git_state
 
 #: What the guest calls for the job.
 ENTRY = f"{__name__}:run_job"
@@ -118,6 +119,9 @@ def _run(
             facts["host_cpu_s_per_sim_s"] = round(facts["host_cpu_s"] / result["sim_s"], 3)
         name = "meta.json" if mode == "experiment" else "calibration.json"
         data: dict[str, Any] = json.loads((ctl / RUN / name).read_text(encoding="utf-8"))
+        # The code's commit, from here: the guest sees the checkout owned by another user
+        # (its user namespace's overflow user), and git refuses such a folder.
+        data.setdefault("controller", {})["git"] = git_state()
         data = _named(data, cfg, opts, facts) if mode == "experiment" else _facts(data, facts)
         rundir.unseal(ctl / RUN)  # the guest's runner committed it read-only
         write_json(data, ctl / RUN / name)
