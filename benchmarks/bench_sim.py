@@ -1,13 +1,16 @@
 """What simulated time costs, and what it buys: the ``sim`` testbed's wall time per
 simulated second by bottleneck rate, and the same run quiet and loaded.
 
-    sudo .venv/bin/python -m benchmarks.bench_sim [--rates 10,50,100] [--seconds 20]
-        [--loaded] [--campaign data/raw/tma2024-sim] [--out DIR]
+    .venv/bin/python -m benchmarks.bench_sim [--rates 10,50,100] [--seconds 20]
+        [--userspace seccomp,ptrace] [--loaded] [--campaign data/raw/tma2024-sim] [--out DIR]
 
 - **Rates**: a bulk iperf3 Cubic flow and a 1 Mbit/s RTP stream through an HTB + pfifo
   bottleneck at each rate (15 ms each way), ``--seconds`` of traffic. Printed per rate: the
   run's simulated span (set-up, traffic, teardown), its wall time, wall seconds per
   simulated second, the packets both taps saw, and wall microseconds per packet.
+- **Userspace modes** (``--userspace``): each rate in each of UML's modes (``sim.userspace``:
+  ``seccomp``, the default, and ``ptrace``), one after the other in the same invocation, so
+  the two costs are measured on the same host at the same time of day.
 - **Loaded** (``--loaded``): the 50 Mbit/s run again while every host core runs a busy
   loop: its wall time beside the quiet one's, and whether its packet table is identical.
 - **Campaign** (``--campaign DIR``): wall time per simulated minute of the TMA schedule,
@@ -30,11 +33,17 @@ from pathlib import Path
 from typing import Any
 
 
-def _run_file(rate_mbit: float, seconds: int) -> dict[str, Any]:
+def _testbed(out: Path, userspace: str) -> str:
+    path = out / f"sim-{userspace}.yaml"
+    path.write_text(f"backend: sim\nsim:\n  userspace: {userspace}\n", encoding="utf-8")
+    return str(path)
+
+
+def _run_file(rate_mbit: float, seconds: int, testbed: str) -> dict[str, Any]:
     return {
         "name": f"sim-bench-{rate_mbit:g}",
         "description": "bulk Cubic and a 1 Mbit/s RTP stream through HTB + pfifo",
-        "testbed": "sim",
+        "testbed": testbed,
         "schedule": {
             "preset": "custom",
             "duration_s": seconds + 2,
@@ -62,7 +71,7 @@ def _burn(stop: Any) -> None:
         sum(i * i for i in range(10_000))
 
 
-def _one(rate: float, a: argparse.Namespace, name: str) -> dict[str, Any]:
+def _one(rate: float, a: argparse.Namespace, name: str, userspace: str) -> dict[str, Any]:
     from cganalysis.experiment.config import parse_run
     from cganalysis.experiment.plan import RunOptions
     from cganalysis.experiment.runner import run_experiment
@@ -70,7 +79,8 @@ def _one(rate: float, a: argparse.Namespace, name: str) -> dict[str, Any]:
 
     run_dir = a.out / name
     if not (run_dir / "meta.json").is_file():
-        cfg = parse_run(_run_file(rate, a.seconds), f"{name} (bench_sim)", a.out)
+        run_file = _run_file(rate, a.seconds, _testbed(a.out, userspace))
+        cfg = parse_run(run_file, f"{name} (bench_sim)", a.out)
         run_experiment(cfg, run_dir, RunOptions(run_id=name, progress=lambda _m: None))
     meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
     sim = meta["testbed"]["sim"]
@@ -92,7 +102,7 @@ def _row(r: dict[str, Any], label: str) -> str:
     cpu_per_s = r["cpu_s"] / r["sim_s"]
     us_per_packet = 1e6 * r["cpu_s"] / max(1, r["packets"])
     return (
-        f"{label:<22}{r['sim_s']:>8.1f}{r['wall_s']:>9.1f}{per_s:>10.2f}{r['cpu_s']:>9.1f}"
+        f"{label:<26}{r['sim_s']:>8.1f}{r['wall_s']:>9.1f}{per_s:>10.2f}{r['cpu_s']:>9.1f}"
         f"{cpu_per_s:>10.2f}{r['packets']:>12,}{us_per_packet:>12.1f}{r['load']:>7.2f}"
     )
 
@@ -101,7 +111,7 @@ def _row(r: dict[str, Any], label: str) -> str:
 #: kernel's host CPU seconds per simulated second (its cost, whatever the load); cpu
 #: us/pkt: host CPU per packet seen by the two taps.
 HEADER = (
-    f"{'run':<22}{'sim s':>8}{'wall s':>9}{'wall/sim':>10}{'cpu s':>9}{'cpu/sim':>10}"
+    f"{'run':<26}{'sim s':>8}{'wall s':>9}{'wall/sim':>10}{'cpu s':>9}{'cpu/sim':>10}"
     f"{'packets':>12}{'cpu us/pkt':>12}{'load':>7}"
 )
 
@@ -126,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rates", default="10,50,100")
     ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--userspace", default="seccomp", help="UML modes, comma-separated")
     ap.add_argument("--loaded", action="store_true")
     ap.add_argument("--campaign", type=Path)
     ap.add_argument("--out", type=Path, default=Path("results/bench/sim"))
@@ -133,11 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     lines = [f"sim testbed, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores", HEADER]
     results = {}
+    modes = a.userspace.split(",")
     for rate in (float(x) for x in a.rates.split(",")):
-        r = _one(rate, a, f"rate-{rate:g}")
-        results[rate] = r
-        lines.append(_row(r, f"{rate:g} Mbit/s"))
-        print(lines[-1], flush=True)
+        for mode in modes:
+            r = _one(rate, a, f"rate-{rate:g}-{mode}", mode)
+            if mode == modes[0]:
+                results[rate] = r
+            lines.append(_row(r, f"{rate:g} Mbit/s, {mode}"))
+            print(lines[-1], flush=True)
     if a.loaded:
         stop = multiprocessing.Event()
         burners = [
@@ -146,12 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         for b in burners:
             b.start()
         try:
-            loaded = _one(50.0, a, "rate-50-loaded")
+            loaded = _one(50.0, a, f"rate-50-{modes[0]}-loaded", modes[0])
         finally:
             stop.set()
             for b in burners:
                 b.join(10)
-        quiet = results.get(50.0) or _one(50.0, a, "rate-50")
+        quiet = results.get(50.0) or _one(50.0, a, f"rate-50-{modes[0]}", modes[0])
         same = quiet["table"].equals(loaded["table"])
         lines += [
             _row(loaded, "50 Mbit/s, cores busy"),

@@ -87,11 +87,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         early.discard_early()
 
 
+#: Commands that only read and write files: none needs root (docs/security.md).
+ANALYSIS_COMMANDS = ("packets", "inspect", "metrics", "tables", "figures", "dataset", "compare",
+                     "trace")  # fmt: skip
+#: Set once the root note was given (the workflow gives it once for all its jobs).
+ROOT_NOTED = "CGA_ROOT_NOTED"
+
+
+def note_root(what: str) -> None:
+    """Says, once, that ``what`` needs no root: parsing shared captures, YAML and plots as
+    root gives whoever wrote them a way in (docs/security.md)."""
+    if os.geteuid() == 0 and not os.environ.get(ROOT_NOTED):
+        print(
+            f"{what}: note: running as root, which the analysis does not need; run it as an "
+            "ordinary user (docs/security.md)",
+            file=sys.stderr,
+        )
+        os.environ[ROOT_NOTED] = "1"
+
+
 def _main(argv: list[str], as_program: bool) -> int:
     from cganalysis.errors import CganalysisError
 
     parser = build_parser(_command_in(argv), all_commands=False)
     args = parser.parse_args(argv)
+    if args.command in ANALYSIS_COMMANDS:
+        note_root(f"cganalysis {args.command}")
     try:
         status: int = args.run(args)
     except CganalysisError as err:

@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from cganalysis.binaries import put_interpreter_bin_first
 from cganalysis.capture.fingerprint import made_from
+from cganalysis.cli import note_root
 from cganalysis.experiment.workflow import WorkflowPlan
 from cganalysis.progress import silence as silence_progress
 from cganalysis.rawnames import NAME, check_name, find_capture, run_folders
@@ -30,6 +31,8 @@ put_interpreter_bin_first()
 # No progress lines from the rules' commands (cganalysis.progress): their stderr is a log,
 # or Snakemake's terminal, which parallel jobs share; Snakemake counts the jobs done.
 silence_progress()
+# As root: said once here rather than in every analysis job's log (docs/security.md).
+note_root("snakemake")
 
 # The runs the campaign files plan (experiments.campaign_files), made by rule experiment.
 EXPERIMENT_PLAN = WorkflowPlan.from_config(config)
