@@ -40,8 +40,13 @@ def test_each_input_that_differs_is_one_line() -> None:
     here["identity"]["programs"]["iperf3"]["sha256"] = "0" * 64
     here["identity"]["cpu"] = {"model": "Intel Xeon", "flags_sha256": "1" * 64,
                                "flags": ["amx_tile", "avx2", "sse4_2"]}  # fmt: skip
+    here["identity"]["interpreter"]["path"] = "/elsewhere/.venv/bin/python"
     lines = simidentity.differences(_sim(), here)
-    assert len(lines) == 4
+    assert len(lines) == 5
+    assert (
+        "the interpreter's path: /usr/bin/python3 recorded, /elsewhere/.venv/bin/python here "
+        "(paths reach the guest's randomness)" in lines
+    )
     assert any(line.startswith("the kernel binary: aaaaaaaaaaaa recorded") for line in lines)
     assert any("program iperf3" in line for line in lines)
     cpu = next(line for line in lines if line.startswith("CPU features"))

@@ -11,7 +11,12 @@ On simulated time a run is a function of its inputs, and those are more than the
   process ran into its random pool when the process ends;
 - the CPU features the guest can see: its processes execute CPUID natively, so glibc,
   numpy and polars pick their routines from the host's CPU;
-- the code of this project (the git commit, and whether the tree had changes).
+- the code of this project (the git commit, and whether the tree had changes);
+- the paths of the interpreter and of the package: the interpreter's is on the kernel's
+  command line (mixed into its random pool) and both are in every guest Python's search
+  path, so the same files under another path make other packets (measured: the same venv
+  through a symbolic link gave other captures). A run made again elsewhere needs the
+  checkout and its venv at the recorded paths.
 
 Each is recorded as a value to compare (a SHA-256, a version, a flag list) so that a
 difference between two machines is named before anything runs.
@@ -77,7 +82,14 @@ def identity(kernel_path: Path, simrng: Path, interpreter: Path, guest_path: str
         },
         "programs": programs(guest_path),
         "cpu": cpu(),
+        "package_path": str(_package_dir()),
     }
+
+
+def _package_dir() -> Path:
+    import cganalysis
+
+    return Path(cganalysis.__file__).parent
 
 
 def _version(interpreter: Path) -> str:
@@ -109,6 +121,12 @@ def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
             f"the interpreter: {rec_py.get('version')} ({_short(rec_py.get('sha256'))}) recorded, "
             f"{cur_py.get('version')} ({_short(cur_py.get('sha256'))}) here"
         )
+    for what, a, b in (
+        ("the interpreter's path", rec_py.get("path"), cur_py.get("path")),
+        ("the package's path", rec_id.get("package_path"), cur_id.get("package_path")),
+    ):
+        if a is not None and a != b:
+            lines.append(f"{what}: {a} recorded, {b} here (paths reach the guest's randomness)")
     rec_p, cur_p = rec_id.get("programs") or {}, cur_id.get("programs") or {}
     for name in sorted(set(rec_p) | set(cur_p)):
         a, b = (rec_p.get(name) or {}).get("sha256"), (cur_p.get(name) or {}).get("sha256")
