@@ -189,7 +189,7 @@ def analyse(run_dir: Path, work: Path) -> dict[str, Any]:
     packets = work / "packets.parquet"
     subprocess.run(
         [
-            sys.executable, "-m", "cganalysis", "packets",
+            sys.executable, "-m", "cganalysis.cli", "packets",
             str(run_dir / "ingress.pcap"), str(run_dir / "egress.pcap"),
             "-o", str(packets), "--flows", str(work / "flows.parquet"),
         ],
