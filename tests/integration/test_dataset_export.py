@@ -176,7 +176,7 @@ def test_published_export_is_small_dated_and_reads_back(workspace: Path) -> None
     (table,) = ds.tables("tma_table2")
     assert ds.run_rows().height == 1 and table.rows[0].cells[0] is not None
     sheet = (out / "datasheet.md").read_text()
-    assert "dvc pull raw-example" in sheet and "`packets/<run>.parquet`" not in sheet
+    assert "dvc pull data/raw/example" in sheet and "`packets/<run>.parquet`" not in sheet
     assert (
         main(
             [

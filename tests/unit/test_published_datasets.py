@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from cganalysis.cli import main
 from cganalysis.dataset.compare import compare, condition_keys
@@ -260,16 +259,3 @@ def test_the_export_cuts_local_paths_to_names_and_keeps_shared_ones() -> None:
         "reason": "a trace-driven rate (lte.down; the kernel cannot)",
         "rate": "50 Mbit/s, gain 1/8, https://example.org/a/b",
     }
-
-
-def test_every_published_campaign_has_its_raw_stage_in_dvc_yaml() -> None:
-    """dvc.yaml tracks the raw runs behind every committed dataset (``raw-<campaign>``,
-    whose command is the raw check of that campaign), so ``dvc repro`` / ``dvc push``
-    cover each of them."""
-    stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
-    for path in DATASETS:
-        campaign = open_dataset(path).campaign
-        stage = stages.get(f"raw-{campaign}")
-        assert stage is not None, f"dvc.yaml: no stage raw-{campaign} for {path.name}"
-        assert stage["cmd"] == f"cganalysis dataset raw-check {campaign}"
-        assert [next(iter(o)) for o in stage["outs"]] == [f"data/raw/{campaign}"]

@@ -59,13 +59,28 @@ def planned_campaigns_regex():
     return f"{guard}(?:{planned})"
 
 
+def processed_campaigns():
+    """The campaigns whose raw runs are processed: `campaigns`, and with
+    `all_raw_campaigns` every campaign folder in data/raw (what a `dvc pull` brought:
+    profiles/analyse), once each. Folders starting with . or _ are not campaigns."""
+    names = list(config["campaigns"])
+    if config.get("all_raw_campaigns", False) and RAW.is_dir():
+        names += sorted(
+            p.name
+            for p in RAW.iterdir()
+            if p.is_dir() and not p.name.startswith((".", "_"))
+        )
+    for campaign in names:
+        check_name(campaign, "data/raw or configs/config.yaml: campaigns", "campaign")
+    return list(dict.fromkeys(names))
+
+
 def raw_runs():
     """(campaign, run_id) of every run: planned by a campaign file, or already in data/raw
-    with both captures (for the campaigns listed in `campaigns`), in a stable order. A run
-    folder or capture named outside the grammar stops the workflow, naming it."""
+    with both captures (for the processed campaigns), in a stable order. A run folder or
+    capture named outside the grammar stops the workflow, naming it."""
     runs = set(EXPERIMENT_PLAN.runs())
-    for campaign in config["campaigns"]:
-        check_name(campaign, "configs/config.yaml: campaigns", "campaign")
+    for campaign in processed_campaigns():
         if not (RAW / campaign).is_dir():
             continue
         for run_dir in run_folders(RAW / campaign):

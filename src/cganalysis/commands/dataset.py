@@ -68,7 +68,7 @@ def add_parser(sub: Any) -> None:
     v.set_defaults(run=run_verify)
     r = dsub.add_parser(
         "raw-check",
-        help="are a campaign's raw runs in data/raw/? (dvc.yaml's raw-<campaign> stages)",
+        help="are a campaign's raw runs in data/raw/? (and how to get them: docs/datasets.md)",
         description=(
             "Succeed when data/raw/CAMPAIGN holds runs, including every run a published "
             "dataset of the campaign lists; otherwise name what is missing and how to get "

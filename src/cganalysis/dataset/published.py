@@ -76,19 +76,18 @@ def calibration_of(root: Path, campaign: str, meta: dict[str, Any]) -> bytes | N
 def raw_data_lines(campaign: str, command: str) -> list[str]:
     """The datasheet's section on what is not in the dataset, and how to get it
     (``command``: the workflow command that plans the campaign, from its profile)."""
-    process = command.removeprefix("sudo ")
     return [
         "## What is not here: captures and per-packet tables",
         "",
         "The raw runs (`ingress.pcap` and `egress.pcap` of every run, 300-400 MB each, the "
-        "iperf3 and CG logs, the calibrations' captures) and the per-packet tables "
-        "(`data/processed/<campaign>/<run>/packets.parquet`) are versioned by DVC, not "
-        f"committed. `dvc.yaml`'s stage `raw-{campaign}` tracks `data/raw/{campaign}/`; "
-        "where a DVC remote holds them (docs/datasets.md, 'Remote'):",
+        "iperf3 and CG logs, the calibrations' captures) are versioned by DVC, not "
+        f"committed (`data/raw/{campaign}.dvc`), and the per-packet tables "
+        "(`data/processed/<campaign>/<run>/packets.parquet`) are made from them. Where a "
+        "DVC remote holds them (docs/datasets.md, 'Other remotes'):",
         "",
         "```sh",
-        f"dvc pull raw-{campaign}   # data/raw/{campaign}/",
-        f"{process}   # the per-packet tables and metrics again (no run is redone)",
+        f"dvc pull data/raw/{campaign}",
+        ".venv/bin/snakemake --profile profiles/analyse   # its tables again, no experiment",
         "```",
         "",
         f"Without a remote, run the campaign again on a testbed (`{command}`) and compare "

@@ -1,11 +1,10 @@
 """``cganalysis dataset raw-check CAMPAIGN``: are a reference campaign's raw runs here?
 
-The command of dvc.yaml's ``raw-<campaign>`` stages. The raw runs cannot be made by DVC
-(only a testbed makes them), so the stage's command only says whether they are there: with
-the runs present it succeeds, and DVC records and caches them (``dvc push`` uploads them);
-on a clone that has the published dataset but not the runs it fails with one message
-naming the folder, the runs the published dataset lists and the two ways to get them:
-``dvc pull`` from a remote that holds them, or the campaign run again (its profile).
+DVC tracks a campaign's raw runs by ``data/raw/<campaign>.dvc`` (``dvc add``,
+docs/datasets.md); only a testbed makes them. With the runs present the check succeeds; on
+a clone that has the published dataset but not the runs it fails with one message naming
+the folder, the runs the published dataset lists and the two ways to get them: ``dvc
+pull`` from a remote that holds them, or the campaign run again (its profile).
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ def check_raw(root: Path, campaign: str) -> list[str]:
         else ""
     )
     raise ConfigError(
-        f"{what}{behind}. Get them with `dvc pull raw-{campaign}` from a DVC remote that "
-        "holds them (docs/datasets.md, 'Remote'; `dvc remote list`), or run the campaign "
+        f"{what}{behind}. Get them with `dvc pull data/raw/{campaign}` from a DVC remote that "
+        "holds them (docs/datasets.md, 'Other remotes'; `dvc remote list`), or run the campaign "
         f"again: {campaign_command(root, campaign)}"
     )
