@@ -83,12 +83,28 @@ if ((dev)); then
   else
     packages+=(chromium)
   fi
+  # --dev: a single-node SLURM cluster for the cluster profile's test
+  # (tests/integration/test_slurm_cluster.py starts its own daemons, key and configuration).
+  packages+=(slurm-wlm munge)
 fi
 missing=()
 for pkg in "${packages[@]}"; do installed "$pkg" || missing+=("$pkg"); done
 if ((${#missing[@]})); then
   say "installing Debian packages: ${missing[*]}"
   apt_install "${missing[@]}"
+fi
+# Where systemd runs, installing munge starts and enables its daemon, and slurm-wlm enables
+# slurmd and slurmctld (they start once /etc/slurm/slurm.conf exists). A development machine
+# needs none of them: the test runs its own. Only services this run installed are stopped,
+# so a machine that was a cluster node before keeps its own.
+if [[ -d /run/systemd/system ]]; then
+  services=()
+  [[ " ${missing[*]} " == *" munge "* ]] && services+=(munge)
+  [[ " ${missing[*]} " == *" slurm-wlm "* ]] && services+=(slurmd slurmctld)
+  if ((${#services[@]})); then
+    say "stopping and disabling the services just installed: ${services[*]}"
+    $sudo_cmd systemctl disable --now "${services[@]}" >/dev/null 2>&1 || true
+  fi
 fi
 
 # --- mahimahi, where the distribution has it --------------------------------------------
