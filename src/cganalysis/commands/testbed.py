@@ -146,7 +146,8 @@ def run_check(args: argparse.Namespace) -> int:
     cfg = _load(args.config, args.run_id)
     p = check(cfg, RunOptions(run_id="check"))
     print(
-        f"{args.config}: ok: bottleneck {p.resolution.bottleneck} ({p.resolution.reason}), "
+        f"{args.config}: ok: bottleneck {p.resolution.bottleneck.name} "
+        f"({p.resolution.reason}), "
         f"delay {p.resolution.delay_via}, schedule {p.schedule.duration_s:g} s, "
         f"{len(p.schedule.phases())} competitor step(s)"
     )
@@ -154,6 +155,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
+    from cganalysis.testbed.dataplane.planes import MAHIMAHI, chosen
     from cganalysis.testbed.dataplane.resolve import emulator_only
     from cganalysis.testbed.rendering import emuconf
     from cganalysis.testbed.rendering.mahimahi import link_of, render_for_docs
@@ -161,7 +163,7 @@ def run_render(args: argparse.Namespace) -> int:
 
     cfg = _load(args.config, args.run_id)
     b = cfg.bottleneck
-    if b.backend == "mahimahi":
+    if chosen(b.backend) is MAHIMAHI:
         # On the router, as the unprivileged user (docs/testbed.md, mahimahi).
         link = link_of(b, cfg.propagation)
         print("# mahimahi, on the router")

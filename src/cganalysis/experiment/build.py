@@ -3,43 +3,29 @@ or emulator data plane)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.plan import Plan
 from cganalysis.testbed.backends.topology import Layout, Testbed, Topology
-from cganalysis.testbed.dataplane.bottleneck import (
-    AnyBottleneck,
-    Delay,
-    EmulatorBottleneck,
-    KernelBottleneck,
-)
+from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, Delay
 from cganalysis.testbed.types import testbed_type
 
 
 def make_bottleneck(p: Plan, topo: Topology, workdir: Path) -> AnyBottleneck:
-    b = p.cfg.bottleneck
-    if p.resolution.bottleneck == "mahimahi":
-        from cganalysis.testbed.dataplane.mmlog import MahimahiBottleneck
-
-        return MahimahiBottleneck(topo, b, p.cfg.monitor, workdir)
-    if p.resolution.bottleneck == "emulator":
-        return EmulatorBottleneck(topo, b, p.cfg.monitor, workdir)
-    bn = KernelBottleneck(topo, b, p.cfg.monitor)
-    if p.calibration and p.calibration.get("shaper") in ("htb", "tbf"):
-        bn = bn.with_forward(replace(b.forward, shaper=p.calibration["shaper"]))
-    return bn
+    install = p.resolution.bottleneck.install
+    return install(topo, p.cfg.bottleneck, p.cfg.monitor, workdir, p.calibration)
 
 
 def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
+    plane = p.resolution.bottleneck
     mahimahi = None
-    if p.resolution.bottleneck == "mahimahi":
+    if plane.testbed_starts_it:
         from cganalysis.testbed.rendering.mahimahi import link_of
 
         mahimahi = link_of(cfg.bottleneck, cfg.propagation)
     layout = Layout(
-        l2_router=p.resolution.bottleneck == "emulator",
+        l2_router=plane.bridges_router,
         delay_via=p.resolution.delay_via,
         cca=p.cca_kernel,
         ecn=1 if cfg.competitor.ecn else 0,

@@ -18,6 +18,7 @@ from cganalysis.io import read_json_object
 from cganalysis.testbed import ccaname
 from cganalysis.testbed.backends.hosts import Host, TestbedError
 from cganalysis.testbed.dataplane import resolve
+from cganalysis.testbed.dataplane.planes import Resolution
 from cganalysis.testbed.measure.probe import missing_tools
 from cganalysis.testbed.types import built_here, testbed_type
 
@@ -41,7 +42,7 @@ class RunOptions:
 class Plan:
     cfg: RunConfig
     schedule: Schedule
-    resolution: resolve.Resolution
+    resolution: Resolution
     calibration: dict[str, Any] | None
     #: competitor.cca as the endpoints' kernel names it (``bbr3`` is ``bbr`` on a v3
     #: kernel: :mod:`cganalysis.testbed.ccaname`).
@@ -72,9 +73,10 @@ def plan(
         )
     else:
         resolution = resolve.resolve(cfg.bottleneck, cfg.propagation, probe_host)
-    if resolution.bottleneck == "mahimahi" and not testbed_type(cfg.testbed.kind).mahimahi:
+    plane = resolution.bottleneck
+    if plane.testbed_starts_it and not testbed_type(cfg.testbed.kind).mahimahi:
         raise TestbedError(
-            f"{cfg.source}: bottleneck.backend mahimahi runs on the netns testbed only (its "
+            f"{cfg.source}: bottleneck.backend {plane.name} runs on the netns testbed only (its "
             f"shell sits between the router and client namespaces), not {cfg.testbed.kind}"
         )
     if cfg.offloads != "off":
@@ -113,14 +115,14 @@ def _kernel_cca(cfg: RunConfig, host: Host) -> str:
     return name
 
 
-def _check_offloads(cfg: RunConfig, resolution: resolve.Resolution) -> None:
+def _check_offloads(cfg: RunConfig, resolution: Resolution) -> None:
     """Super-packets need the kernel on every hop: a userspace emulator (bottleneck or
     delay hop) reads frames of the veth's MTU."""
     where = f"{cfg.source}: key offloads: {cfg.offloads!r}"
-    if not testbed_type(cfg.testbed.kind).offloads or resolution.bottleneck != "kernel":
+    if not testbed_type(cfg.testbed.kind).offloads or not resolution.bottleneck.in_kernel:
         raise ConfigError(
             f"{where} needs the kernel's data plane on a testbed of namespaces of one kernel "
-            f"(netns, sim or vm), not the {resolution.bottleneck} on {cfg.testbed.kind}; "
+            f"(netns, sim or vm), not the {resolution.bottleneck.name} on {cfg.testbed.kind}; "
             "remove the key or change the testbed"
         )
     if resolution.delay_via == "emulator":

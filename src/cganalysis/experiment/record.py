@@ -26,7 +26,8 @@ class RunRecord:
     delay_commands: list[str] = field(default_factory=list)
     #: The calibration used (given, made in the run, or why none: a trace link).
     calibration: dict[str, Any] | None = None
-    bottleneck_backend: str | None = None  # kernel or emulator
+    #: The data plane's name (dataplane/planes.py): kernel, emulator or mahimahi.
+    bottleneck_backend: str | None = None
     #: When cga-emu started (a trace's time 0) and how uncertain that is.
     emulator_started_ns: int | None = None
     emulator_started_uncertainty_ns: int | None = None

@@ -88,7 +88,7 @@ def _experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
         return _in_guest(cfg.testbed.kind)("experiment", cfg, out, opts)
     p = check(cfg, opts)
     opts.progress(
-        f"run {opts.run_id}: bottleneck {p.resolution.bottleneck} ({p.resolution.reason}), "
+        f"run {opts.run_id}: bottleneck {p.resolution.bottleneck.name} ({p.resolution.reason}), "
         f"delay {p.resolution.delay_via}, {p.schedule.duration_s:g} s"
     )
     with _run_dir(cfg, out, opts.run_id, opts) as tmp:
@@ -128,7 +128,7 @@ def _calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
             calib.update(
                 bottleneck=cfg.bottleneck.to_dict(),
                 propagation=cfg.propagation.to_dict(),
-                backend=bn.backend,
+                backend=p.resolution.bottleneck.name,
                 created_utc=datetime.now(UTC).isoformat(),
                 qdisc=bn.dump(),
                 testbed=bed.describe(),

@@ -47,14 +47,14 @@ class Session:
         self.say(f"testbed up: {json.dumps(topo.details)}")
         self.record.bottleneck_commands = [" ".join(c) for c in getattr(bn, "commands", [])]
         self.record.delay_commands = [" ".join(c) for c in delay.commands]
-        if bn.forward.trace is not None or bn.backend == "mahimahi":
-            # A trace's capacity varies by design: no constant rate to calibrate against
-            # (mahimahi replays a rate as a trace too).
+        uncalibrated = p.resolution.bottleneck.uncalibrated_because
+        if bn.forward.trace is not None or uncalibrated is not None:
+            # A trace's capacity varies by design: no constant rate to calibrate against.
             self.record.calibration = {
                 "skipped": "trace-driven link: the capacity varies with the trace; the "
                 "metrics take it from capacity_trace"
                 if bn.forward.trace is not None
-                else "mahimahi link: its rate is a constant trace, not calibrated"
+                else uncalibrated
             }
             if cfg.calibration.enabled or p.calibration is not None:
                 self.say("calibration skipped: the bottleneck follows a trace")
@@ -65,7 +65,7 @@ class Session:
                 topo, bn, cfg.capture, cfg.calibration, self.workdir, self.say
             )
             self.record.calibration = calib
-        self.record.bottleneck_backend = bn.backend
+        self.record.bottleneck_backend = p.resolution.bottleneck.name
         if not isinstance(bn, KernelBottleneck) and bn.started_ns is not None:
             self.record.emulator_started_ns = bn.started_ns
             self.record.emulator_started_uncertainty_ns = bn.started_uncertainty_ns

@@ -60,8 +60,6 @@ def start_emulator(host: Host, config: dict[str, Any], workdir: Path, role: str)
 class KernelBottleneck:
     """tc qdiscs on the router's client-side interface (and server-side for reverse)."""
 
-    backend = "kernel"
-
     def __init__(self, topo: Topology, b: Bottleneck, monitor: Monitor) -> None:
         self.topo = topo
         self.b = b
@@ -212,8 +210,6 @@ def _expected_limit(d: Direction, handle: object) -> int | None:
 
 class EmulatorBottleneck:
     """``cga-emu`` bridging the router's two interfaces (docs/emulator.md)."""
-
-    backend = "emulator"
 
     def __init__(self, topo: Topology, b: Bottleneck, monitor: Monitor, workdir: Path) -> None:
         self.topo = topo

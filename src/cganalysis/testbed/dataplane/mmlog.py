@@ -89,8 +89,6 @@ def read_more(log: Path, c: LinkCounters, interval_ms: float) -> None:
 class MahimahiBottleneck:
     """The link the netns testbed started (mmlink.py); this reads and keeps its logs."""
 
-    backend = "mahimahi"
-
     def __init__(self, topo: Topology, b: Bottleneck, monitor: Monitor, workdir: Path) -> None:
         self.topo = topo
         self.b = b

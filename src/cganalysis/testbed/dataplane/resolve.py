@@ -8,17 +8,18 @@ Every failure names what is missing and what would provide it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from cganalysis.emulator.binary import NAME
 from cganalysis.testbed.backends.hosts import Host, TestbedError
+from cganalysis.testbed.backends.topology import DelayPlace
+from cganalysis.testbed.dataplane.planes import EMULATOR, KERNEL, MAHIMAHI, Resolution, chosen
 from cganalysis.testbed.measure.probe import DUALPI2_IPROUTE2, iproute2_version, probe_qdiscs, which
 from cganalysis.testbed.spec.config import Bottleneck, Direction, Propagation
 from cganalysis.testbed.spec.qdisc import Htb
 from cganalysis.testbed.spec.qdisc_kinds import EMULATOR_ONLY
 
-EMULATOR = NAME
+EMULATOR_PROGRAM = NAME
 EMULATOR_HINT = (
     "the link emulator `cga-emu` (built and put on the PATH by `bash scripts/install.sh`)"
 )
@@ -37,16 +38,6 @@ def kernel_hint(kind: str) -> str:
         # The vm testbed's Debian kernel lacks it too; this script builds it for that kernel.
         hint += " (for the vm testbed: `bash scripts/build-dualpi2.sh` builds both)"
     return hint
-
-
-@dataclass(frozen=True)
-class Resolution:
-    bottleneck: str  # "kernel", "emulator" or "mahimahi"
-    delay_via: str  # "none", "netem", "emulator" or "mahimahi" (mm-delay)
-    reason: str
-
-    def to_dict(self) -> dict[str, str]:
-        return dict(self.__dict__)
 
 
 def kinds_needed(d: Direction) -> list[str]:
@@ -78,18 +69,19 @@ def emulator_only(b: Bottleneck) -> list[str]:
 
 def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
     """Raises TestbedError (naming what is missing) when the host cannot run it."""
-    has_emu = which(host, EMULATOR) is not None
-    if b.backend == "mahimahi":
+    has_emu = which(host, EMULATOR_PROGRAM) is not None
+    wanted = chosen(b.backend)  # None: auto, the kernel or the emulator
+    if wanted is MAHIMAHI:
         return _resolve_mahimahi(b, p, host)
     emu_only = emulator_only(b)
-    if emu_only and b.backend == "kernel":
+    if emu_only and wanted is KERNEL:
         raise TestbedError(
             f"bottleneck.backend kernel: {'; '.join(emu_only)}: only the link emulator runs "
             f"it; use backend: emulator or auto ({EMULATOR_HINT})"
         )
     if emu_only and not has_emu:
         raise TestbedError(
-            f"bottleneck: {'; '.join(emu_only)} needs {EMULATOR} on the PATH; it needs "
+            f"bottleneck: {'; '.join(emu_only)} needs {EMULATOR_PROGRAM} on the PATH; it needs "
             f"{EMULATOR_HINT}"
         )
     for d in (b.forward, b.reverse):
@@ -106,30 +98,30 @@ def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
     lacking = [k for k in kinds if not support[k][0]]
     if "dualpi2" in kinds and not lacking and iproute2_version(host)[1] < DUALPI2_IPROUTE2:
         lacking = ["dualpi2"]  # the kernel has it but this tc cannot pass its options
-    if b.backend == "kernel" and lacking:
+    if wanted is KERNEL and lacking:
         raise TestbedError(
             f"bottleneck.backend kernel: this kernel lacks qdisc {', '.join(lacking)} "
             f"({support[lacking[0]][1]}); it needs {kernel_hint(lacking[0])}, or use "
             f"backend: emulator ({EMULATOR_HINT})"
         )
-    if b.backend == "emulator" and not has_emu:
+    if wanted is EMULATOR and not has_emu:
         raise TestbedError(
-            f"bottleneck.backend emulator: {EMULATOR} not found; it needs {EMULATOR_HINT}"
+            f"bottleneck.backend emulator: {EMULATOR_PROGRAM} not found; it needs {EMULATOR_HINT}"
         )
-    if b.backend == "auto" and lacking and not has_emu:
+    if wanted is None and lacking and not has_emu:
         raise TestbedError(
             f"bottleneck: qdisc {', '.join(lacking)} is not available: this kernel lacks it "
-            f"({support[lacking[0]][1]}) and {EMULATOR} is not on the PATH; it needs "
+            f"({support[lacking[0]][1]}) and {EMULATOR_PROGRAM} is not on the PATH; it needs "
             f"{kernel_hint(lacking[0])}, or {EMULATOR_HINT}"
         )
-    use_emu = b.backend == "emulator" or (b.backend == "auto" and bool(lacking or emu_only))
+    use_emu = wanted is EMULATOR or (wanted is None and bool(lacking or emu_only))
     reason = f"backend {b.backend}"
     if use_emu and (lacking or emu_only):
         reason = "; ".join(
             [*([f"kernel lacks {', '.join(lacking)}"] if lacking else []), *emu_only]
         )
     return Resolution(
-        "emulator" if use_emu else "kernel",
+        EMULATOR if use_emu else KERNEL,
         _delay_via(p, support.get("netem", (False, None)), has_emu),
         reason,
     )
@@ -152,21 +144,21 @@ def _resolve_mahimahi(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
             raise TestbedError(f"bottleneck.trace: {trace} not found")
     user = unprivileged_user()
     return Resolution(
-        "mahimahi",
+        MAHIMAHI,
         "mahimahi" if link.delay_ms else "none",
         f"backend mahimahi (mm-link as {user}"
         + (f", mm-delay {link.delay_ms} ms)" if link.delay_ms else ")"),
     )
 
 
-def _delay_via(p: Propagation, netem: tuple[bool, str | None], has_emu: bool) -> str:
+def _delay_via(p: Propagation, netem: tuple[bool, str | None], has_emu: bool) -> DelayPlace:
     if not p.needed:
         return "none"
     if p.via in ("auto", "netem") and netem[0]:
         return "netem"
     if p.via in ("auto", "emulator") and has_emu:
         return "emulator"
-    wanted = "netem" if p.via == "netem" else f"netem or {EMULATOR}"
+    wanted = "netem" if p.via == "netem" else f"netem or {EMULATOR_PROGRAM}"
     raise TestbedError(
         f"propagation: a delay of {p.forward_ms:g}/{p.reverse_ms:g} ms (jitter "
         f"{p.jitter_ms:g} ms, loss {p.loss:g}) needs {wanted}: this kernel lacks netem "
@@ -178,7 +170,8 @@ def _delay_via(p: Propagation, netem: tuple[bool, str | None], has_emu: bool) ->
 def resolve_in_router_kernel(b: Bottleneck, p: Propagation, host: Host, where: str) -> Resolution:
     """The data planes of a testbed whose router is a kernel of its own (uml): that
     kernel's qdiscs and netem, or a refusal naming what it lacks (never the emulator)."""
-    if b.backend in ("emulator", "mahimahi"):
+    wanted = chosen(b.backend)
+    if wanted is not None and not wanted.in_kernel:
         raise TestbedError(
             f"bottleneck.backend {b.backend}: the {where} testbed's router is a Linux kernel "
             "(use backend: kernel or auto, or testbed: netns for the emulator)"
@@ -211,4 +204,4 @@ def resolve_in_router_kernel(b: Bottleneck, p: Propagation, host: Host, where: s
             f"bottleneck: the {where} router's kernel ({release}) lacks qdisc "
             f"{', '.join(lacking)} ({support[lacking[0]][1] or 'tc too old'}); {hint}"
         )
-    return Resolution("kernel", "netem" if p.needed else "none", f"{where} router kernel {release}")
+    return Resolution(KERNEL, "netem" if p.needed else "none", f"{where} router kernel {release}")

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from cganalysis.testbed.spec.qdisc import AnyQdisc, Htb, parse_qdisc
 from cganalysis.testbed.spec.validate import SAFE_PATH, Section
 
-Backend = Literal["auto", "kernel", "emulator", "mahimahi"]
-BACKENDS: tuple[Backend, ...] = ("auto", "kernel", "emulator", "mahimahi")
+#: The data planes a bottleneck may run in, as run files and meta.json name them; what
+#: each one does is its entry in :mod:`cganalysis.testbed.dataplane.planes`.
+PlaneName = Literal["kernel", "emulator", "mahimahi"]
+#: ``auto``: the kernel where it runs everything, else the emulator (dataplane/resolve.py).
+Backend = Literal["auto"] | PlaneName
+BACKENDS: tuple[Backend, ...] = ("auto", *get_args(PlaneName))
 Shaper = Literal["htb", "tbf"]
 DelayVia = Literal["auto", "netem", "emulator"]
 
@@ -186,7 +190,7 @@ def parse_propagation(sec: Section) -> Propagation:
         reverse_ms=sec.number("reverse_ms", 0.0, minimum=0.0),
         jitter_ms=sec.number("jitter_ms", 0.0, minimum=0.0),
         loss=sec.number("loss", 0.0, minimum=0.0, maximum=1.0),
-        via=sec.choice("via", ("auto", "netem", "emulator"), "auto"),
+        via=sec.choice("via", get_args(DelayVia), "auto"),
     )
     sec.finish()
     return p
