@@ -23,7 +23,7 @@ pub use discipline::qdisc;
 pub use types::{
     CodelConfig, Config, DrrConfig, DualPi2Config, FqCodelConfig, HtbClassConfig, HtbConfig, Match,
     PieConfig, PipelineConfig, QdiscConfig, RateConfig, SfqConfig, SqfConfig, StatsConfig,
-    StepThresh, QDISC_KINDS,
+    StepThresh,
 };
 
 use obj::Obj;

@@ -1,8 +1,8 @@
 """Writing EMU.json and asking the emulator whether it accepts it.
 
 EMU.json has one schema, the emulator's own (``native/emulator/src/config.rs``, its
-queue-discipline ranges from ``qdisc_params.json`` beside this module, which the run files
-are checked against too). Python writes the file and then has ``cga-emu --check`` read it
+queue-discipline ranges from ``testbed/spec/qdiscs.json``, which the run files are checked
+against too). Python writes the file and then has ``cga-emu --check`` read it
 before anything runs: the writer's check is the reader's, so the two cannot disagree.
 """
 

@@ -1,11 +1,12 @@
-//! One queue discipline's settings (`qdisc`): the kind, then its keys with the kernel's
-//! defaults; DualPI2's RTT-derived gains live here too, HTB's classes in htb.rs.
+//! One queue discipline's settings (`qdisc`): the kind, then its keys with the declared
+//! defaults (qdiscs.json, ranges.rs); DualPI2's RTT-derived gains live here too, HTB's
+//! classes in htb.rs.
 
 use super::htb::htb;
 use super::obj::{limit, opt_int_d, Obj};
 use super::types::{
     CodelConfig, DrrConfig, DualPi2Config, FqCodelConfig, PieConfig, QdiscConfig, SfqConfig,
-    SqfConfig, StepThresh, QDISC_KINDS,
+    SqfConfig, StepThresh,
 };
 use super::{err, Res, MS};
 use crate::json::Value;
@@ -18,25 +19,25 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
     let q = match kind {
         "pfifo" => {
             let q = QdiscConfig::Pfifo {
-                limit: limit(&mut o, "pfifo", 1000)?,
+                limit: limit(&mut o, "pfifo")?,
             };
             o.finish(&["kind", "limit"])?;
             q
         }
         "bfifo" => {
-            let limit_bytes = o.int_d("bfifo", "limit", 1000 * 1514)?;
+            let limit_bytes = o.int_decl("bfifo", "limit")?;
             o.finish(&["kind", "limit"])?;
             QdiscConfig::Bfifo { limit_bytes }
         }
         "sfq" => {
             let c = SfqConfig {
-                limit: limit(&mut o, "sfq", 127)?,
+                limit: limit(&mut o, "sfq")?,
                 quantum: opt_int_d(&mut o, "sfq", "quantum")?.map(|q| q as u32),
-                perturb_s: o.int_d("sfq", "perturb", 0)? as f64,
-                divisor: o.int_d("sfq", "divisor", 1024)? as u32,
-                flows: o.int_d("sfq", "flows", 128)? as usize,
-                depth: o.int_d("sfq", "depth", 127)? as usize,
-                headdrop: o.boolean("headdrop", false)?,
+                perturb_s: o.int_decl("sfq", "perturb")? as f64,
+                divisor: o.int_decl("sfq", "divisor")? as u32,
+                flows: o.int_decl("sfq", "flows")? as usize,
+                depth: o.int_decl("sfq", "depth")? as usize,
+                headdrop: o.bool_decl("sfq", "headdrop")?,
             };
             if !c.divisor.is_power_of_two() {
                 return err(&format!("{path}.divisor"), "must be a power of two");
@@ -49,10 +50,10 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
         "dualpi2" => QdiscConfig::DualPi2(dualpi2(path, &mut o)?),
         "codel" => {
             let c = CodelConfig {
-                limit: limit(&mut o, "codel", 1000)?,
-                target_ns: o.ms_d("codel", "target_ms", 5.0)?,
-                interval_ns: o.ms_d("codel", "interval_ms", 100.0)?,
-                ecn: o.boolean("ecn", false)?,
+                limit: limit(&mut o, "codel")?,
+                target_ns: o.ms_decl("codel", "target_ms")?,
+                interval_ns: o.ms_decl("codel", "interval_ms")?,
+                ecn: o.bool_decl("codel", "ecn")?,
                 ce_threshold_ns: o.opt_ms_d("codel", "ce_threshold_ms")?,
             };
             o.finish(&[
@@ -67,15 +68,15 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
         }
         "fq_codel" => {
             let c = FqCodelConfig {
-                limit: limit(&mut o, "fq_codel", 10240)?,
-                flows: o.int_d("fq_codel", "flows", 1024)? as usize,
-                quantum: o.int_d("fq_codel", "quantum", 1514)? as u32,
-                target_ns: o.ms_d("fq_codel", "target_ms", 5.0)?,
-                interval_ns: o.ms_d("fq_codel", "interval_ms", 100.0)?,
-                ecn: o.boolean("ecn", true)?,
+                limit: limit(&mut o, "fq_codel")?,
+                flows: o.int_decl("fq_codel", "flows")? as usize,
+                quantum: o.int_decl("fq_codel", "quantum")? as u32,
+                target_ns: o.ms_decl("fq_codel", "target_ms")?,
+                interval_ns: o.ms_decl("fq_codel", "interval_ms")?,
+                ecn: o.bool_decl("fq_codel", "ecn")?,
                 ce_threshold_ns: o.opt_ms_d("fq_codel", "ce_threshold_ms")?,
-                memory_limit_bytes: o.int_d("fq_codel", "memory_limit", 32 << 20)?,
-                drop_batch: o.int_d("fq_codel", "drop_batch", 64)? as usize,
+                memory_limit_bytes: o.int_decl("fq_codel", "memory_limit")?,
+                drop_batch: o.int_decl("fq_codel", "drop_batch")? as usize,
             };
             o.finish(&[
                 "kind",
@@ -93,36 +94,36 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
         }
         "sqf" => {
             let c = SqfConfig {
-                limit: limit(&mut o, "sqf", 1000)?,
-                flows: o.int_d("sqf", "flows", 128)? as usize,
+                limit: limit(&mut o, "sqf")?,
+                flows: o.int_decl("sqf", "flows")? as usize,
             };
             o.finish(&["kind", "limit", "flows"])?;
             QdiscConfig::Sqf(c)
         }
         "drr" => {
             let c = DrrConfig {
-                limit: limit(&mut o, "drr", 1000)?,
+                limit: limit(&mut o, "drr")?,
                 quantum: opt_int_d(&mut o, "drr", "quantum")?.map(|q| q as u32),
-                flows: o.int_d("drr", "flows", 1024)? as usize,
+                flows: o.int_decl("drr", "flows")? as usize,
             };
             o.finish(&["kind", "limit", "quantum", "flows"])?;
             QdiscConfig::Drr(c)
         }
         "pie" => {
-            if o.boolean("dq_rate_estimator", false)? {
+            if o.bool_decl("pie", "dq_rate_estimator")? {
                 return err(
                     &format!("{path}.dq_rate_estimator"),
                     "the departure-rate estimator is not implemented; leave it false (the kernel default)",
                 );
             }
             let c = PieConfig {
-                limit: limit(&mut o, "pie", 1000)?,
-                target_ns: o.ms_d("pie", "target_ms", 15.0)?,
-                tupdate_ns: o.ms_d("pie", "tupdate_ms", 15.0)?,
-                alpha: o.int_d("pie", "alpha", 2)? as u32,
-                beta: o.int_d("pie", "beta", 20)? as u32,
-                ecn: o.boolean("ecn", false)?,
-                bytemode: o.boolean("bytemode", false)?,
+                limit: limit(&mut o, "pie")?,
+                target_ns: o.ms_decl("pie", "target_ms")?,
+                tupdate_ns: o.ms_decl("pie", "tupdate_ms")?,
+                alpha: o.int_decl("pie", "alpha")? as u32,
+                beta: o.int_decl("pie", "beta")? as u32,
+                ecn: o.bool_decl("pie", "ecn")?,
+                bytemode: o.bool_decl("pie", "bytemode")?,
             };
             o.finish(&[
                 "kind",
@@ -151,7 +152,7 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
                 &kpath,
                 format!(
                     "unknown discipline '{other}'; expected one of: {}",
-                    QDISC_KINDS.join(", ")
+                    ranges::emulator_kinds().join(", ")
                 ),
             )
         }
@@ -160,7 +161,7 @@ pub fn qdisc(path: &str, v: &Value, in_htb: bool) -> Res<QdiscConfig> {
 }
 
 fn dualpi2(path: &str, o: &mut Obj) -> Res<DualPi2Config> {
-    let limit = limit(o, "dualpi2", 10000)?;
+    let limit = limit(o, "dualpi2")?;
     let memlimit_bytes = opt_int_d(o, "dualpi2", "memlimit")?;
     if o.has("step_thresh_ms") && o.has("step_thresh_packets") {
         return err(
@@ -171,13 +172,15 @@ fn dualpi2(path: &str, o: &mut Obj) -> Res<DualPi2Config> {
     let step_thresh = if o.has("step_thresh_packets") {
         StepThresh::Packets(o.int_d("dualpi2", "step_thresh_packets", 0)? as usize)
     } else {
-        StepThresh::Time(o.ms_d("dualpi2", "step_thresh_ms", 1.0)?)
+        StepThresh::Time(o.ms_decl("dualpi2", "step_thresh_ms")?)
     };
     // iproute2 derives target, tupdate, alpha and beta from max_rtt / typical_rtt when given
     // (a missing one is the other times or divided by 6).
     let max_rtt = o.opt_ms_d("dualpi2", "max_rtt_ms")?;
     let typical_rtt = o.opt_ms_d("dualpi2", "typical_rtt_ms")?;
-    let (mut target_ms, mut tupdate_ms, mut alpha, mut beta) = (15.0, 16.0, None, None);
+    let mut target_ms = ranges::default_num("dualpi2", "target_ms");
+    let mut tupdate_ms = ranges::default_num("dualpi2", "tupdate_ms");
+    let (mut alpha, mut beta) = (None, None);
     if max_rtt.is_some() || typical_rtt.is_some() {
         if ["target_ms", "tupdate_ms", "alpha", "beta"]
             .iter()
@@ -218,13 +221,13 @@ fn dualpi2(path: &str, o: &mut Obj) -> Res<DualPi2Config> {
         tupdate_ns: o.ms_d("dualpi2", "tupdate_ms", tupdate_ms)?,
         alpha,
         beta,
-        coupling_factor: o.int_d("dualpi2", "coupling_factor", 2)? as u32,
+        coupling_factor: o.int_decl("dualpi2", "coupling_factor")? as u32,
         step_thresh,
-        min_qlen_step: o.int_d("dualpi2", "min_qlen_step", 0)? as usize,
-        drop_on_overload: o.boolean("drop_on_overload", true)?,
-        drop_enqueue: o.boolean("drop_enqueue", false)?,
-        l4s_ect: o.boolean("l4s_ect", true)?,
-        classic_protection: o.int_d("dualpi2", "classic_protection", 10)? as u32,
+        min_qlen_step: o.int_decl("dualpi2", "min_qlen_step")? as usize,
+        drop_on_overload: o.bool_decl("dualpi2", "drop_on_overload")?,
+        drop_enqueue: o.bool_decl("dualpi2", "drop_enqueue")?,
+        l4s_ect: o.bool_decl("dualpi2", "l4s_ect")?,
+        classic_protection: o.int_decl("dualpi2", "classic_protection")? as u32,
     };
     o.finish(&[
         "kind",

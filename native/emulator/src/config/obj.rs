@@ -117,6 +117,21 @@ impl<'a> Obj<'a> {
         self.ms(k, default_ms, lo, hi)
     }
 
+    /// An integer in the declared range of `kind`.`k`, its declared default when absent.
+    pub(super) fn int_decl(&mut self, kind: &str, k: &str) -> Res<u64> {
+        self.int_d(kind, k, ranges::default_num(kind, k) as u64)
+    }
+
+    /// A duration in the declared range of `kind`.`k`, its declared default when absent.
+    pub(super) fn ms_decl(&mut self, kind: &str, k: &str) -> Res<u64> {
+        self.ms_d(kind, k, ranges::default_num(kind, k))
+    }
+
+    /// A boolean, its declared default (`kind`.`k`) when absent.
+    pub(super) fn bool_decl(&mut self, kind: &str, k: &str) -> Res<bool> {
+        self.boolean(k, ranges::default_bool(kind, k))
+    }
+
     pub(super) fn opt_ms_d(&mut self, kind: &str, k: &str) -> Res<Option<u64>> {
         let (lo, hi) = ranges::range(kind, k);
         self.opt_ms(k, lo, hi)
@@ -184,6 +199,6 @@ pub(super) fn opt_int_d(o: &mut Obj, kind: &str, k: &str) -> Res<Option<u64>> {
     }
 }
 
-pub(super) fn limit(o: &mut Obj, kind: &str, default: u64) -> Res<usize> {
-    Ok(o.int_d(kind, "limit", default)? as usize)
+pub(super) fn limit(o: &mut Obj, kind: &str) -> Res<usize> {
+    Ok(o.int_decl(kind, "limit")? as usize)
 }

@@ -91,10 +91,6 @@ impl QdiscConfig {
     }
 }
 
-pub const QDISC_KINDS: &[&str] = &[
-    "pfifo", "bfifo", "sfq", "dualpi2", "codel", "fq_codel", "sqf", "drr", "pie", "htb",
-];
-
 #[derive(Debug, Clone)]
 pub struct SfqConfig {
     pub limit: usize,

@@ -17,7 +17,7 @@ from cganalysis.testbed.dataplane.planes import EMULATOR, KERNEL, MAHIMAHI, Reso
 from cganalysis.testbed.measure.probe import DUALPI2_IPROUTE2, iproute2_version, probe_qdiscs, which
 from cganalysis.testbed.spec.config import Bottleneck, Direction, Propagation
 from cganalysis.testbed.spec.qdisc import Htb
-from cganalysis.testbed.spec.qdisc_kinds import EMULATOR_ONLY
+from cganalysis.testbed.spec.qdisc_kinds import EMULATOR_ONLY, KERNEL_ONLY
 
 EMULATOR_PROGRAM = NAME
 EMULATOR_HINT = (
@@ -103,6 +103,12 @@ def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
             f"bottleneck.backend kernel: this kernel lacks qdisc {', '.join(lacking)} "
             f"({support[lacking[0]][1]}); it needs {kernel_hint(lacking[0])}, or use "
             f"backend: emulator ({EMULATOR_HINT})"
+        )
+    kernel_only = sorted({k for k in kinds if k in KERNEL_ONLY})
+    if kernel_only and (wanted is EMULATOR or (wanted is None and lacking)):
+        raise TestbedError(
+            f"bottleneck: qdisc {', '.join(kernel_only)} runs in the kernel only (qdiscs.json), "
+            f"not in {EMULATOR_PROGRAM}; it needs {kernel_hint(kernel_only[0])}"
         )
     if wanted is EMULATOR and not has_emu:
         raise TestbedError(
