@@ -166,3 +166,16 @@ def test_files_and_metrics_are_compared_one_by_one() -> None:
         "flows.cg.delay_ms: 1.25 recorded, 1.5 here",
         "bins[1]: 2.0 recorded, 2.0001 here",
     ]
+
+
+def test_the_command_line_takes_runs_and_refuses_unknown_ones(tmp_path: Path) -> None:
+    from cganalysis.cli import build_parser, main
+
+    args = build_parser("dataset").parse_args(
+        ["dataset", "reproduce", "datasets/x", "--run", "a-r01", "--run", "b-r01"]
+    )
+    assert args.runs == ["a-r01", "b-r01"] and callable(args.run)
+    published = REPO / "datasets" / "tma2024-sim-be10-2026-11-27"
+    assert main(["dataset", "reproduce", str(published), "--run", "nope-r01",
+                 "-o", str(tmp_path / "out")]) == 2  # fmt: skip
+    assert not (tmp_path / "out").exists()

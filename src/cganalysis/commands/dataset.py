@@ -92,7 +92,10 @@ def add_parser(sub: Any) -> None:
         ),
     )
     rp.add_argument("dataset", type=Path, help="dataset folder (e.g. datasets/NAME)")
-    rp.add_argument("--run", action="append", default=[], metavar="RUN_ID", help="only this run")
+    # dest must not be "run": the CLI dispatches on args.run.
+    rp.add_argument(
+        "--run", dest="runs", action="append", default=[], metavar="RUN_ID", help="only this run"
+    )
     rp.add_argument(
         "-o",
         "--output",
@@ -165,7 +168,7 @@ def run_reproduce(args: argparse.Namespace) -> int:
     from cganalysis.errors import ConfigError
 
     ds = open_dataset(args.dataset)
-    runs = args.run or list(ds.runs)
+    runs = args.runs or list(ds.runs)
     unknown = sorted(set(runs) - set(ds.runs))
     if unknown:
         raise ConfigError(f"{args.dataset}: no run {unknown[0]} (it lists {len(ds.runs)} runs)")
