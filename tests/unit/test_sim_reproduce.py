@@ -55,8 +55,10 @@ def test_each_input_that_differs_is_one_line() -> None:
 
 
 def test_a_run_without_identity_says_so() -> None:
-    assert simidentity.differences({"seed": 1}, _sim()) == [
-        "the run records no identity (made before identities were recorded)"
+    old = {"seed": 1, "start_utc": "x", "memory_mb": 2048}  # before sim.userspace existed
+    assert simidentity.differences(old, _sim()) == [
+        "the run records no identity (made before identities were recorded)",
+        "sim.userspace: None recorded, 'seccomp' here",
     ]
 
 

@@ -105,11 +105,15 @@ def _version(interpreter: Path) -> str:
 def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """One line per input that differs between a recorded run's identity and this host's;
     an empty list: the same inputs (the packets should be the same, bit for bit)."""
-    lines: list[str] = []
+    lines = [
+        f"sim.{key}: {recorded.get(key)!r} recorded, {current.get(key)!r} here"
+        for key in ("userspace", "memory_mb", "start_utc", "seed")
+        if recorded.get(key) != current.get(key)
+    ]
     rec_id = recorded.get("identity") or {}
     cur_id = current.get("identity") or {}
     if not rec_id:
-        return ["the run records no identity (made before identities were recorded)"]
+        return ["the run records no identity (made before identities were recorded)", *lines]
     for key, what in (("kernel_sha256", "the kernel binary"), ("simrng_sha256", "libcga_simrng")):
         if rec_id.get(key) != cur_id.get(key):
             lines.append(
@@ -141,11 +145,6 @@ def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
             f"only there: {' '.join(only_rec[:12]) or '-'}; "
             f"only here: {' '.join(only_cur[:12]) or '-'}"
         )
-    lines += [
-        f"sim.{key}: {recorded.get(key)!r} recorded, {current.get(key)!r} here"
-        for key in ("userspace", "memory_mb", "start_utc", "seed")
-        if recorded.get(key) != current.get(key)
-    ]
     return lines
 
 
