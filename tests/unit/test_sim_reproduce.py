@@ -181,3 +181,21 @@ def test_the_command_line_takes_runs_and_refuses_unknown_ones(tmp_path: Path) ->
     assert main(["dataset", "reproduce", str(published), "--run", "nope-r01",
                  "-o", str(tmp_path / "out")]) == 2  # fmt: skip
     assert not (tmp_path / "out").exists()
+
+
+def test_private_folders_above_the_checkout_are_shown_or_refused() -> None:
+    need_root()
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        top = Path(tmp)
+        top.chmod(0o755)
+        user = simuser.host_user()
+        (top / "a" / "b").mkdir(parents=True)
+        (top / "a" / "b" / "f").write_text("x")
+        assert simuser.reveals(user, [top / "a" / "b" / "f"]) == ([], [])
+        (top / "a").chmod(0o700)
+        assert simuser.reveals(user, [top / "a" / "b" / "f"]) == ([(str(top / "a"), "b")], [])
+        (top / "a" / "b").chmod(0o700)
+        assert simuser.reveals(user, [top / "a" / "b" / "f"]) == (
+            [(str(top / "a"), "b")],
+            [str(top / "a" / "b")],
+        )

@@ -66,7 +66,9 @@ RANDOM_BYTES = 1 << 16
 MAX_MAP_COUNT = 1_048_576
 MAX_MAP_COUNT_FILE = Path("/proc/sys/vm/max_map_count")
 
-#: Runs in the new mount namespace, then becomes the kernel: $1 is the job folder. The
+#: Runs in the new mount namespace, then becomes the kernel: $1 is the job folder, $2 the
+#: number of (folder, entry) pairs that follow (simuser.reveals: a private folder above the
+#: checkout, shown as a tmpfs with that one entry bound back), then the command. The
 #: host's /mnt is reached through descriptor 3 once the tmpfs hides it: the job folder and
 #: each entry (a checkout, a data disk) are bound from there, as given (canonicalised, the
 #: path would name the tmpfs's own folder).
@@ -88,6 +90,26 @@ for old in /proc/$$/fd/3/* /proc/$$/fd/3/.[!.]*; do
 done
 exec 3<&-
 shift
+n=$1
+shift
+last=""
+while [ "$n" -gt 0 ]; do
+  folder=$1 entry=$2
+  shift 2
+  n=$((n - 1))
+  if [ "$folder" != "$last" ]; then
+    exec 4<"$folder"
+    mount -t tmpfs -o size=1m,mode=0755 cga-shown "$folder"
+    last=$folder
+  fi
+  old="/proc/$$/fd/4/$entry"
+  if [ -d "$old" ]; then
+    mkdir "$folder/$entry" && mount --no-canonicalize --rbind "$old" "$folder/$entry"
+  else
+    : >"$folder/$entry" && mount --no-canonicalize --bind "$old" "$folder/$entry"
+  fi
+done
+exec 4<&-
 exec "$@"
 """
 
@@ -126,18 +148,19 @@ def run_guest(
     console = ctl / "console.log"
     console.touch()
     simuser.hand_over(ctl, user)
-    # The job folder is the user's (hand_over) and reached through a mount of its own.
-    missing = simuser.unreadable(user, [*simuser.guest_reads(), kernel.path, lib])
+    # The job folder is the user's (hand_over) and reached through a mount of its own; a
+    # private folder above the checkout is shown in the kernel's namespace (reveals).
+    shown, missing = simuser.reveals(user, [*simuser.guest_reads(), kernel.path, lib])
     if missing:
         raise TestbedError(
             f"sim testbed: the kernel runs as user {user.name} (no privilege on the host), "
-            f"who cannot read {missing[0]}: make it and the folders above it readable by every "
-            "user (chmod o+rX), or keep the checkout and the output outside private folders"
+            f"who cannot read {missing[0]}: make it readable by every user (chmod o+rX), or "
+            "keep the checkout outside nested private folders"
         )
     ident = simidentity.identity(kernel.path, lib, Path(sys.executable), guest_path)
     argv = [
         *simuser.namespace_argv(user), "sh", "-c", NAMESPACE_SCRIPT, "sh",
-        str(ctl),
+        str(ctl), str(len(shown)), *(word for pair in shown for word in pair),
         "env", f"LD_PRELOAD={lib}", f"CGA_SIM_SEED={seed}",
         *simuser.drop_argv(user),
         str(kernel.path),

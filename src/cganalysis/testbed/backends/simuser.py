@@ -129,6 +129,40 @@ def _chown_tree(folder: Path, uid: int, gid: int) -> None:
             os.chown(Path(root) / name, uid, gid, follow_symlinks=False)
 
 
+def _allows(path: Path, user: HostUser, bit: int) -> bool:
+    """Whether ``user`` may do ``bit`` (4 read, 1 search) on ``path`` by its mode (ACLs
+    aside), as it would on its own, without root's override."""
+    st = path.stat()
+    shift = 6 if st.st_uid == user.uid else 3 if st.st_gid == user.gid else 0
+    return bool((st.st_mode >> shift) & bit)
+
+
+def reveals(user: HostUser, paths: list[Path]) -> tuple[list[tuple[str, str]], list[str]]:
+    """For root's run: the folders the kernel's user cannot pass through on the way to
+    ``paths`` (a checkout under a private /root or mktemp folder), each with the entry
+    below it on the way, to be shown in the kernel's mount namespace (a tmpfs over the
+    folder, the entry bound back: the same paths, nothing else of the folder); and the
+    paths that stay unreadable even so (a second private folder deeper down, or a file
+    without read permission)."""
+    if not user.dropped:
+        return [], []
+    shown: set[tuple[str, str]] = set()
+    refused: list[str] = []
+    for path in paths:
+        below = None
+        for folder in reversed(path.parents):  # from / down
+            if not _allows(folder, user, 1):
+                if below is not None:
+                    refused.append(str(folder))
+                    break
+                below = folder
+                shown.add((str(folder), path.relative_to(folder).parts[0]))
+        else:
+            if not _allows(path, user, 4 | (1 if path.is_dir() else 0)):
+                refused.append(str(path))
+    return sorted(shown), refused
+
+
 def unreadable(user: HostUser, paths: list[Path]) -> list[str]:
     """Which of ``paths`` (files or folders) the kernel's user cannot read, as that user
     sees them (root's run only: an ordinary user reads what they started from)."""
@@ -139,14 +173,7 @@ def unreadable(user: HostUser, paths: list[Path]) -> list[str]:
         'else [ -r "$p" ] || echo "$p"; fi; done'
     )
     out = subprocess.run(
-        [
-            *_become(user),
-            "sh",
-            "-c",
-            script,
-            "sh",
-            *(str(p) for p in paths),
-        ],
+        [*_become(user), "sh", "-c", script, "sh", *(str(p) for p in paths)],
         capture_output=True,
         text=True,
         check=False,
