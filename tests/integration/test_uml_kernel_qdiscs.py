@@ -293,7 +293,7 @@ def test_dualpi2_in_the_uml_kernel_or_a_clear_refusal(guest: Any, pair: Topology
         assert "lacks qdisc dualpi2" in msg and "build-uml.sh" in msg and "\n" not in msg
         return
     res = resolve_in_router_kernel(Bottleneck("kernel", d), Propagation(), whole, "uml")
-    assert res.bottleneck == "kernel"
+    assert res.bottleneck.name == "kernel"
     bn, _ = _install(pair, spec)
     leaf = _by_handle(_qdiscs(pair, "p0"), "10:")
     assert leaf["kind"] == "dualpi2"
