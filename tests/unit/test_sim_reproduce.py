@@ -15,7 +15,7 @@ import pytest
 from cganalysis.dataset import reproduce
 from cganalysis.errors import ConfigError
 from cganalysis.testbed.backends import simidentity, simuser
-from tests.conftest import REPO, need_root, need_tool
+from tests.conftest import REPO, need_root
 
 
 def _sim(**over: Any) -> dict[str, Any]:
@@ -82,31 +82,21 @@ def test_root_runs_the_kernel_as_an_unprivileged_user() -> None:
     assert drop.index("--map-root-user") > drop.index(f"--reuid={user.uid}")
 
 
-def test_unreadable_names_what_the_kernels_user_cannot_read() -> None:
+def test_the_job_folder_is_handed_over_and_taken_back() -> None:
     need_root()
-    need_tool("setpriv")
-    # Not pytest's tmp_path: root's is private (0700), which is the point being tested.
+    # Not pytest's tmp_path: root's is private (0700); reveals() would have to show it.
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
-        _unreadable_in(Path(tmp))
-
-
-def _unreadable_in(tmp_path: Path) -> None:
-    user = simuser.host_user()
-    private = tmp_path / "private"
-    private.mkdir(mode=0o700)
-    tmp_path.chmod(0o755)
-    open_file = tmp_path / "open.txt"
-    open_file.write_text("x")
-    open_file.chmod(0o644)
-    assert simuser.unreadable(user, [open_file, private]) == [str(private)]
-    # The job folder is handed over to it, and taken back.
-    job = tmp_path / "job"
-    (job / "run").mkdir(parents=True, mode=0o700)
-    simuser.hand_over(job, user)
-    assert (job / "run").stat().st_uid == user.uid
-    assert simuser.unreadable(user, [job / "run"]) == []
-    simuser.take_back(job, user)
-    assert (job / "run").stat().st_uid == os.geteuid()
+        top = Path(tmp)
+        top.chmod(0o755)
+        user = simuser.host_user()
+        job = top / "job"
+        (job / "run").mkdir(parents=True, mode=0o700)
+        assert simuser.reveals(user, [job / "run"]) == ([], [str(job / "run")])
+        simuser.hand_over(job, user)
+        assert (job / "run").stat().st_uid == user.uid
+        assert simuser.reveals(user, [job / "run"]) == ([], [])
+        simuser.take_back(job, user)
+        assert (job / "run").stat().st_uid == os.geteuid()
 
 
 def test_reproduce_refuses_a_real_time_run_and_hostile_sources(tmp_path: Path) -> None:

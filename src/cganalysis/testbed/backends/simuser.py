@@ -163,24 +163,6 @@ def reveals(user: HostUser, paths: list[Path]) -> tuple[list[tuple[str, str]], l
     return sorted(shown), refused
 
 
-def unreadable(user: HostUser, paths: list[Path]) -> list[str]:
-    """Which of ``paths`` (files or folders) the kernel's user cannot read, as that user
-    sees them (root's run only: an ordinary user reads what they started from)."""
-    if not user.dropped or not paths:
-        return []
-    script = (
-        'for p; do if [ -d "$p" ]; then [ -r "$p" ] && [ -x "$p" ] || echo "$p"; '
-        'else [ -r "$p" ] || echo "$p"; fi; done'
-    )
-    out = subprocess.run(
-        [*_become(user), "sh", "-c", script, "sh", *(str(p) for p in paths)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return out.stdout.split()
-
-
 def guest_reads() -> list[Path]:
     """What the guest must read on the host: this interpreter, the folder this package
     comes from and the one its dependencies come from."""
