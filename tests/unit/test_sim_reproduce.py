@@ -14,6 +14,7 @@ import pytest
 
 from cganalysis.dataset import reproduce
 from cganalysis.errors import ConfigError
+from cganalysis.io import sha256_file
 from cganalysis.testbed.backends import simidentity, simuser
 from tests.conftest import REPO, need_root
 
@@ -67,7 +68,7 @@ def test_the_identity_of_this_host_names_its_programs(tmp_path: Path) -> None:
     prog.write_bytes(b"#!/bin/sh\n")
     prog.chmod(0o755)
     found = simidentity.programs(str(tmp_path))
-    assert found == {"iperf3": {"path": str(prog), "sha256": simidentity.file_sha256(prog)}}
+    assert found == {"iperf3": {"path": str(prog), "sha256": sha256_file(prog)}}
     cpu = simidentity.cpu()
     assert len(cpu["flags_sha256"]) == 64 and cpu["flags"] == sorted(cpu["flags"])
 

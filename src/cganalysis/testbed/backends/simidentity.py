@@ -31,17 +31,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from cganalysis.io import sha256_file
+
 CPUINFO = Path("/proc/cpuinfo")
 #: The programs a sim run's guest starts, looked up on the guest's PATH.
 GUEST_PROGRAMS = ("iperf3", "tcpdump", "tc", "cga-cg", "ethtool")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def cpu() -> dict[str, Any]:
@@ -66,18 +60,18 @@ def programs(path: str) -> dict[str, dict[str, str]]:
         if found is None:
             continue
         real = Path(found).resolve()
-        out[name] = {"path": found, "sha256": file_sha256(real)}
+        out[name] = {"path": found, "sha256": sha256_file(real)}
     return out
 
 
 def identity(kernel_path: Path, simrng: Path, interpreter: Path, guest_path: str) -> dict[str, Any]:
     """Everything above but the code's commit (meta.json's ``controller.git``)."""
     return {
-        "kernel_sha256": file_sha256(kernel_path.resolve()),
-        "simrng_sha256": file_sha256(simrng.resolve()),
+        "kernel_sha256": sha256_file(kernel_path.resolve()),
+        "simrng_sha256": sha256_file(simrng.resolve()),
         "interpreter": {
             "path": str(interpreter),
-            "sha256": file_sha256(interpreter.resolve()),
+            "sha256": sha256_file(interpreter.resolve()),
             "version": _version(interpreter),
         },
         "programs": programs(guest_path),
