@@ -122,7 +122,7 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     # Table I: the cellular campaign over the generated LTE-like trace (capacity from it).
     table1 = work / "results/tables/tma2024-cellular-quick/tma_table1.csv"
     assert len(list(csv.reader(table1.open()))) > 3
-    for run_id in ("tma2024-cellular-ecgp-none-r01", "tma2024-cellular-ecgp-scream-r01"):
+    for run_id in ("tma2024-cellular-cga-cg-none-r01", "tma2024-cellular-cga-cg-scream-r01"):
         meta = json.loads((raw / "tma2024-cellular-quick" / run_id / "meta.json").read_text())
         assert meta["bottleneck_backend"] == "emulator" and meta["capacity_trace"]
 

@@ -129,8 +129,8 @@ def test_extensions_and_cellular() -> None:
     assert gtfrc and all(cg.cc == "gtfrc" and cg.min_mbit == 10 for cg in gtfrc)
     cell = load_campaign(CAMPAIGNS / "tma2024-cellular.yaml")
     cgs = {r.config.labels["system"]: r.config.cg for r in cell.runs}
-    assert cgs["ecgp-none"].cc == "none" and cgs["ecgp-none"].rate_mbit == 30
-    assert cgs["ecgp-scream"].cc == "scream" and cgs["ecgp-scream"].ecn == "ect1"
+    assert cgs["cga-cg-none"].cc == "none" and cgs["cga-cg-none"].rate_mbit == 30
+    assert cgs["cga-cg-scream"].cc == "scream" and cgs["cga-cg-scream"].ecn == "ect1"
 
 
 def _campaign(tmp_path: Path, **extra: object) -> Path:
@@ -180,7 +180,7 @@ def test_default_config_plans_tma2024() -> None:
     assert {c for c, _ in plan.runs()} == {"tma2024", "tma2024-cellular"}
     assert len(plan.runs()) == 6 + 2
     # A trace link has nothing to calibrate.
-    assert plan.calibration_file("tma2024-cellular", "tma2024-cellular-ecgp-none-r01") == []
+    assert plan.calibration_file("tma2024-cellular", "tma2024-cellular-cga-cg-none-r01") == []
     assert config["artefacts"]["tma2024"] == [
         "tma_table2",
         "tma_paper_cells",

@@ -10,7 +10,7 @@ import pytest
 
 from cganalysis.dataset.reader import open_dataset
 from cganalysis.metrics.rows import WINDOW_PHASE
-from cganalysis.report.claims import Claim, judge, summary
+from cganalysis.report.claims import Claim, NotMeasuredError, judge, summary
 from cganalysis.report.claims_tma import TMA_CLAIMS
 from cganalysis.report.claims_xu import WITH, XU_CLAIMS, XuCells
 from cganalysis.report.papercells import deviation, paper_cells_table
@@ -47,9 +47,9 @@ def paper_cells(*changes: Change) -> TmaCells:
     return TmaCells(roles, runs)
 
 
-def table1_cells(**changes: tuple[str, float]) -> TmaCells:
-    """Table I as the paper prints it (systems as the cellular campaign names them);
-    ``changes``: variant -> (column, value)."""
+def table1_cells(prefix: str = "cga-cg-", **changes: tuple[str, float]) -> TmaCells:
+    """Table I as the paper prints it (systems as the cellular campaign names them, after
+    ``prefix``); ``changes``: variant -> (column, value)."""
     records = []
     for variant, values in TABLE1_PAPER.items():
         rec = dict(zip(TABLE1_COLUMNS, values, strict=True))
@@ -57,11 +57,26 @@ def table1_cells(**changes: tuple[str, float]) -> TmaCells:
             column, value = changes[variant]
             rec[column] = value
         records.append(
-            {"system": f"ecgp-{variant}", "qdisc": "pfifo", "cca": "cubic", "phase": WINDOW_PHASE}
+            {
+                "system": f"{prefix}{variant}",
+                "qdisc": "pfifo",
+                "cca": "cubic",
+                "phase": WINDOW_PHASE,
+            }
             | {"role": "cg", **rec}
         )
     roles = role_frame(records)
     return TmaCells(roles, run_frame([]))
+
+
+@pytest.mark.parametrize("prefix", ["cga-cg-", "ecgp-", ""])
+def test_table1_reads_every_spelling_of_its_columns(prefix: str) -> None:
+    """Today's labels, the older datasets' (``ecgp-none``: cga-cg's runs before
+    2026-11-29) and the bare column names pick the same cells; another sender's do not."""
+    cells = table1_cells(prefix)
+    assert cells.table1("delay_mean_ms", "scream") == TABLE1_PAPER["scream"][0]
+    with pytest.raises(NotMeasuredError):
+        table1_cells("ecgp-proxy-").table1("delay_mean_ms", "scream")
 
 
 @pytest.mark.parametrize("claim", TMA_CLAIMS, ids=lambda c: c.name)

@@ -125,7 +125,7 @@ def extensions_docs() -> list[dict[str, Any]]:
                             "campaign": "extensions",
                             "qdisc": qdisc,
                             "cca": cca,
-                            "system": "ecgp-scream" if cg == "scream" else "gtfrc",
+                            "system": "cga-cg-scream" if cg == "scream" else "cga-cg-gtfrc",
                             "repetition": rep,
                             "queue": QUEUE[qdisc],
                             "link": link,
@@ -234,7 +234,7 @@ def tma2024_docs() -> list[dict[str, Any]]:
                 "qdisc": q,
                 "cca": c,
                 "queue": QUEUE[q],
-                "system": "ecgp-scream",
+                "system": "cga-cg-scream",
                 "link": "fixed",
             },
             0.0,
@@ -328,7 +328,7 @@ def table1_docs() -> list[dict[str, Any]]:
             10.0 if link == "fixed" else 90.0,
         )
         for link in ("fixed", "cellular")
-        for system in ("ecgp-none", "ecgp-scream")
+        for system in ("cga-cg-none", "cga-cg-scream")
     ]
 
 

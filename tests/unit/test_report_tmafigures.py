@@ -70,8 +70,8 @@ def _campaign() -> tuple[list[Any], dict[str, pl.DataFrame]]:
     docs = [_doc(f"c-{q}-{c}-r01", qdisc=q, cca=c) for q, c in CELLS]
     docs.append(_doc("c-pfifo-cubic-r02", repetition=2))
     docs += [
-        _doc("cell-none", competitor=False, system="ecgp-none"),
-        _doc("cell-scream", competitor=False, system="ecgp-scream"),
+        _doc("cell-none", competitor=False, system="cga-cg-none"),
+        _doc("cell-scream", competitor=False, system="cga-cg-scream"),
     ]
     series = {d["run"]["run_id"]: _series(20.0, bool(d["inputs"]["schedule"])) for d in docs}
     series["c-pfifo-cubic-r02"] = _series(3.0)

@@ -164,6 +164,33 @@ def test_labels_default_from_the_configuration() -> None:
     assert load_run(RUNS / "quick-htb.yaml").all_labels()["qdisc"] == "htb"
 
 
+@pytest.mark.parametrize("system", ["ecgp", "ecgp-scream", "rtp", "cga-cg", "stadia"])
+def test_a_system_label_naming_another_sender_is_refused(system: str) -> None:
+    """A run is labelled with the sender it ran (cg.source rtp-cbr here), never another
+    (cga-cg's runs were labelled ``ecgp`` before 2026-11-29)."""
+    doc = with_("labels", {"system": system})
+    with pytest.raises(ConfigError, match=r"key labels\.system: .*cg\.source is 'rtp-cbr'"):
+        parse(doc)
+
+
+@pytest.mark.parametrize("system", ["rtp-cbr", "rtp-cbr-paced", "rtp-cbr-2"])
+def test_a_system_label_of_the_sender_or_its_variant_is_kept(system: str) -> None:
+    assert parse(with_("labels", {"system": system})).all_labels()["system"] == system
+
+
+def test_every_shipped_campaign_labels_its_runs_with_their_sender() -> None:
+    from cganalysis.experiment.campaign import load_campaign
+    from cganalysis.experiment.labelkeys import system_label_error
+
+    systems = set()
+    for path in sorted((RUNS.parent / "campaigns").glob("*.yaml")):
+        for run in load_campaign(path).runs:
+            system = str(run.config.all_labels()["system"])
+            assert system_label_error(system, run.config.cg.source) is None, run.run_id
+            systems.add(system)
+    assert not systems & {"ecgp", "ecgp-none", "ecgp-scream", "gtfrc"}
+
+
 def test_bad_yaml_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [unclosed\n")

@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
         help="tma-table2 columns, default the runs' own in the order pfifo,htb,dualpi2,sqf,drr",
     )
     p.add_argument("--ccas", help="competing CCAs, default the runs' own (style order)")
-    p.add_argument("--variants", help="tma-table1 columns, e.g. ecgp-none,ecgp-scream,gfn")
+    p.add_argument("--variants", help="tma-table1 columns, e.g. cga-cg-none,cga-cg-scream,gfn")
     p.add_argument(
         "--by",
         choices=("system", "cca", "qdisc"),

@@ -16,7 +16,7 @@ from cganalysis.cg.encoders import ENCODERS
 from cganalysis.cg.senderargs import check_sender_args
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
-from cganalysis.experiment.labelkeys import check_label_key
+from cganalysis.experiment.labelkeys import check_label_key, system_label_error
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
 from cganalysis.testbed.backends.lock import lock_name
@@ -235,6 +235,10 @@ def parse_run(data: Any, where: str, base_dir: Path) -> RunConfig:
     sec.finish()
     if cfg.cg.port == cfg.competitor.port:
         raise ConfigError(f"{where}: key cg.port: {cfg.cg.port} is also competitor.port")
+    system = cfg.labels.get("system")
+    why = None if system is None else system_label_error(str(system), cfg.cg.source)
+    if why is not None:
+        raise ConfigError(f"{where}: key labels.system: {why}")
     return cfg
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from cganalysis.experiment.labelkeys import LEGACY_SYSTEMS
 from cganalysis.metrics.rows import role_rows, run_rows
 from cganalysis.report.claims import NotMeasuredError
 from cganalysis.report.factors import CELLS, PAPER
@@ -23,10 +24,15 @@ CCAS = ("cubic", "bbr")
 CCA_LABELS = {"cubic": "Cubic", "bbr": "BBR"}
 FLOW_LABELS = {"cg": "CG", "competitor": "TCP", None: "link"}
 
-#: Table I's columns: the values of the runs' ``system`` label each stands for.
+#: Table I's columns: the values of the runs' ``system`` label each stands for (older
+#: datasets' spellings included: ``labelkeys.LEGACY_SYSTEMS``).
 TABLE1_SYSTEMS: dict[str, tuple[str, ...]] = {
-    "none": ("none", "ecgp-none"),
-    "scream": ("scream", "ecgp-scream"),
+    column: (
+        column,
+        f"cga-cg-{column}",
+        *(k for k, v in LEGACY_SYSTEMS.items() if v == f"cga-cg-{column}"),
+    )
+    for column in ("none", "scream")
 }
 #: TMA 2024 Table I (No CCA, SCReAM CCA): average latency (ms), % of packets over 10, 20,
 #: 50 and 100 ms.

@@ -6,7 +6,8 @@ delay and loss rate stacked against time; the iperf3 target's steps marked).
 Which run each figure is, from the paper's captions:
 
 - Fig. 4, "SCReAM performance on an emulated cellular network": the SCReAM sender
-  (system ``ecgp-scream``) over the trace link (campaign ``tma2024-cellular``).
+  (system ``cga-cg-scream``, an older dataset's ``ecgp-scream``) over the trace link
+  (campaign ``tma2024-cellular``).
 - Figs. 6-11, "<queuing policy> : SCReAM vs <CCA>": drop-tail (``pfifo``), HTB, L4S
   (``dualpi2``), each against Cubic then BBRv2 (``bbr``) (campaigns ``tma2024*``).
 """
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cganalysis.errors import ConfigError
+from cganalysis.experiment.labelkeys import canonical_system
 from cganalysis.report.inputs import RunSeries, schedule_of, window_of
 from cganalysis.report.style import Style
 
@@ -42,7 +44,7 @@ class PaperFigure:
 
 
 TMA_FIGURES: tuple[PaperFigure, ...] = (
-    PaperFigure(4, {"system": "ecgp-scream"}, competitor=False),
+    PaperFigure(4, {"system": "cga-cg-scream"}, competitor=False),
     PaperFigure(6, {"qdisc": "pfifo", "cca": "cubic"}),
     PaperFigure(7, {"qdisc": "pfifo", "cca": "bbr"}),
     PaperFigure(8, {"qdisc": "htb", "cca": "cubic"}),
@@ -59,7 +61,7 @@ def figure_run(docs: Docs, figure: PaperFigure) -> Mapping[str, Any]:
     found = [
         d
         for d in docs
-        if all(d["run"].get(k) == v for k, v in figure.labels.items())
+        if all(_label(d["run"], k) == v for k, v in figure.labels.items())
         and bool(d["inputs"]["schedule"]) == figure.competitor
     ]
     if not found:
@@ -70,6 +72,12 @@ def figure_run(docs: Docs, figure: PaperFigure) -> Mapping[str, Any]:
             f"({', '.join(sorted(d['run']['run_id'] for d in docs)) or 'none'})"
         )
     return min(found, key=lambda d: (int(d["run"]["repetition"]), str(d["run"]["run_id"])))
+
+
+def _label(run: Mapping[str, Any], key: str) -> Any:
+    """A run's label, ``system`` in today's spelling (older datasets' ``ecgp-*``)."""
+    value = run.get(key)
+    return canonical_system(value) if key == "system" and isinstance(value, str) else value
 
 
 def figure_title(doc: Mapping[str, Any], figure: PaperFigure, style: Style) -> str:
