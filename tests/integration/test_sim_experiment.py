@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -185,32 +186,40 @@ def test_a_killed_run_leaves_no_kernel(tmp_path: Path, signum: int) -> None:
         assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
 
 
-def test_a_run_whose_python_output_and_checkout_are_under_tmp() -> None:
-    """The guest mounts a /tmp of its own: the run's interpreter, its packages and its output
-    there are bound back, not hidden by it. Here the project's environment is reached
-    through a link under /tmp, as a venv or a checkout made there would be. Not pytest's
-    tmp_path: root's is private, and the kernel runs as an ordinary user, who must read
-    the checkout (a private one is refused in one line: test_sim_reproduce)."""
+def test_two_checkouts_in_two_folders_give_the_same_packets() -> None:
+    """The guest sees the code at fixed paths (simcode): two copies of the checkout in
+    different folders under /tmp, each with its venv reached through a link of its own,
+    make the same captures byte for byte (paths reach the guest's randomness: with the host
+    paths, the same venv through a link gave other packets). Under /tmp also because the
+    guest mounts a /tmp of its own, which must not hide them. Not pytest's tmp_path: root's
+    is private, and the kernel runs as an ordinary user, who must read the checkout."""
     _need_sim()
     with tempfile.TemporaryDirectory(dir="/tmp") as folder:
-        Path(folder).chmod(0o755)
-        _run_under(Path(folder))
+        top = Path(folder)
+        top.chmod(0o755)
+        captures = [_run_from_copy(top, where) for where in ("a/checkout", "b/deeper/other")]
+    assert captures[0] == captures[1]
 
 
-def _run_under(tmp_path: Path) -> None:
-    venv = tmp_path / "checkout" / ".venv"
-    venv.parent.mkdir()
-    venv.symlink_to(Path(sys.prefix))
-    out = tmp_path / "out"
+def _run_from_copy(top: Path, where: str) -> dict[str, bytes]:
+    checkout = top / where
+    for part in ("src", "configs", "requirements"):
+        shutil.copytree(REPO / part, checkout / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copyfile(REPO / "pyproject.toml", checkout / "pyproject.toml")
+    (checkout / ".venv").symlink_to(Path(sys.prefix))
+    out = top / f"out-{checkout.name}"
     res = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "cganalysis.cli", "experiment", str(RUN),
-         "-o", str(out), "--max-duration-s", "3"],
-        capture_output=True, text=True, timeout=600, check=False,
+        [str(checkout / ".venv" / "bin" / "python"), "-m", "cganalysis.cli", "experiment",
+         "configs/runs/quick-sim-dualpi2.yaml", "-o", str(out), "--max-duration-s", "3"],
+        capture_output=True, text=True, timeout=600, check=False, cwd=checkout,
+        env={**os.environ, "PYTHONPATH": str(checkout / "src")},
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["testbed"]["backend"] == "sim"
-    assert (out / "egress.pcap").stat().st_size > 0
+    ident = meta["testbed"]["sim"]["identity"]
+    assert ident["host_paths"]["source"] == str(checkout / "src")
+    assert ident["package_path"] == "/mnt/cga-code/checkout/src/cganalysis"
+    return {name: (out / name).read_bytes() for name in ("ingress.pcap", "egress.pcap")}
 
 
 def test_missing_seed_library_is_one_clear_line(tmp_path: Path) -> None:
@@ -262,7 +271,7 @@ def _family(root: int) -> set[int]:
 def test_an_ordinary_user_makes_the_same_packets_as_root() -> None:
     """No privilege at all (issue 58): the kernel runs as an ordinary user in a user
     namespace of its own either way, so a run started by `nobody` gives root's captures,
-    byte for byte; also from a checkout in a folder only root may enter."""
+    byte for byte; also with the venv reached from a folder only root may enter."""
     _need_sim()
     with tempfile.TemporaryDirectory(dir="/tmp") as folder:
         top = Path(folder)
@@ -288,9 +297,9 @@ def test_an_ordinary_user_makes_the_same_packets_as_root() -> None:
         for name in ("ingress.pcap", "egress.pcap"):
             a, b = (top / "root" / name).read_bytes(), (top / "user" / "run" / name).read_bytes()
             assert a == b, name
-        # A checkout in a folder only root may enter (a mktemp folder, root's home): the
-        # kernel's namespace shows that folder with the checkout alone in it, same paths,
-        # same packets as with the folder open.
+        # A venv reached from a folder only root may enter (a mktemp folder, root's home):
+        # the code is bound at its fixed paths, same packets as root's run above, with the
+        # folder open or shut.
         shut = top / "shut"
         (shut / "checkout").mkdir(parents=True)
         (shut / "checkout" / ".venv").symlink_to(Path(sys.prefix))
@@ -305,12 +314,15 @@ def test_an_ordinary_user_makes_the_same_packets_as_root() -> None:
             )  # fmt: skip
             assert res.returncode == 0, res.stderr[-2000:]
             runs.append((out / "ingress.pcap").read_bytes())
-        assert runs[0] == runs[1]
-        # Two private folders on the way: refused before the kernel boots, naming the second.
-        (shut / "checkout").chmod(0o700)
+        assert runs[0] == runs[1] == (top / "root" / "ingress.pcap").read_bytes()
+        # A source the kernel's user may not read: refused before the kernel boots, named.
+        src = shut / "checkout" / "src"
+        shutil.copytree(REPO / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
+        src.chmod(0o700)
         refused = subprocess.run(
             [python, "-m", "cganalysis.cli", "experiment", str(RUN), "-o", str(top / "no")],
             capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "PYTHONPATH": str(src)},
         )  # fmt: skip
         line = refused.stderr.strip().splitlines()[-1]
-        assert refused.returncode != 0 and f"cannot read {shut / 'checkout'}" in line, line
+        assert refused.returncode != 0 and f"cannot read {src}" in line, line

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import os
 import struct
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from cganalysis.dataset import reproduce
 from cganalysis.errors import ConfigError
 from cganalysis.io import sha256_file
-from cganalysis.testbed.backends import simidentity, simuser
+from cganalysis.testbed.backends import simcode, simidentity, simuser
 from tests.conftest import REPO, need_root
 
 
@@ -190,3 +191,31 @@ def test_private_folders_above_the_checkout_are_shown_or_refused() -> None:
             [(str(top / "a"), "b")],
             [str(top / "a" / "b")],
         )
+        # Bound into the kernel's namespace, only the path's own mode matters.
+        assert simuser.unreadable(user, [top / "a" / "b" / "f"]) == []
+        assert simuser.unreadable(user, [top / "a" / "b"]) == [str(top / "a" / "b")]
+
+
+def test_the_guest_sees_this_process_code_at_fixed_paths() -> None:
+    """The layout the kernel's namespace binds: every guest path under simcode.CODE, this
+    process's own package as the source, its site-packages behind the .pth (never the
+    host's own .pth files, which name host paths), and the recorded paths the guest's."""
+    import cganalysis
+
+    code = simcode.guest_code()
+    binds = {guest: host for host, guest in code.binds()}
+    assert all(g.startswith(simcode.CODE + "/") for g in binds)
+    assert binds[simcode.SOURCE] == str(Path(cganalysis.__file__).resolve().parent.parent)
+    assert Path(binds[simcode.PYTHON]).samefile(sys.executable)
+    files = dict(code.files())
+    home = files[f"{simcode.CODE}/pyvenv.cfg"].splitlines()[0].removeprefix("home = ")
+    assert home.startswith(f"{simcode.CODE}/base/")
+    pth = next(text for path, text in files.items() if path.endswith(".pth"))
+    assert pth.splitlines() == [simcode.SOURCE] + [
+        g for g in binds if g.startswith(f"{simcode.CODE}/site/")
+    ]
+    kernel = Path(sys.executable)  # any file: the identity hashes it
+    ident = simidentity.identity(kernel, kernel, code, "/nonexistent")
+    assert ident["interpreter"]["path"] == simcode.PYTHON
+    assert ident["package_path"] == f"{simcode.SOURCE}/cganalysis"
+    assert ident["host_paths"]["source"] == binds[simcode.SOURCE]

@@ -72,7 +72,7 @@ TABLE_SCHEMAS = {
 #: absolute path (a home, a checkout, a user's build of a reference program) is the
 #: runner's machine: a published dataset keeps only its file name.
 SHARED_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/etc/", "/dev/", "/proc/", "/sys/",
-                   "/run/", "/tmp/", "/mnt/cga-job/")  # fmt: skip
+                   "/run/", "/tmp/", "/mnt/cga-job/", "/mnt/cga-code/")  # fmt: skip
 
 
 #: An absolute path anywhere in a string: a "/" that no name character, dot or slash

@@ -226,12 +226,13 @@ def current_sim(cfg: Any, repetition: int | None) -> dict[str, Any]:
     """This host's side of ``testbed.sim`` for ``cfg``: the options and the identity a run
     would record, without running it."""
     from cganalysis.experiment.insim import guest_env
+    from cganalysis.testbed.backends.simcode import guest_code
     from cganalysis.testbed.backends.simconf import find_sim_kernel, find_simrng, load_options
     from cganalysis.testbed.backends.simidentity import identity
 
     sim = load_options(cfg.testbed.path)
     kernel = find_sim_kernel(sim)
-    ident = identity(kernel.path, find_simrng(), Path(sys.executable), guest_env(cfg)["PATH"])
+    ident = identity(kernel.path, find_simrng(), guest_code(), guest_env(cfg)["PATH"])
     return {
         "seed": sim.seed + (repetition or 0),
         "start_utc": sim.start_utc,

@@ -36,7 +36,7 @@ from cganalysis.experiment.sources import SOURCES
 from cganalysis.interrupts import signals_raise
 from cganalysis.io import write_json
 from cganalysis.testbed import ccaname
-from cganalysis.testbed.backends import simuser
+from cganalysis.testbed.backends import simcode, simuser
 from cganalysis.testbed.backends.hosts import TestbedError
 from cganalysis.testbed.backends.simconf import SimOptions, chosen_kernel, load_options
 from cganalysis.testbed.backends.simkernel import GUEST_JOB, console_tail, run_guest
@@ -50,10 +50,11 @@ RUN = "run"
 
 
 def guest_env(cfg: RunConfig) -> dict[str, str]:
-    """PATH for the guest: the kernel tools (a tc that knows DualPI2), this interpreter's
-    folder (cganalysis), then the system's; and the CG source's programs as this machine
-    finds them (a user's build on their PATH is not on the guest's)."""
-    path = [KERNEL_TOOLS, str(Path(sys.executable).parent)]
+    """PATH for the guest: the kernel tools (a tc that knows DualPI2), the guest's
+    interpreter's folder (simcode: a fixed path), then the system's; and the CG source's
+    programs as this machine finds them (a user's build on their PATH is not on the
+    guest's)."""
+    path = [KERNEL_TOOLS, str(Path(simcode.PYTHON).parent)]
     path += ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
     return {
         "PATH": ":".join(path),

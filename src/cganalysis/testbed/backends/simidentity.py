@@ -15,8 +15,11 @@ On simulated time a run is a function of its inputs, and those are more than the
 - the paths of the interpreter and of the package: the interpreter's is on the kernel's
   command line (mixed into its random pool) and both are in every guest Python's search
   path, so the same files under another path make other packets (measured: the same venv
-  through a symbolic link gave other captures). A run made again elsewhere needs the
-  checkout and its venv at the recorded paths.
+  through a symbolic link gave other captures). The guest therefore sees them at fixed
+  paths (:mod:`.simcode`), recorded here; where they are on the host is recorded beside
+  them (``host_paths``) as information. A run recorded with host paths (made before the
+  fixed ones) is made again with its checkout shown at its recorded path
+  (``cganalysis dataset reproduce``).
 
 Each is recorded as a value to compare (a SHA-256, a version, a flag list) so that a
 difference between two machines is named before anything runs.
@@ -32,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.io import sha256_file
+from cganalysis.testbed.backends import simcode
+from cganalysis.testbed.backends.simcode import GuestCode
 
 CPUINFO = Path("/proc/cpuinfo")
 #: The programs a sim run's guest starts, looked up on the guest's PATH.
@@ -64,26 +69,22 @@ def programs(path: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def identity(kernel_path: Path, simrng: Path, interpreter: Path, guest_path: str) -> dict[str, Any]:
-    """Everything above but the code's commit (meta.json's ``controller.git``)."""
+def identity(kernel_path: Path, simrng: Path, code: GuestCode, guest_path: str) -> dict[str, Any]:
+    """Everything above but the code's commit (meta.json's ``controller.git``). The paths
+    compared are the guest's (:mod:`.simcode`'s fixed ones); the host's are information."""
     return {
         "kernel_sha256": sha256_file(kernel_path.resolve()),
         "simrng_sha256": sha256_file(simrng.resolve()),
         "interpreter": {
-            "path": str(interpreter),
-            "sha256": sha256_file(interpreter.resolve()),
-            "version": _version(interpreter),
+            "path": simcode.PYTHON,
+            "sha256": sha256_file(code.interpreter),
+            "version": _version(code.interpreter),
         },
         "programs": programs(guest_path),
         "cpu": cpu(),
-        "package_path": str(_package_dir()),
+        "package_path": f"{simcode.SOURCE}/cganalysis",
+        "host_paths": code.host_paths(),
     }
-
-
-def _package_dir() -> Path:
-    import cganalysis
-
-    return Path(cganalysis.__file__).parent
 
 
 def _version(interpreter: Path) -> str:

@@ -35,7 +35,6 @@ import resource
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -43,7 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.backends import simidentity, simuser
+from cganalysis.testbed.backends import simcode, simidentity, simuser
 from cganalysis.testbed.backends.hosts import TestbedError
 from cganalysis.testbed.backends.simconf import SimOptions, find_sim_kernel, find_simrng
 
@@ -66,30 +65,43 @@ RANDOM_BYTES = 1 << 16
 MAX_MAP_COUNT = 1_048_576
 MAX_MAP_COUNT_FILE = Path("/proc/sys/vm/max_map_count")
 
-#: Runs in the new mount namespace, then becomes the kernel: $1 is the job folder, $2 the
-#: number of (folder, entry) pairs that follow (simuser.reveals: a private folder above the
-#: checkout, shown as a tmpfs with that one entry bound back), then the command. The
-#: host's /mnt is reached through descriptor 3 once the tmpfs hides it: the job folder and
-#: each entry (a checkout, a data disk) are bound from there, as given (canonicalised, the
+#: Runs in the new mount namespace, then becomes the kernel. Its words: the job folder;
+#: a count and that many (host path, guest path) pairs to bind (simcode: the code at fixed
+#: paths); a count and (guest path, text) pairs of files to write; a count and (folder,
+#: entry) pairs (simuser.reveals: a private folder above the kernel, shown as a tmpfs with
+#: that one entry bound back); then the command. The host's /mnt is reached through
+#: descriptor 3 once the tmpfs hides it: the job folder, the code and each of its own
+#: entries (a checkout, a data disk) are bound from there, as given (canonicalised, the
 #: path would name the tmpfs's own folder).
 NAMESPACE_SCRIPT = f"""set -e
 exec 3</mnt
 job=$(realpath "$1")
+shift
 mount -t tmpfs -o size=1m,mode=0755 cga-sim /mnt
-case "$job" in /mnt/*) job="/proc/$$/fd/3/${{job#/mnt/}}" ;; esac
+host() {{ case "$1" in /mnt/*) echo "/proc/$$/fd/3/${{1#/mnt/}}" ;; *) echo "$1" ;; esac; }}
+bind() {{
+  if [ -d "$1" ]; then mkdir -p "$2" && mount --no-canonicalize --rbind "$1" "$2"
+  else mkdir -p "${{2%/*}}" && : >"$2" && mount --no-canonicalize --bind "$1" "$2"
+  fi
+}}
+job=$(host "$job")
 mkdir {GUEST_JOB}
 mount --no-canonicalize --bind "$job" {GUEST_JOB}
 mount --no-canonicalize --bind "$job/random.bin" /dev/random
 for old in /proc/$$/fd/3/* /proc/$$/fd/3/.[!.]*; do
   name=${{old##*/}}
-  if [ "$name" = {GUEST_JOB.rsplit("/", 1)[1]} ]; then continue
-  elif [ -L "$old" ]; then cp -P "$old" "/mnt/$name"
-  elif [ -d "$old" ]; then mkdir "/mnt/$name" && mount --no-canonicalize --rbind "$old" "/mnt/$name"
-  elif [ -e "$old" ]; then : >"/mnt/$name" && mount --no-canonicalize --bind "$old" "/mnt/$name"
+  case "$name" in {GUEST_JOB.rsplit("/", 1)[1]}|{simcode.CODE.rsplit("/", 1)[1]}) continue ;; esac
+  if [ -L "$old" ]; then cp -P "$old" "/mnt/$name"
+  elif [ -e "$old" ]; then bind "$old" "/mnt/$name"
   fi
 done
-exec 3<&-
+n=$1
 shift
+while [ "$n" -gt 0 ]; do bind "$(host "$1")" "$2"; shift 2; n=$((n - 1)); done
+n=$1
+shift
+while [ "$n" -gt 0 ]; do mkdir -p "${{1%/*}}" && printf %s "$2" >"$1"; shift 2; n=$((n - 1)); done
+exec 3<&-
 n=$1
 shift
 last=""
@@ -102,12 +114,7 @@ while [ "$n" -gt 0 ]; do
     mount -t tmpfs -o size=1m,mode=0755 cga-shown "$folder"
     last=$folder
   fi
-  old="/proc/$$/fd/4/$entry"
-  if [ -d "$old" ]; then
-    mkdir "$folder/$entry" && mount --no-canonicalize --rbind "$old" "$folder/$entry"
-  else
-    : >"$folder/$entry" && mount --no-canonicalize --bind "$old" "$folder/$entry"
-  fi
+  bind "/proc/$$/fd/4/$entry" "$folder/$entry"
 done
 exec 4<&-
 exec "$@"
@@ -148,19 +155,22 @@ def run_guest(
     console = ctl / "console.log"
     console.touch()
     simuser.hand_over(ctl, user)
-    # The job folder is the user's (hand_over) and reached through a mount of its own; a
-    # private folder above the checkout is shown in the kernel's namespace (reveals).
-    shown, missing = simuser.reveals(user, [*simuser.guest_reads(), kernel.path, lib])
+    # The job folder is the user's (hand_over) and the code is bound at fixed paths
+    # (simcode), each reached through a mount of its own; a private folder above the
+    # kernel is shown in the kernel's namespace (reveals).
+    code = simcode.guest_code()
+    shown, missing = simuser.reveals(user, [kernel.path, lib])
+    missing += simuser.unreadable(user, [Path(host) for host, _ in code.binds()])
     if missing:
         raise TestbedError(
             f"sim testbed: the kernel runs as user {user.name} (no privilege on the host), "
             f"who cannot read {missing[0]}: make it readable by every user (chmod o+rX), or "
-            "keep the checkout outside nested private folders"
+            "keep the kernel outside nested private folders"
         )
-    ident = simidentity.identity(kernel.path, lib, Path(sys.executable), guest_path)
+    ident = simidentity.identity(kernel.path, lib, code, guest_path)
     argv = [
-        *simuser.namespace_argv(user), "sh", "-c", NAMESPACE_SCRIPT, "sh",
-        str(ctl), str(len(shown)), *(word for pair in shown for word in pair),
+        *simuser.namespace_argv(user), "sh", "-c", NAMESPACE_SCRIPT, "sh", str(ctl),
+        *_counted(code.binds()), *_counted(code.files()), *_counted(shown),
         "env", f"LD_PRELOAD={lib}", f"CGA_SIM_SEED={seed}",
         *simuser.drop_argv(user),
         str(kernel.path),
@@ -183,7 +193,7 @@ def run_guest(
         # install would pick other ports than the second.
         "PYTHONDONTWRITEBYTECODE=1",
         "PYTHONPYCACHEPREFIX=/nonexistent/cga-sim-pycache",
-        f"init={sys.executable}", "--", "-m", "cganalysis.testbed.backends.simguest", GUEST_JOB,
+        f"init={simcode.PYTHON}", "--", "-m", "cganalysis.testbed.backends.simguest", GUEST_JOB,
     ]  # fmt: skip
     limit_s = 60.0 + opts.wall_s_per_sim_s * sim_s
     # This host's clock at boot: the run's own times are simulated (sim.start_utc).
@@ -220,6 +230,11 @@ def run_guest(
         "host_cpu_s": round(cpu_s, 2),
         "host_vm_max_map_count": map_count,
     }
+
+
+def _counted(pairs: list[tuple[str, str]]) -> list[str]:
+    """The namespace script's words for a list of pairs: their number, then each pair."""
+    return [str(len(pairs)), *(word for pair in pairs for word in pair)]
 
 
 def _enough_mappings(progress: Callable[[str], None]) -> int:

@@ -14,7 +14,8 @@ do on the host, a guest process may too. It therefore runs without privilege:
   namespaces, one line says which setting.
 
 Either way the guest reads the host's files as that user: the interpreter, the package and
-the kernel must be readable by every user (:func:`unreadable` says which is not).
+the kernel must be readable by every user (:func:`reveals` and :func:`unreadable` say which
+is not).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import os
 import pwd
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,16 +163,9 @@ def reveals(user: HostUser, paths: list[Path]) -> tuple[list[tuple[str, str]], l
     return sorted(shown), refused
 
 
-def guest_reads() -> list[Path]:
-    """What the guest must read on the host: this interpreter, the folder this package
-    comes from and the one its dependencies come from."""
-    import polars
-
-    import cganalysis
-
-    return [
-        Path(sys.executable),  # as the guest names it (init=), through any link
-        Path(sys.executable).resolve(),
-        Path(cganalysis.__file__).parent,
-        Path(polars.__file__).parent.parent,
-    ]
+def unreadable(user: HostUser, paths: list[Path]) -> list[str]:
+    """For root's run: the paths the kernel's user may not read (or enter) once bound into
+    its mount namespace, where the folders above them no longer matter."""
+    if not user.dropped:
+        return []
+    return [str(p) for p in paths if not _allows(p, user, 4 | (1 if p.is_dir() else 0))]
