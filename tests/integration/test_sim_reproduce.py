@@ -1,11 +1,14 @@
-"""``cganalysis dataset reproduce`` for real: a short sim run of a campaign, published as a
-dataset's meta and metrics, made again and compared; then the same with the dataset's
+"""``cganalysis dataset reproduce`` for real: a short sim run of a campaign, made by the code
+of a commit of a repository of its own, published as a dataset's meta and metrics, made
+again by that commit's code extracted into another folder (reprocode) and compared: bit
+for bit, since the guest sees its code at fixed paths; then the same with the dataset's
 record of the ingress capture altered, which must be named as the one difference (the
 packets and every metric still agree)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cganalysis.dataset import reproduce
-from tests.conftest import need_root, need_tool
+from tests.conftest import REPO, need_root, need_tool
 from tests.integration.experiment_helpers import TOOLS
 
 pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
@@ -63,13 +66,21 @@ def test_a_published_sim_run_is_made_again_bit_for_bit() -> None:
 
 
 def _check(root: Path) -> None:
+    for part in ("src", "requirements"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", ".gitignore"):
+        shutil.copyfile(REPO / name, root / name)
     (root / "configs" / "campaigns").mkdir(parents=True)
     (root / "configs" / "campaigns" / "tiny.yaml").write_text(CAMPAIGN)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "tiny"]):
+        subprocess.run([*git, *argv], check=True)
     raw = root / "data" / "raw" / "tiny" / RUN
     made = subprocess.run(
         [sys.executable, "-m", "cganalysis.cli", "experiment", "configs/campaigns/tiny.yaml",
-         "--run", RUN, "-o", str(raw.relative_to(root))],
+         "--run", RUN, "--campaign", "tiny", "-o", str(raw.relative_to(root))],
         cwd=root, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "PYTHONPATH": str(root / "src")},
     )  # fmt: skip
     assert made.returncode == 0, made.stderr[-2000:]
     dataset = root / "ds"
@@ -80,16 +91,23 @@ def _check(root: Path) -> None:
     (dataset / "metrics" / f"{RUN}.json").write_text(json.dumps(metrics))
 
     said: list[str] = []
-    same = reproduce.reproduce_run(root, dataset, RUN, root / "again", said.append)
+    cache = root / "cache"
+    same = reproduce.reproduce_run(root, dataset, RUN, root / "again", said.append, cache)
     assert same.identical, same.to_dict()
     assert {"ingress.pcap", "egress.pcap"} <= set(same.files_same)
-    # Nothing of what the packets depend on differs (the code's lines: root is no checkout).
-    assert [d for d in same.inputs_differ if not d.startswith("the code")] == []
+    assert same.inputs_differ == []  # nothing the packets depend on differs
+    # Made by the commit's code, extracted elsewhere (not root/src, which made the run).
+    commit = json.loads((raw / "meta.json").read_text())["controller"]["git"]["commit"]
+    assert [p.name for p in cache.iterdir()] == [commit]
+    again = json.loads((root / "again" / RUN / "meta.json").read_text())
+    assert again["testbed"]["sim"]["identity"]["host_paths"]["source"] == str(
+        cache / commit / "src"
+    )
 
     meta = json.loads((dataset / "meta" / f"{RUN}.json").read_text())
     meta["files"]["ingress.pcap"]["sha256"] = "0" * 64
     (dataset / "meta" / f"{RUN}.json").write_text(json.dumps(meta))
-    other = reproduce.reproduce_run(root, dataset, RUN, root / "third", said.append)
+    other = reproduce.reproduce_run(root, dataset, RUN, root / "third", said.append, cache)
     assert not other.identical and other.files_differ == ["ingress.pcap"]
     # The raw run's capture is there: the packets are compared, and agree; so do the metrics.
     assert other.first_packet is None

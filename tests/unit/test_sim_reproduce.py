@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import os
 import struct
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cganalysis.dataset import reproduce
+from cganalysis.dataset import reprocode, reproduce
 from cganalysis.errors import ConfigError
 from cganalysis.io import sha256_file
 from cganalysis.testbed.backends import simcode, simidentity, simuser
@@ -219,3 +220,51 @@ def test_the_guest_sees_this_process_code_at_fixed_paths() -> None:
     assert ident["interpreter"]["path"] == simcode.PYTHON
     assert ident["package_path"] == f"{simcode.SOURCE}/cganalysis"
     assert ident["host_paths"]["source"] == binds[simcode.SOURCE]
+
+
+def _repo(root: Path) -> str:
+    """A repository of two commits; the second changes a Rust source. Returns the first."""
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    (root / "native").mkdir(parents=True)
+    (root / "native" / "lib.rs").write_text("fn a() {}\n")
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "one"]):
+        subprocess.run([*git, *argv], check=True)
+    first = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout
+    (root / "native" / "lib.rs").write_text("fn b() {}\n")
+    subprocess.run([*git, "commit", "-q", "-am", "two"], check=True)
+    return first.strip()
+
+
+def test_the_dataset_code_missing_or_of_other_rust_is_one_line(tmp_path: Path) -> None:
+    first = _repo(tmp_path / "repo")
+    with pytest.raises(ConfigError, match=r"not in .*history \(a shallow clone\?\): `git -C"):
+        reprocode.check_out(tmp_path / "repo", "f" * 40, tmp_path / "cache")
+    with pytest.raises(ConfigError, match=r"other Rust sources than this checkout \(native/lib"):
+        reprocode.check_out(tmp_path / "repo", first, tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()
+    meta: dict[str, Any] = {"controller": {"git": {"commit": None}}}
+    with pytest.raises(ConfigError, match=r"controller\.git\.commit"):
+        reprocode.recorded_commit(meta, "m.json")
+
+
+def test_the_dataset_code_is_extracted_with_this_native_extension(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    _repo(repo)
+    (repo / "src" / "cganalysis").mkdir(parents=True)
+    (repo / "src" / "cganalysis" / "__init__.py").write_text("")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "three"], check=True)
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout
+    code = reprocode.check_out(repo, head.strip(), tmp_path / "cache")
+    assert code == tmp_path / "cache" / head.strip()
+    from cganalysis import _native
+
+    assert (code / "src" / "cganalysis" / Path(_native.__file__).name).is_file()
+    assert (code / "native" / "lib.rs").read_text() == "fn b() {}\n"
+    assert (code.stat().st_mode & 0o005) == 0o005  # the sim kernel's user reads it
+    assert reprocode.canonical({"testbed": {"sim": {"identity": _sim()["identity"]}}}) is False

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cganalysis.dataset import reprocode
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object, write_json
 from cganalysis.rawnames import check_name
@@ -97,27 +98,13 @@ def campaign_file(root: Path, meta: dict[str, Any], where: str) -> tuple[Path, s
     return path, m["run"]
 
 
-def code_difference(root: Path, meta: dict[str, Any]) -> list[str]:
-    """The code: the commit the run was made at against this checkout's."""
+def code_difference(meta: dict[str, Any]) -> list[str]:
+    """The code: it is the recorded commit's (:mod:`.reprocode`), unless the run was made
+    from a tree with changes that commit lacks."""
     git = (meta.get("controller") or {}).get("git") or {}
-    recorded, dirty = str(git.get("commit") or ""), bool(git.get("dirty"))
-    here = _git(root, "rev-parse", "HEAD")
-    changed = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
-    lines = []
-    if recorded != here:
-        lines.append(f"the code: commit {recorded[:12] or 'none'} recorded, {here[:12]} here")
-    if dirty:
-        lines.append("the code: the run was made from a tree with uncommitted changes")
-    if changed:
-        lines.append("the code: this checkout has uncommitted changes")
-    return lines
-
-
-def _git(root: Path, *argv: str) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(root), *argv], capture_output=True, text=True, check=False
-    )
-    return out.stdout.strip() if out.returncode == 0 else ""
+    if git.get("dirty"):
+        return ["the code: the run was made from a tree with uncommitted changes"]
+    return []
 
 
 def compare_files(recorded: dict[str, Any], made: dict[str, Any], out: Outcome) -> None:
@@ -222,9 +209,10 @@ def write_report(outcomes: list[Outcome], path: Path) -> None:
     write_json({"runs": [o.to_dict() for o in outcomes]}, path)
 
 
-def current_sim(cfg: Any, repetition: int | None) -> dict[str, Any]:
+def current_sim(cfg: Any, repetition: int | None, meta: dict[str, Any]) -> dict[str, Any]:
     """This host's side of ``testbed.sim`` for ``cfg``: the options and the identity a run
-    would record, without running it."""
+    would record, without running it (with the old code's host paths for a run made
+    before the fixed ones)."""
     from cganalysis.experiment.insim import guest_env
     from cganalysis.testbed.backends.simcode import guest_code
     from cganalysis.testbed.backends.simconf import find_sim_kernel, find_simrng, load_options
@@ -233,6 +221,9 @@ def current_sim(cfg: Any, repetition: int | None) -> dict[str, Any]:
     sim = load_options(cfg.testbed.path)
     kernel = find_sim_kernel(sim)
     ident = identity(kernel.path, find_simrng(), guest_code(), guest_env(cfg)["PATH"])
+    if not reprocode.canonical(meta):
+        ident["interpreter"]["path"] = sys.executable
+        ident["package_path"] = reprocode.venv_package()
     return {
         "seed": sim.seed + (repetition or 0),
         "start_utc": sim.start_utc,
@@ -243,46 +234,55 @@ def current_sim(cfg: Any, repetition: int | None) -> dict[str, Any]:
 
 
 def reproduce_run(
-    root: Path, dataset: Path, run_id: str, out_dir: Path, progress: Callable[[str], None]
+    root: Path,
+    dataset: Path,
+    run_id: str,
+    out_dir: Path,
+    progress: Callable[[str], None],
+    cache: Path | None = None,
 ) -> Outcome:
-    """Makes ``run_id`` of ``dataset`` again into ``out_dir/run_id`` and compares."""
+    """Makes ``run_id`` of ``dataset`` again into ``out_dir/run_id`` with the code of the
+    commit that made it (the repository at ``root``, extracted into ``cache``, default
+    ``out_dir/.code``), and compares."""
     from cganalysis.experiment.campaign import load_campaign
-    from cganalysis.experiment.plan import RunOptions
-    from cganalysis.experiment.pool import on_a_free_testbed
-    from cganalysis.experiment.runner import run_experiment
     from cganalysis.testbed.backends.simidentity import differences
 
     meta = sim_meta(dataset, run_id)
     where = str(dataset / "meta" / f"{run_id}.json")
-    path, rid = campaign_file(root, meta, where)
+    commit = reprocode.recorded_commit(meta, where)
+    code = reprocode.check_out(root, commit, cache or out_dir / ".code")
+    path, rid = campaign_file(code, meta, where)
     planned = load_campaign(path).run(rid)
     cfg = planned.config
     outcome = Outcome(run_id)
     recorded_sim = (meta.get("testbed") or {}).get("sim") or {}
-    outcome.inputs_differ = code_difference(root, meta) + differences(
-        recorded_sim, current_sim(cfg, planned.repetition)
+    outcome.inputs_differ = code_difference(meta) + differences(
+        recorded_sim, current_sim(cfg, planned.repetition, meta)
     )
+    progress(f"{run_id}: the code of commit {commit[:12]} ({code})")
     for line in outcome.inputs_differ:
         progress(f"{run_id}: differs: {line}")
+    campaign = str(meta.get("campaign") or "")
+    check_name(campaign, where, "campaign")
     recorded_scale = float((meta.get("schedule_detail") or {}).get("time_scale") or 1.0)
+    run_dir = (out_dir / run_id).absolute()
+    argv = [
+        "experiment", str(path.relative_to(code)), "--run", rid, "--campaign", campaign,
+        "-o", str(run_dir), "--time-scale", repr(recorded_scale / cfg.schedule.time_scale),
+    ]  # fmt: skip
     calibration = dataset / "calibration" / f"{run_id}.json"
-    opts = RunOptions(
-        run_id=planned.run_id,
-        campaign=planned.campaign,
-        repetition=planned.repetition,
-        time_scale=recorded_scale / cfg.schedule.time_scale,
-        calibration_file=calibration if calibration.is_file() else None,
-        progress=progress,
-    )
-    run_dir = out_dir / run_id
-    with on_a_free_testbed(cfg, [], opts.run_id, progress) as on_testbed:
-        run_experiment(on_testbed, run_dir, opts)
+    if calibration.is_file():
+        argv += ["--calibration", str(calibration.absolute())]
+    made_by = subprocess.run(reprocode.experiment_argv(code, argv, meta), cwd=code, check=False)
+    if made_by.returncode != 0:
+        raise ConfigError(
+            f"{run_id}: the dataset's code (commit {commit[:12]}) did not make the run "
+            f"(status {made_by.returncode}; its output above)"
+        )
     made = read_json_object(run_dir / "meta.json", "meta.json")
     compare_files(meta.get("files") or {}, made.get("files") or {}, outcome)
     if outcome.identical:
         return outcome
-    campaign = str(meta.get("campaign") or "")
-    check_name(campaign, where, "campaign")
     raw = root / "data" / "raw" / campaign / run_id
     if set(CAPTURES) & set(outcome.files_differ) and (raw / "ingress.pcap").is_file():
         outcome.first_packet = first_differing_packet(

@@ -1,0 +1,130 @@
+"""The code that made a published sim run, checked out and run again
+(``cganalysis dataset reproduce``).
+
+A run's packets depend on the code that made it (meta.json's ``controller.git.commit``):
+the commit is extracted from the repository (``git archive``, no work tree is touched)
+into a cache folder of its own, given this installation's native extension where the
+Rust sources are the same at both commits (else refused in one line: that commit's
+extension must be built), and its own ``cganalysis experiment`` makes the run.
+
+Code from before the guest's fixed paths (:mod:`cganalysis.testbed.backends.simcode`)
+imported the package from wherever the venv named it on the host, and those paths reach
+the packets: such a run is made in a mount namespace where the checked-out package is
+bound over the package that interpreter imports, so the old code runs under the names it
+ran under.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cganalysis.errors import ConfigError
+from cganalysis.testbed.backends import simcode
+
+#: Prints where the package an interpreter imports is.
+WHERE = "import cganalysis, os; print(os.path.dirname(cganalysis.__file__))"
+#: What the native extension is built from: equal at both commits, this one's is reused.
+RUST_SOURCES = ("native", "Cargo.toml", "Cargo.lock")
+
+
+def _git(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(root), *argv], capture_output=True, text=True, check=False
+    )
+
+
+def recorded_commit(meta: dict[str, Any], where: str) -> str:
+    commit = str(((meta.get("controller") or {}).get("git") or {}).get("commit") or "")
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        raise ConfigError(
+            f"{where}: key controller.git.commit: {commit[:40]!r} is no commit: the code "
+            "that made the run is unknown, so it cannot be run again"
+        )
+    return commit
+
+
+def check_out(root: Path, commit: str, cache: Path) -> Path:
+    """``commit`` of the repository at ``root``, extracted into ``cache/COMMIT`` (once)
+    with this installation's native extension; readable by every user (the sim kernel's
+    user reads it)."""
+    if _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        raise ConfigError(
+            f"the dataset's code, commit {commit[:12]}, is not in {root}'s history (a shallow "
+            f"clone?): `git -C {root} fetch --unshallow` (or fetch that commit), then again"
+        )
+    _refuse_other_rust(root, commit)
+    dest = cache / commit
+    if (dest / "src" / "cganalysis").is_dir():
+        return dest
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{commit[:12]}-", dir=cache))
+    try:
+        archive = subprocess.Popen(
+            ["git", "-C", str(root), "archive", "--format=tar", commit],
+            stdout=subprocess.PIPE,
+        )
+        subprocess.run(["tar", "-x", "-C", str(tmp)], stdin=archive.stdout, check=True)
+        if archive.wait() != 0:
+            raise ConfigError(f"git archive {commit[:12]} failed in {root}")
+        from cganalysis import _native
+
+        shutil.copy2(_native.__file__, tmp / "src" / "cganalysis" / Path(_native.__file__).name)
+        subprocess.run(["chmod", "-R", "a+rX", str(tmp)], check=True)
+        tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def _refuse_other_rust(root: Path, commit: str) -> None:
+    changed = _git(root, "diff", "--name-only", commit, "--", *RUST_SOURCES).stdout.split()
+    if changed:
+        raise ConfigError(
+            f"the dataset's code, commit {commit[:12]}, has other Rust sources than this "
+            f"checkout ({changed[0]}, ...): its native extension is not this one; build it "
+            f"(a checkout at {commit[:12]}, `bash scripts/install.sh`) and reproduce from there"
+        )
+
+
+def canonical(meta: dict[str, Any]) -> bool:
+    """Whether the run's guest saw its code at the fixed paths."""
+    ident = ((meta.get("testbed") or {}).get("sim") or {}).get("identity") or {}
+    return (ident.get("interpreter") or {}).get("path") == simcode.PYTHON
+
+
+def experiment_argv(code: Path, argv: list[str], meta: dict[str, Any]) -> list[str]:
+    """The command that runs ``cganalysis ARGV`` with the checked-out code: its package
+    first on the search path; for code from before the fixed paths, in a mount namespace
+    where it is bound over the package this interpreter imports without that (what the
+    old guest imports: the venv names it), as root only."""
+    run = [sys.executable, "-m", "cganalysis.cli", *argv]
+    if canonical(meta):
+        return ["env", f"PYTHONPATH={code / 'src'}", *run]
+    if os.geteuid() != 0:
+        raise ConfigError(
+            "the run was made before sim guests saw their code at fixed paths: making it "
+            "again binds the dataset's code over this venv's package, which needs root "
+            "(run reproduce with sudo)"
+        )
+    bind = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    return [
+        "unshare", "--mount", "--propagation", "private", "sh", "-c", bind, "sh",
+        str(code / "src" / "cganalysis"), venv_package(), "env", "-u", "PYTHONPATH", *run,
+    ]  # fmt: skip
+
+
+def venv_package() -> str:
+    """The package this interpreter imports without ``PYTHONPATH``: the one the guest of
+    code from before the fixed paths imported (the venv's own, an editable install's
+    checkout)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-c", WHERE],
+        capture_output=True, text=True, check=True, env=env,
+    ).stdout.strip()  # fmt: skip
