@@ -157,6 +157,15 @@ if (($(cat /proc/sys/vm/max_map_count) < 1048576)); then
     $sudo_cmd tee "$map_count_file" >/dev/null
   $sudo_cmd sysctl -q -p "$map_count_file" || say "could not apply $map_count_file now (a container?)"
 fi
+# An ordinary user's netns run mounts a private tmpfs over /run/netns (in its own mount
+# namespace) and cannot make the folder: made now and at every boot (systemd-tmpfiles).
+netns_tmpfiles=/etc/tmpfiles.d/cganalysis-netns.conf
+if [[ ! -f "$netns_tmpfiles" ]]; then
+  say "making /run/netns at boot ($netns_tmpfiles)"
+  printf '# scripts/install.sh: netns runs of ordinary users\nd /run/netns 0755 root root -\n' |
+    $sudo_cmd tee "$netns_tmpfiles" >/dev/null
+fi
+$sudo_cmd mkdir -p /run/netns
 
 # --- native programs --------------------------------------------------------------------
 say "building the native programs (cga-cg, cga-emu, libcga_simrng; release mode)"

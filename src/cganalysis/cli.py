@@ -113,6 +113,8 @@ def _main(argv: list[str], as_program: bool) -> int:
     args = parser.parse_args(argv)
     if args.command in ANALYSIS_COMMANDS:
         note_root(f"cganalysis {args.command}")
+    # A command may re-execute itself with these words (experiment: in a user namespace).
+    args.program_argv = list(argv) if as_program else None
     try:
         status: int = args.run(args)
     except CganalysisError as err:

@@ -87,7 +87,9 @@ def add_parser(sub: Any) -> None:
         help="remove namespaces, processes and remote state left by killed runs",
         description="Removes what runs whose process is gone left behind: network "
         "namespaces named cgatb-<pid>-*, their processes, and (ssh testbeds) remote "
-        "processes, qdiscs and work directories recorded in /run/cganalysis/testbeds.",
+        "processes, qdiscs and work directories recorded in /run/cganalysis/testbeds; "
+        "run by an ordinary user, the processes of their killed runs' user namespaces "
+        "(recorded in their runtime folder).",
     )
     cl.add_argument("--all", action="store_true", help="also testbeds of live runs (careful)")
     cl.add_argument("-n", "--dry-run", action="store_true", help="only list")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from cganalysis.testbed.backends import state
+from cganalysis.testbed.backends import state, userns
 
 
 def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
@@ -18,10 +19,18 @@ def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
                 yield f"{st['_path']}: namespace {ns!r} left alone: not a name this package makes"
                 continue
             seen.add(ns)
-            if ns in state.list_namespaces():
+            if "user_namespace" not in st and ns in state.list_namespaces():
                 yield f"{'would remove' if dry_run else 'removing'} namespace {ns}"
                 if not dry_run:
                     state.delete_namespace(ns)
+        if "user_namespace" in st:
+            # An ordinary user's run: its namespaces die with its user namespace's last process.
+            pids = userns.leftover_processes(st)
+            if pids:
+                verb = "would end" if dry_run else "ending"
+                yield f"{verb} {len(pids)} process(es) of run {st.get('tag')}'s user namespace"
+                if not dry_run:
+                    userns.kill(pids)
         if st.get("backend") == "ssh":
             from cganalysis.testbed.backends.sshclean import clean_remote
 
@@ -39,7 +48,9 @@ def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
                     shutil.rmtree(ctl, ignore_errors=True)
         if not dry_run:
             Path(st["_path"]).unlink(missing_ok=True)
-    for ns in state.leftover_namespaces(include_live):
+    # The host's /run/netns holds root's namespaces only: an ordinary user's live and die
+    # with its user namespace (above).
+    for ns in state.leftover_namespaces(include_live) if os.geteuid() == 0 else []:
         if ns in seen:
             continue
         yield f"{'would remove' if dry_run else 'removing'} namespace {ns} (owner gone)"

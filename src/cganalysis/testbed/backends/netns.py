@@ -21,6 +21,8 @@
   IPv6 off (no RS/MLD noise in captures).
 - TCP metrics caching off on the endpoints: otherwise each iperf3 step would start from
   the previous connection's ssthresh.
+- Run by an ordinary user, the same commands run inside a user namespace that owns the
+  namespaces (userns.py); the state file then names it, for ``testbed clean``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.backends import state
+from cganalysis.testbed.backends import state, userns
 from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
 from cganalysis.testbed.backends.topology import Layout, Topology
 
@@ -47,7 +49,10 @@ class NetnsTestbed:
         self.layout = layout
         self.workdir = workdir
         self.tag = tag or state.new_tag()
-        self.state = state.StateFile(self.tag, {"backend": "netns"})
+        #: An ordinary user's run, in a user namespace of its own (userns.py).
+        self.rootless = userns.inside()
+        owner = userns.identity() if self.rootless else {}
+        self.state = state.StateFile(self.tag, {"backend": "netns", **owner})
         self.created: list[str] = []
         self.commands: list[list[str]] = []
         self.notes: list[str] = []
@@ -162,6 +167,11 @@ class NetnsTestbed:
         from cganalysis.testbed.backends.mmlink import wire
 
         assert self.layout.mahimahi is not None
+        if self.rootless:
+            raise TestbedError(
+                "netns testbed: mahimahi runs as root only (its shell changes user; "
+                "mm-link's helpers are setuid): run this experiment as root"
+            )
         for role in ("srv", "rtr", "cli"):
             self._namespace(role)
         self._veth(("srv", "srv0"), ("rtr", "rtr0"))
@@ -259,6 +269,7 @@ class NetnsTestbed:
             "backend": "netns",
             "tag": self.tag,
             "namespaces": [self.ns(r) for r in self.hosts],
+            **({"user_namespace": True} if self.rootless else {}),
             "offloads_off": list(OFFLOADS),
             **(
                 {"offloads_kept_on": [dev for _, dev in DATA_VETHS]}
