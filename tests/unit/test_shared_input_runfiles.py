@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -253,6 +254,17 @@ def test_run_id_templates_outside_the_grammar_are_refused(tmp_path: Path, templa
     with pytest.raises(ConfigError, match=r"camp\.yaml: key run_id") as err:
         load_campaign(path)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("level", ["x1.51", "v2.0"])
+def test_a_run_id_with_a_dot_is_refused_naming_it(tmp_path: Path, level: str) -> None:
+    """The workflow names a run's files <run_id>.<what>.<ext>; a dotted id found no input
+    in its report rules (a MissingInputException naming no key)."""
+    path = _campaign(tmp_path, factors={"scale": {level: {}}}, run_id="{campaign}-{scale}")
+    with pytest.raises(
+        ConfigError, match=rf"camp\.yaml: key run_id: c-{re.escape(level)}: no '\.'"
+    ):
+        load_campaign(path)
 
 
 @given(st.text(max_size=30))

@@ -178,6 +178,12 @@ def load_campaign(path: Path) -> Campaign:
             except (KeyError, IndexError, ValueError) as err:
                 raise sec.error("run_id", f"{template!r}: {err}") from None
             check_name(run_id, f"{where}: run id")
+            if "." in run_id:
+                # The workflow names a run's files <run_id>.<what>.<ext>: a dot in the id
+                # makes them ambiguous and its report rules find no input.
+                raise sec.error(
+                    "run_id", f"{run_id}: no '.' in a run id; name the factor level without it"
+                )
             doc = deep_merge(merged, {})
             if isinstance(doc, dict):
                 doc.setdefault("name", name)
