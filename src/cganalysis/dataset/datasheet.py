@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from cganalysis.dataset.columns import Column, describe, unit_of
+from cganalysis.dataset.columns import Column, describe
 from cganalysis.dataset.published import raw_data_lines
 
 #: Tables of the dataset -> the schema in cganalysis.schemas that declares them.
@@ -47,8 +47,12 @@ def _column_rows(columns: list[Column]) -> list[str]:
     return [f"| `{c.name}` | {c.dtype} | {c.unit} | {c.description} |" for c in columns]
 
 
+def _column_json(c: Column) -> dict[str, str]:
+    return {"name": c.name, "dtype": str(c.dtype), "unit": c.unit, "description": c.description}
+
+
 def _runs_columns(runs_table: pl.DataFrame) -> list[Column]:
-    return [Column(n, str(t), unit_of(n), "") for n, t in runs_table.schema.items()]
+    return [Column(n, t, "") for n, t in runs_table.schema.items()]
 
 
 def _runs(runs: list[str]) -> str:
@@ -210,7 +214,9 @@ def render_datasheet(
         "runs": runs_table.get_column("run_id").to_list(),
         "provenance": provenance,
         "published": published,
-        "schemas": {path: [c.__dict__ for c in tables[schema]] for path, schema, _ in table_list}
+        "schemas": {
+            path: [_column_json(c) for c in tables[schema]] for path, schema, _ in table_list
+        }
         | {"runs.csv": [c.__dict__ for c in _runs_columns(runs_table)]},
         "files": dict(sorted(checksums.items())),
         "reproduces": papers_for(campaign),
