@@ -28,8 +28,6 @@ class CgSource:
     name: str
     #: ``cg.sender_args`` are passed to its sender (else a run file giving them is refused).
     takes_sender_args = False
-    #: Why it cannot run on the sim testbed's simulated time, if it cannot.
-    sim_refusal: str | None = None
     #: The ``cg.encoder`` values it can run (cganalysis.cg.encoders); none: no encoder.
     encoders: tuple[str, ...] = ()
 
@@ -44,6 +42,13 @@ class CgSource:
     def check(self, host: Host) -> None:
         """Raises TestbedError naming what is missing, before anything is touched
         (``host``: this machine for netns, the router of an ssh testbed)."""
+
+    def simulated_clock_refusal(self, cfg: CgConfig) -> tuple[str, str] | None:
+        """Why it cannot run as ``cfg`` asks where the clock is simulated (a testbed type
+        with ``simulated_clock``: it advances only when every process is idle), as (the
+        ``cg`` key to name, the reason); None where it can. A loop that neither sleeps nor
+        reads the clock stops such a clock; one that polls it crawls."""
+        return None
 
     def program_env(self) -> dict[str, str]:
         """The environment that names this source's programs as found on this machine, for

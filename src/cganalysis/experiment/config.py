@@ -235,11 +235,28 @@ def parse_run(data: Any, where: str, base_dir: Path) -> RunConfig:
     sec.finish()
     if cfg.cg.port == cfg.competitor.port:
         raise ConfigError(f"{where}: key cg.port: {cfg.cg.port} is also competitor.port")
+    _refuse_on_simulated_clock(cfg, where)
     system = cfg.labels.get("system")
     why = None if system is None else system_label_error(str(system), cfg.cg.source)
     if why is not None:
         raise ConfigError(f"{where}: key labels.system: {why}")
     return cfg
+
+
+def _refuse_on_simulated_clock(cfg: RunConfig, where: str) -> None:
+    """A CG source that cannot run as asked where the testbed's clock is simulated, refused
+    when the run file is read (before any kernel boots)."""
+    from cganalysis.experiment.sources import SOURCES
+
+    if not testbed_type(cfg.testbed.kind).simulated_clock:
+        return
+    refusal = SOURCES[cfg.cg.source].simulated_clock_refusal(cfg.cg)
+    if refusal is not None:
+        key, why = refusal
+        raise ConfigError(
+            f"{where}: key cg.{key}: cannot run on the {cfg.testbed.kind} testbed's simulated "
+            f"clock: {why}"
+        )
 
 
 def _offloads(sec: Section) -> str:

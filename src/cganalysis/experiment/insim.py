@@ -69,7 +69,6 @@ def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any
     """``mode``: experiment or calibration; ``opts``: the runner's RunOptions. Returns
     meta.json (or calibration.json)."""
     out = out.absolute()
-    _refuse_clock_spinning(cfg)
     sim = load_options(cfg.testbed.path)
     _refuse_missing_cca(cfg, sim)
     rundir.check_new(out)
@@ -144,29 +143,6 @@ def _refuse_missing_cca(cfg: RunConfig, sim: SimOptions) -> None:
     why = ccaname.recorded_refusal(cfg.source, cfg.competitor.cca, label, kernel.info)
     if why is not None:
         raise ConfigError(why)
-
-
-def _refuse_clock_spinning(cfg: RunConfig) -> None:
-    """A CG source that spins (its ``sim_refusal``: a loop without sleep or clock read
-    stops simulated time), and ``cga-cg --spin-us``, which busy-waits on the clock before
-    each packet: on simulated time each clock read advances it 256 ns, so the run would
-    crawl (about 100 wall seconds per simulated second) for nothing (the simulated clock
-    wakes a sleeper on time)."""
-    refusal = SOURCES[cfg.cg.source].sim_refusal
-    if refusal is not None:
-        raise ConfigError(
-            f"{cfg.source}: key cg.source: {cfg.cg.source} cannot run on sim: {refusal}"
-        )
-    args = list(cfg.cg.sender_args)
-    if "--spin-us" in args:
-        i = args.index("--spin-us")
-        value = args[i + 1] if i + 1 < len(args) else "0"
-        if value not in ("0", "0.0"):
-            raise ConfigError(
-                f"{cfg.source}: key cg.sender_args: --spin-us {value} busy-waits on the clock, "
-                "which on the sim testbed's simulated time crawls; drop it (a sleeper wakes "
-                "on time there)"
-            )
 
 
 def _facts(data: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:

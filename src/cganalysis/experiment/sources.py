@@ -113,6 +113,23 @@ class CgaCg(CgSource):
     def program_env(self) -> dict[str, str]:
         return {BINARY_ENV: os.environ[BINARY_ENV]} if os.environ.get(BINARY_ENV) else {}
 
+    def simulated_clock_refusal(self, cfg: CgConfig) -> tuple[str, str] | None:
+        """``--spin-us`` busy-waits on the clock before each packet: where each clock read
+        advances a simulated clock 256 ns, the run crawls (about 100 wall seconds per
+        simulated second) for nothing, since that clock wakes a sleeper on time."""
+        args = list(cfg.sender_args)
+        if "--spin-us" not in args:
+            return None
+        i = args.index("--spin-us")
+        value = args[i + 1] if i + 1 < len(args) else "0"
+        if value in ("0", "0.0"):
+            return None
+        return (
+            "sender_args",
+            f"--spin-us {value} busy-waits on the clock, which on simulated time crawls; "
+            "drop it (a sleeper wakes on time there)",
+        )
+
     def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started:
         c = topo.client
         log_dir = c.path("cg-receiver")

@@ -16,7 +16,7 @@ UML kernel's drivers.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 ParseFile = Callable[[Any, str], "str | None"]
 Probing = Callable[[Path | None], AbstractContextManager["Host"]]
 Build = Callable[["Layout", Path, Path | None], "Testbed"]
+#: Undoes what a dead run of the type left besides its namespaces (``testbed clean``):
+#: (its state file's record, dry run) -> one line per thing done or that would be.
+Clean = Callable[[dict[str, Any], bool], Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,10 @@ class TestbedType:
     #: A run may keep the kernel's offloads (``offloads: kernel``): its server, router and
     #: client are namespaces of one kernel, joined by veths that pass TSO super-packets.
     offloads: bool
+    #: Its clock is simulated: it advances only when every process of the run is idle (a
+    #: CG source that spins or polls the clock cannot run there: its
+    #: ``simulated_clock_refusal``).
+    simulated_clock: bool
     #: Inside its own guest, the type this process builds (a vm run is a netns run there).
     guest_builds: str | None
     #: With ``guest_builds``: whether this process is that guest.
@@ -62,6 +69,8 @@ class TestbedType:
     #: The router's own kernel, when it is not the probing host's (uml).
     router_probing: Probing | None
     build: Build
+    #: What ``testbed clean`` undoes beyond the namespaces (None: nothing).
+    clean: Clean | None = None
 
 
 def _parse_netns(data: Any, where: str) -> str | None:
@@ -138,6 +147,25 @@ def _probing_vm(path: Path | None) -> AbstractContextManager[Host]:
     return probing_vm(path)
 
 
+def _clean_ssh(st: dict[str, Any], dry_run: bool) -> Iterable[str]:
+    from cganalysis.testbed.backends.sshclean import clean_remote
+
+    return clean_remote(st, dry_run)
+
+
+def _clean_vm(st: dict[str, Any], dry_run: bool) -> Iterable[str]:
+    from cganalysis.testbed.backends.vm import clean_vm
+
+    return clean_vm(st, dry_run)
+
+
+def _clean_uml(st: dict[str, Any], dry_run: bool) -> Iterable[str]:
+    """The kernel died with its namespace; its control folder stays."""
+    from cganalysis.testbed.backends.uml import clean_control_folder
+
+    return clean_control_folder(st, dry_run)
+
+
 def _build_netns(layout: Layout, workdir: Path, path: Path | None) -> Testbed:
     from cganalysis.testbed.backends.netns import NetnsTestbed
 
@@ -200,6 +228,7 @@ TESTBED_TYPES: dict[str, TestbedType] = {
     for t in (
         TestbedType(
             "netns",
+            simulated_clock=False,
             names_only=True,
             local=True,
             bare=True,
@@ -215,6 +244,7 @@ TESTBED_TYPES: dict[str, TestbedType] = {
         ),
         TestbedType(
             "uml",
+            simulated_clock=False,
             names_only=False,
             local=True,
             bare=True,
@@ -227,9 +257,11 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             probing=_probing_local("uml"),
             router_probing=_probing_uml_router,
             build=_build_uml,
+            clean=_clean_uml,
         ),
         TestbedType(
             "ssh",
+            simulated_clock=False,
             names_only=False,
             local=False,
             bare=False,
@@ -242,9 +274,11 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             probing=_probing_ssh,
             router_probing=None,
             build=_build_ssh,
+            clean=_clean_ssh,
         ),
         TestbedType(
             "vm",
+            simulated_clock=False,
             names_only=False,
             local=False,
             bare=True,
@@ -257,9 +291,11 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             probing=_probing_vm,
             router_probing=None,
             build=_build_vm,
+            clean=_clean_vm,
         ),
         TestbedType(
             "sim",
+            simulated_clock=True,
             names_only=False,
             # Namespaces of its own kernel, not of this machine: no machine lock (its runs
             # share no timing with anything), root only to start the kernel.

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 from cganalysis.testbed.backends import state, userns
+from cganalysis.testbed.types import TESTBED_TYPES
 
 
 def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
@@ -31,21 +31,9 @@ def clean(include_live: bool = False, dry_run: bool = False) -> Iterator[str]:
                 yield f"{verb} {len(pids)} process(es) of run {st.get('tag')}'s user namespace"
                 if not dry_run:
                     userns.kill(pids)
-        if st.get("backend") == "ssh":
-            from cganalysis.testbed.backends.sshclean import clean_remote
-
-            yield from clean_remote(st, dry_run)
-        if st.get("backend") == "vm":
-            from cganalysis.testbed.backends.vm import clean_vm
-
-            yield from clean_vm(st, dry_run)
-        if st.get("backend") == "uml" and st.get("uml_console"):
-            # The kernel died with its namespace (above); its control folder stays.
-            ctl = Path(st["uml_console"]).parent
-            if ctl.is_dir() and ctl.name.startswith("cga-uml-"):
-                yield f"{'would remove' if dry_run else 'removing'} UML control folder {ctl}"
-                if not dry_run:
-                    shutil.rmtree(ctl, ignore_errors=True)
+        bed = TESTBED_TYPES.get(str(st.get("backend")))
+        if bed is not None and bed.clean is not None:
+            yield from bed.clean(st, dry_run)
         if not dry_run:
             Path(st["_path"]).unlink(missing_ok=True)
     # The host's /run/netns holds root's namespaces only: an ordinary user's live and die

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -261,3 +262,17 @@ class UmlTestbed(NetnsTestbed):
                 else "none"
             ),
         }
+
+
+def clean_control_folder(st: dict[str, Any], dry_run: bool) -> list[str]:
+    """For ``cganalysis testbed clean``: a dead run's control folder (its kernel died with
+    its namespace)."""
+    console = st.get("uml_console")
+    if not console:
+        return []
+    ctl = Path(str(console)).parent
+    if not (ctl.is_dir() and ctl.name.startswith("cga-uml-")):
+        return []
+    if not dry_run:
+        shutil.rmtree(ctl, ignore_errors=True)
+    return [f"{'would remove' if dry_run else 'removing'} UML control folder {ctl}"]
