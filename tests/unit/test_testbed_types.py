@@ -59,3 +59,33 @@ def test_inside_its_guest_a_vm_run_builds_the_netns_testbed(
     monkeypatch.setenv(GUEST_ENV, "{}")
     assert built_here("vm").name == "netns" and not guest_host_side(cfg)
     assert built_here("uml").name == "uml"
+
+
+def test_every_type_run_in_a_guest_has_a_hand_over_and_only_those() -> None:
+    from cganalysis.experiment.runner import HAND_OVER
+
+    in_guest = {t.name for t in TESTBED_TYPES.values() if t.guest_builds is not None}
+    assert set(HAND_OVER) == in_guest == {"vm", "sim"}
+
+
+def test_a_guest_job_round_trips_and_its_failures_raise_as_a_local_run_would(
+    tmp_path: Path,
+) -> None:
+    from cganalysis.experiment import handover
+    from cganalysis.experiment.config import load_run
+    from cganalysis.experiment.plan import RunOptions
+    from cganalysis.testbed.backends.hosts import TestbedError
+
+    cfg = load_run(REPO / "configs" / "runs" / "quick-sim-dualpi2.yaml")
+    said: list[str] = []
+    opts = RunOptions(run_id="r", max_duration_s=3.0, progress=lambda m: None)
+    handover.write_job(tmp_path, handover.GuestJob("experiment", cfg, opts))
+    job = handover.read_job(tmp_path, said.append)
+    assert job.cfg == cfg and job.mode == "experiment" and job.options.max_duration_s == 3.0
+    job.options.progress("hello")
+    assert said == ["hello"]
+    handover.raise_for({"ok": True}, "sim")
+    with pytest.raises(ConfigError, match=r"in the sim guest: bad key \(x\)"):
+        handover.raise_for({"ok": False, "kind": "config", "error": "bad key"}, "sim", " (x)")
+    with pytest.raises(TestbedError, match="in the vm guest: gone"):
+        handover.raise_for({"ok": False, "kind": "testbed", "error": "gone"}, "vm")

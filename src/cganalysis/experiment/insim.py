@@ -21,17 +21,23 @@ run twice is the same run.
 from __future__ import annotations
 
 import json
-import pickle
 import shutil
 import sys
 import tempfile
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cganalysis.errors import CganalysisError, ConfigError
+from cganalysis.errors import ConfigError
 from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
+from cganalysis.experiment.handover import (
+    GuestJob,
+    Mode,
+    raise_for,
+    write_job,
+)
+from cganalysis.experiment.plan import RunOptions
 from cganalysis.experiment.sources import SOURCES
 from cganalysis.interrupts import signals_raise
 from cganalysis.io import write_json
@@ -43,8 +49,9 @@ from cganalysis.testbed.backends.simkernel import GUEST_JOB, console_tail, run_g
 from cganalysis.testbed.backends.umlagent import KERNEL_TOOLS
 from cganalysis.testbed.measure.provenance import git_state
 
-#: What the guest calls for the job.
-ENTRY = f"{__name__}:run_job"
+#: What the guest calls for the job (a name: the guest's side imports the runner, which
+#: imports this module).
+ENTRY = "cganalysis.experiment.guestjob:run_sim_job"
 #: The run directory's name inside the job folder.
 RUN = "run"
 
@@ -65,9 +72,8 @@ def guest_env(cfg: RunConfig) -> dict[str, str]:
     }
 
 
-def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any]:
-    """``mode``: experiment or calibration; ``opts``: the runner's RunOptions. Returns
-    meta.json (or calibration.json)."""
+def run_in_sim(mode: Mode, cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
+    """Returns meta.json (or calibration.json)."""
     out = out.absolute()
     sim = load_options(cfg.testbed.path)
     _refuse_missing_cca(cfg, sim)
@@ -82,20 +88,23 @@ def run_in_sim(mode: str, cfg: RunConfig, out: Path, opts: Any) -> dict[str, Any
 
 
 def _run(
-    mode: str, cfg: RunConfig, out: Path, opts: Any, ctl: Path, seed: int, sim: SimOptions
+    mode: Mode,
+    cfg: RunConfig,
+    out: Path,
+    opts: RunOptions,
+    ctl: Path,
+    seed: int,
+    sim: SimOptions,
 ) -> dict[str, Any]:
     try:
-        plain = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name != "progress"}
-        plain.update(run_id=RUN, campaign=None, repetition=None)
+        guest_opts = replace(opts, run_id=RUN, campaign=None, repetition=None)
         if opts.calibration_file is not None:
             shutil.copyfile(opts.calibration_file, ctl / "calibration.json")
-            plain["calibration_file"] = Path(GUEST_JOB) / "calibration.json"
-        canonical = replace(cfg, source="run.yaml")
-        with (ctl / "job.pkl").open("wb") as fh:
-            pickle.dump((canonical, mode, plain), fh)
+            guest_opts = replace(guest_opts, calibration_file=Path(GUEST_JOB) / "calibration.json")
+        write_job(ctl, GuestJob(mode, replace(cfg, source="run.yaml"), guest_opts))
         facts = {"seed": seed, "start_utc": sim.start_utc, "clock": "time-travel=inf-cpu"}
         env = guest_env(cfg)
-        job = {"entry": ENTRY, "pickle": "job.pkl", "env": env, "sim": facts}
+        job = {"entry": ENTRY, "env": env, "sim": facts}
         (ctl / "job.json").write_text(json.dumps(job), encoding="utf-8")
         schedule = cfg.schedule.scaled(opts.time_scale).fit(opts.max_duration_s)
         # The guest's own span: the schedule, calibration and set-up (a generous bound).
@@ -108,11 +117,9 @@ def _run(
             tail = console_tail(ctl / "console.log")
             raise TestbedError(f"sim testbed: the guest ended without a result ({tail})")
         result = json.loads(result_file.read_text(encoding="utf-8"))
-        if not result.get("ok"):
-            err = f"in the sim guest: {result.get('error')}"
-            if result.get("error", "").startswith("the run's process ended"):
-                err += f" (console: {console_tail(ctl / 'console.log')})"
-            raise ConfigError(err) if result.get("kind") == "config" else TestbedError(err)
+        crashed = str(result.get("error", "")).startswith("the run's process ended")
+        console = f" (console: {console_tail(ctl / 'console.log')})" if crashed else ""
+        raise_for(result, "sim", console)
         if result.get("sim_s"):
             facts["sim_s"] = result["sim_s"]
             facts["wall_s_per_sim_s"] = round(facts["wall_s"] / result["sim_s"], 3)
@@ -152,7 +159,7 @@ def _facts(data: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def _named(
-    meta: dict[str, Any], cfg: RunConfig, opts: Any, facts: dict[str, Any]
+    meta: dict[str, Any], cfg: RunConfig, opts: RunOptions, facts: dict[str, Any]
 ) -> dict[str, Any]:
     """meta.json with the run's real names (the guest ran the canonical job)."""
     meta["run_id"] = opts.run_id
@@ -164,27 +171,3 @@ def _named(
     meta["config"]["source"] = cfg.source
     meta["controller"]["argv"] = sys.argv
     return _facts(meta, facts)
-
-
-def run_job(ctl: Path, job: dict[str, Any]) -> dict[str, Any]:
-    """In the guest: the run the host pickled into ``ctl``, as ``{"ok": ...}``."""
-    from cganalysis.experiment import runner
-    from cganalysis.experiment.plan import RunOptions
-    from cganalysis.testbed.backends.simguest import say
-
-    # Written by the host's own runner for this guest (run_in_sim): trusted input.
-    with (ctl / job["pickle"]).open("rb") as fh:
-        cfg, mode, plain = pickle.load(fh)
-    opts = RunOptions(**plain, progress=say)
-    try:
-        if mode == "experiment":
-            runner.run_experiment(cfg, ctl / RUN, opts)
-        else:
-            runner.run_calibration(cfg, ctl / RUN, opts)
-    except ConfigError as e:
-        return {"ok": False, "kind": "config", "error": str(e)}
-    except CganalysisError as e:
-        return {"ok": False, "kind": "testbed", "error": str(e)}
-    except KeyboardInterrupt as e:
-        return {"ok": False, "kind": "interrupted", "error": f"interrupted ({e})"}
-    return {"ok": True}

@@ -11,7 +11,6 @@ the testbed comes up, teardown runs whatever happens: success, error, SIGINT or 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -19,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.errors import ConfigError
-from cganalysis.experiment import rundir
+from cganalysis.experiment import inguest, insim, rundir
 from cganalysis.experiment.build import make_testbed, network_up
 from cganalysis.experiment.config import RunConfig
+from cganalysis.experiment.handover import Mode
 from cganalysis.experiment.meta import build_meta
 from cganalysis.experiment.plan import Plan, RunOptions, check, guest_host_side
 from cganalysis.experiment.session import Session
@@ -30,7 +30,6 @@ from cganalysis.io import write_json
 from cganalysis.testbed.backends.lock import testbed_lock
 from cganalysis.testbed.backends.topology import Testbed
 from cganalysis.testbed.measure import calibration, provenance
-from cganalysis.testbed.types import testbed_type
 
 
 @contextmanager
@@ -68,13 +67,10 @@ def _testbed(cfg: RunConfig, p: Plan, workdir: Path, opts: RunOptions) -> Iterat
             opts.progress("testbed down")
 
 
-def _in_guest(kind: str) -> Callable[[str, RunConfig, Path, RunOptions], dict[str, Any]]:
-    """What hands a run to its own guest on this host (a VM, a kernel on simulated time):
-    the function the testbed type's registry entry names."""
-    module, _, function = str(testbed_type(kind).hands_over).partition(":")
-    runner: Callable[[str, RunConfig, Path, RunOptions], dict[str, Any]]
-    runner = getattr(importlib.import_module(module), function)
-    return runner
+HandOver = Callable[[Mode, RunConfig, Path, RunOptions], dict[str, Any]]
+#: What hands a run to its own guest on this host, per testbed type whose run happens in a
+#: guest (its ``guest_builds``): a VM, a kernel on simulated time.
+HAND_OVER: dict[str, HandOver] = {"vm": inguest.run_in_guest, "sim": insim.run_in_sim}
 
 
 def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
@@ -85,7 +81,7 @@ def run_experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any
 
 def _experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     if guest_host_side(cfg):
-        return _in_guest(cfg.testbed.kind)("experiment", cfg, out, opts)
+        return HAND_OVER[cfg.testbed.kind]("experiment", cfg, out, opts)
     p = check(cfg, opts)
     opts.progress(
         f"run {opts.run_id}: bottleneck {p.resolution.bottleneck.name} ({p.resolution.reason}), "
@@ -117,7 +113,7 @@ def run_calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, An
 
 def _calibration(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     if guest_host_side(cfg):
-        return _in_guest(cfg.testbed.kind)("calibration", cfg, out, opts)
+        return HAND_OVER[cfg.testbed.kind]("calibration", cfg, out, opts)
     p = check(cfg, opts)
     with _run_dir(cfg, out, f"calibration of {opts.run_id}", opts) as tmp:
         with _testbed(cfg, p, tmp, opts) as bed:

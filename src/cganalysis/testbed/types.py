@@ -59,10 +59,6 @@ class TestbedType:
     guest_builds: str | None
     #: With ``guest_builds``: whether this process is that guest.
     in_guest: Callable[[], bool] | None
-    #: With ``guest_builds``: what hands a run to the guest on the host (``module:function``,
-    #: called as ``(mode, cfg, out, opts)``; named, not imported: the testbed does not
-    #: import the experiment layer).
-    hands_over: str | None
     parse_file: ParseFile
     #: The host whose tools and kernel decide what the run can use (read-only checks).
     probing: Probing
@@ -236,7 +232,6 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             offloads=True,
             guest_builds=None,
             in_guest=None,
-            hands_over=None,
             parse_file=_parse_netns,
             probing=_probing_local("netns"),
             router_probing=None,
@@ -252,7 +247,6 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             offloads=False,
             guest_builds=None,
             in_guest=None,
-            hands_over=None,
             parse_file=_parse_uml,
             probing=_probing_local("uml"),
             router_probing=_probing_uml_router,
@@ -269,7 +263,6 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             offloads=False,
             guest_builds=None,
             in_guest=None,
-            hands_over=None,
             parse_file=_parse_ssh,
             probing=_probing_ssh,
             router_probing=None,
@@ -286,7 +279,6 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             offloads=True,
             guest_builds="netns",
             in_guest=_in_vm,
-            hands_over="cganalysis.experiment.inguest:run_in_guest",
             parse_file=_parse_vm,
             probing=_probing_vm,
             router_probing=None,
@@ -305,7 +297,6 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             offloads=True,
             guest_builds="netns",
             in_guest=_in_sim,
-            hands_over="cganalysis.experiment.insim:run_in_sim",
             parse_file=_parse_sim,
             probing=_probing_sim,
             router_probing=None,

@@ -7,7 +7,7 @@ control folder ``CTL`` shared writable with the host. It reads ``CTL/job.json``,
 - ``serve``: runs the commands the host drops into ``CTL/req/`` and answers in
   ``CTL/resp/`` (tests, ``testbed check``), until ``CTL/stop`` appears;
 - ``experiment`` / ``calibration``: the function the job names as its ``entry``
-  (``cganalysis.experiment.guestjob.run_job``: the ordinary runner on the ``netns``
+  (``cganalysis.experiment.guestjob.run_vm_job``: the ordinary runner on the ``netns``
   testbed with the pickled run configuration); progress lines on stdout, the outcome in
   ``CTL/result.json``. The testbed only calls it: it does not know what a run is.
 
