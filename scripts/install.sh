@@ -83,9 +83,10 @@ if ((dev)); then
   else
     packages+=(chromium)
   fi
-  # --dev: a single-node SLURM cluster for the cluster profile's test
-  # (tests/integration/test_slurm_cluster.py starts its own daemons, key and configuration).
-  packages+=(slurm-wlm munge)
+  # --dev: a single-node SLURM cluster for the cluster profile's test, without and with
+  # accounting (slurmdbd on a MariaDB server); tests/integration/test_slurm_cluster.py
+  # starts its own daemons, key, database and configuration.
+  packages+=(slurm-wlm munge slurmdbd mariadb-server)
 fi
 missing=()
 for pkg in "${packages[@]}"; do installed "$pkg" || missing+=("$pkg"); done
@@ -93,14 +94,17 @@ if ((${#missing[@]})); then
   say "installing Debian packages: ${missing[*]}"
   apt_install "${missing[@]}"
 fi
-# Where systemd runs, installing munge starts and enables its daemon, and slurm-wlm enables
-# slurmd and slurmctld (they start once /etc/slurm/slurm.conf exists). A development machine
-# needs none of them: the test runs its own. Only services this run installed are stopped,
-# so a machine that was a cluster node before keeps its own.
+# Where systemd runs, installing munge or mariadb-server starts and enables its daemon, and
+# slurm-wlm and slurmdbd enable theirs (they start once their configuration exists). A
+# development machine needs none of them: the test runs its own. Only services this run
+# installed are stopped, so a machine that was a cluster node or a database server before
+# keeps its own.
 if [[ -d /run/systemd/system ]]; then
   services=()
   [[ " ${missing[*]} " == *" munge "* ]] && services+=(munge)
   [[ " ${missing[*]} " == *" slurm-wlm "* ]] && services+=(slurmd slurmctld)
+  [[ " ${missing[*]} " == *" slurmdbd "* ]] && services+=(slurmdbd)
+  [[ " ${missing[*]} " == *" mariadb-server "* ]] && services+=(mariadb)
   if ((${#services[@]})); then
     say "stopping and disabling the services just installed: ${services[*]}"
     $sudo_cmd systemctl disable --now "${services[@]}" >/dev/null 2>&1 || true

@@ -2,10 +2,12 @@
 slurmd) and munge, started from a generated configuration in a scratch folder and torn
 down afterwards, even on failure.
 
-No accounting (no slurmdbd): `sacct` has nothing to ask, as on a small lab cluster.
-Everything the daemons write (state, spool, logs, the munge socket and key) is in the
-scratch folder; their ports are free ones, so a cluster already running on the machine is
-not disturbed. Needs root (SlurmUser=root, and a mount namespace for slurmd).
+Without accounting (no slurmdbd) `sacct` has nothing to ask, as on a small lab cluster;
+with it (`accounting=True`) a private MariaDB server and slurmdbd keep every job's record
+(slurm_accounting). Everything the daemons write (state, spool, logs, the munge socket and
+key, the database) is in the scratch folder; their ports are free ones, so a cluster
+already running on the machine is not disturbed. Needs root (SlurmUser=root, and a mount
+namespace for slurmd).
 
 The compute node reads its configuration at the default path, /etc/slurm/slurm.conf, as
 on a real cluster: Snakemake's jobstep plugin runs each job through `srun` with every
@@ -20,8 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,19 +29,16 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from tests.integration.foreground_daemon import foreground_daemon, free_port
+from tests.integration.slurm_accounting import accounting, slurm_conf_lines
+
 #: The node's name in the generated configuration (and `slurmd -N`).
 NODE = "localhost"
+CLUSTER = "cgatest"
 PARTITION = "debug"
 #: slurmctld and slurmd start within a few seconds; a node still not idle after this is
 #: a configuration error worth failing on.
 START_TIMEOUT_S = 30
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def node_line(min_memory_mb: int) -> str:
@@ -60,13 +57,14 @@ def node_line(min_memory_mb: int) -> str:
     )
 
 
-def slurm_conf(folder: Path, munge_socket: Path, node: str) -> str:
+def slurm_conf(folder: Path, munge_socket: Path, node: str, accounting: list[str]) -> str:
+    """The cluster's slurm.conf; `accounting`: its accounting lines (none: no accounting)."""
     return "\n".join(
         [
-            "ClusterName=cgatest",
+            f"ClusterName={CLUSTER}",
             f"SlurmctldHost={NODE}",
-            f"SlurmctldPort={_free_port()}",
-            f"SlurmdPort={_free_port()}",
+            f"SlurmctldPort={free_port()}",
+            f"SlurmdPort={free_port()}",
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
@@ -76,10 +74,13 @@ def slurm_conf(folder: Path, munge_socket: Path, node: str) -> str:
             "TaskPlugin=task/none",
             "SelectType=select/cons_tres",
             "SlurmdParameters=config_overrides",
-            "AccountingStorageType=accounting_storage/none",
+            *(accounting or ["AccountingStorageType=accounting_storage/none"]),
             "JobAcctGatherType=jobacct_gather/none",
             "MpiDefault=none",
             "ReturnToService=2",
+            # A job starts when submitted, not up to 3 s later (SLURM's default delay for
+            # batch jobs, meant for clusters that take many submissions a second).
+            "SchedulerParameters=batch_sched_delay=0",
             f"StateSaveLocation={folder / 'state'}",
             f"SlurmdSpoolDir={folder / 'spool'}",
             f"SlurmctldPidFile={folder / 'slurmctld.pid'}",
@@ -91,22 +92,6 @@ def slurm_conf(folder: Path, munge_socket: Path, node: str) -> str:
             "",
         ]
     )
-
-
-@contextmanager
-def _daemon(argv: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """A daemon in the foreground, ended by its process id when the block exits."""
-    process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL)
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 def _wait_for_idle_node(env: dict[str, str], daemons: list[subprocess.Popen[bytes]]) -> None:
@@ -143,62 +128,68 @@ def _cancel_jobs(env: dict[str, str]) -> None:
 
 
 @contextmanager
-def single_node_cluster(min_memory_mb: int) -> Iterator[dict[str, str]]:
-    """A running cluster; yields the environment its client commands need (SLURM_CONF)."""
+def single_node_cluster(
+    min_memory_mb: int, *, accounting: bool = False
+) -> Iterator[dict[str, str]]:
+    """A running cluster, with slurmdbd and its database if `accounting`; yields the
+    environment its client commands need (SLURM_CONF)."""
     # Not pytest's tmp_path: munged wants the socket's folder open to all (0755) and a
     # short path (a Unix socket's path is limited to 108 bytes).
     folder = Path(tempfile.mkdtemp(prefix="cga-slurm-"))
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, folder, ignore_errors=True)
-        folder.chmod(0o755)
-        for name in ("state", "spool", "etc"):
-            (folder / name).mkdir()
-        key_folder = folder / "munge"
-        key_folder.mkdir(mode=0o700)
-        key = key_folder / "munge.key"
-        key.write_bytes(os.urandom(1024))
-        key.chmod(0o400)
-        munge_socket = folder / "munge.socket"
-        conf = folder / "etc" / "slurm.conf"
-        conf.write_text(slurm_conf(folder, munge_socket, node_line(min_memory_mb)))
-        env = {**os.environ, "SLURM_CONF": str(conf)}
-        munged = stack.enter_context(
-            _daemon(
-                [
-                    "munged",
-                    "--foreground",
-                    f"--socket={munge_socket}",
-                    f"--key-file={key}",
-                    f"--pid-file={folder / 'munged.pid'}",
-                    f"--seed-file={folder / 'munged.seed'}",
-                    f"--log-file={folder / 'munged.log'}",
-                ],
-                env,
-            )
-        )
-        slurmctld = stack.enter_context(_daemon(["slurmctld", "-D", "-i", "-f", str(conf)], env))
-        bind_and_run = f'mount --bind "$1" /etc/slurm && exec slurmd -D -N {NODE}'
-        slurmd = stack.enter_context(
-            _daemon(
-                [
-                    "unshare",
-                    "--mount",
-                    "--propagation=private",
-                    "sh",
-                    "-c",
-                    bind_and_run,
-                    "sh",
-                    str(folder / "etc"),
-                ],
-                env,
-            )
-        )
-        stack.callback(_cancel_jobs, env)
         try:
-            _wait_for_idle_node(env, [munged, slurmctld, slurmd])
+            env = _start(stack, folder, min_memory_mb, accounting)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{_logs(folder)}") from None
         yield env
+
+
+def _start(
+    stack: ExitStack, folder: Path, min_memory_mb: int, with_accounting: bool
+) -> dict[str, str]:
+    folder.chmod(0o755)
+    for name in ("state", "spool", "etc"):
+        (folder / name).mkdir()
+    key_folder = folder / "munge"
+    key_folder.mkdir(mode=0o700)
+    key = key_folder / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    munge_socket = folder / "munge.socket"
+    dbd_port = free_port()
+    conf = folder / "etc" / "slurm.conf"
+    accounting_lines = slurm_conf_lines(dbd_port, munge_socket) if with_accounting else []
+    conf.write_text(slurm_conf(folder, munge_socket, node_line(min_memory_mb), accounting_lines))
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    munged = stack.enter_context(
+        foreground_daemon(
+            [
+                "munged",
+                "--foreground",
+                f"--socket={munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={folder / 'munged.pid'}",
+                f"--seed-file={folder / 'munged.seed'}",
+                f"--log-file={folder / 'munged.log'}",
+            ],
+            env,
+        )
+    )
+    daemons = [munged]
+    if with_accounting:
+        daemons += stack.enter_context(accounting(folder, munge_socket, dbd_port, CLUSTER, env))
+    daemons.append(
+        stack.enter_context(foreground_daemon(["slurmctld", "-D", "-i", "-f", str(conf)], env))
+    )
+    bind_and_run = f'mount --bind "$1" /etc/slurm && exec slurmd -D -N {NODE}'
+    slurmd_argv = ["unshare", "--mount", "--propagation=private", "sh", "-c", bind_and_run]
+    daemons.append(
+        stack.enter_context(foreground_daemon([*slurmd_argv, "sh", str(folder / "etc")], env))
+    )
+    stack.callback(_cancel_jobs, env)
+    _wait_for_idle_node(env, daemons)
+    return env
 
 
 def _logs(folder: Path) -> str:
