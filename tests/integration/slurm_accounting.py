@@ -38,8 +38,9 @@ def slurm_conf_lines(dbd_port: int, munge_socket: Path) -> list[str]:
         f"AccountingStoragePort={dbd_port}",
         # The munge socket for connections to slurmdbd (AuthInfo's is not used for them).
         f"AccountingStoragePass={munge_socket}",
-        # A job of a user with no account is refused: the registration below is what
-        # lets the test's jobs run at all.
+        # A job runs only under an account its user is associated with. (Registering the
+        # cluster associates root with the account root; the test's jobs must show the
+        # user's registered default account, ACCOUNT, instead.)
         "AccountingStorageEnforce=associations",
     ]
 
