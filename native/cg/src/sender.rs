@@ -15,7 +15,7 @@ use crate::cc::Controller;
 use crate::clock::{mono_ns, process_cpu_ns, reduce_timer_slack, Clock};
 use crate::encoder::FrameSource;
 use crate::history::TxHistory;
-use crate::net;
+use crate::net::{self, RecvBatch};
 use crate::pacer::Pacer;
 use crate::rtp::Packetizer;
 use crate::stop;
@@ -34,25 +34,39 @@ use logs::Logs;
 use queue::RtpQueue;
 use summary::Counts;
 
+/// Feedback datagrams one receive call takes (reports come every 16 or 32 packets, so a
+/// wake-up rarely finds more than one).
+const FEEDBACK_BATCH: usize = 8;
+
 /// Runs the sender until the duration ends or a signal arrives.
 pub fn run(cfg: SenderConfig) -> Result<(), String> {
     let sock = setup::open_socket(&cfg)?;
     stop::install();
     reduce_timer_slack();
     let mut s = Sender::new(cfg, sock)?;
+    let mut feedback = RecvBatch::new(FEEDBACK_BATCH, 65_536);
+    // The socket is read only when the last sleep saw it readable (and on the first turn):
+    // an empty read is a wasted system call, and each costs two host context switches
+    // under user-mode Linux.
+    let mut readable = true;
     loop {
-        let now = s.clock.now();
+        let mut now = s.clock.now();
         if stop::requested() || s.end.is_some_and(|e| now >= e) {
             break;
         }
-        s.read_feedback(now);
+        if readable && s.read_feedback(&mut feedback, now) > 0 {
+            // The controller and its log took time: the packets sent next are stamped
+            // with the time they leave.
+            now = s.clock.now();
+        }
         s.check_timers(now);
         s.enqueue_due_frames(now);
         s.discard_stale_queue(now);
         s.skip_missed_schedule(now);
-        s.send_due(now);
-        s.sleep();
+        let sent_at = s.send_due(now);
+        readable = s.sleep(sent_at);
     }
+    s.counts.recv_calls = feedback.calls;
     s.finish()
 }
 
@@ -86,8 +100,6 @@ struct Sender {
     /// Flags every frame's packets carry (what feedback the controller wants).
     frame_flags: u8,
     counts: Counts,
-    /// Receive buffer for feedback datagrams.
-    buf: Vec<u8>,
 }
 
 impl Sender {
@@ -103,9 +115,11 @@ impl Sender {
     }
 
     /// Sleeps until the next thing to do: a due packet, a frame, a timer (5 ms at most, for
-    /// the loss and feedback timers), or feedback arriving.
-    fn sleep(&self) {
-        let now = self.clock.now();
+    /// the loss and feedback timers), or feedback arriving; `sent_at` is the time read after
+    /// this turn's last send, if it sent (a clock read saved). Returns whether feedback may
+    /// be waiting: the socket became readable, or the sender spun past the poll.
+    fn sleep(&self, sent_at: Option<i64>) -> bool {
+        let now = sent_at.unwrap_or_else(|| self.clock.now());
         let mut next = self.next_frame_ns();
         next = next.min(now + 5_000_000);
         if !self.queue.is_empty() && !self.window_blocked {
@@ -123,7 +137,9 @@ impl Sender {
             while mono_ns() < next && !stop::requested() {
                 std::hint::spin_loop();
             }
+            return true;
         }
+        readable
     }
 
     /// Closes the logs and writes the summary (sender_summary.json, and stderr).

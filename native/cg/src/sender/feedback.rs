@@ -5,19 +5,25 @@
 use super::logs::log_controller;
 use super::Sender;
 use crate::history::FeedbackSummary;
-use crate::net;
+use crate::net::RecvBatch;
 use crate::rfc8888::{Feedback, FMT_CCFB, PT_RTPFB};
 use crate::rtcp::{self, TfrcReport};
 
 impl Sender {
-    /// Handles every feedback datagram waiting on the socket (never blocks).
-    pub(super) fn read_feedback(&mut self, now: i64) {
-        // The buffer is moved out (no copy) while the handlers borrow the rest of the sender.
-        let mut buf = std::mem::take(&mut self.buf);
-        while let Ok(Some((len, _src))) = net::recv_nowait(&self.sock, &mut buf) {
-            self.on_datagram(&buf[..len], now);
+    /// Handles every feedback datagram waiting on the socket (never blocks); returns how
+    /// many there were. `batch` is the loop's receive buffer.
+    pub(super) fn read_feedback(&mut self, batch: &mut RecvBatch, now: i64) -> usize {
+        let mut handled = 0;
+        loop {
+            let n = batch.recv(&self.sock).unwrap_or(0);
+            for i in 0..n {
+                self.on_datagram(batch.datagram(i).0, now);
+            }
+            handled += n;
+            if !batch.more_may_wait() {
+                return handled;
+            }
         }
-        self.buf = buf;
     }
 
     fn on_datagram(&mut self, datagram: &[u8], now: i64) {

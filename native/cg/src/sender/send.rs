@@ -3,6 +3,7 @@
 //! A queue that grew too old is thrown away for an I-frame.
 
 use super::Sender;
+use crate::net;
 use crate::rtp::{flags, PayloadHeader};
 
 impl Sender {
@@ -77,8 +78,35 @@ impl Sender {
         }
     }
 
-    /// Sends everything that is due within a microburst window, while the window allows.
-    pub(super) fn send_due(&mut self, mut now: i64) {
+    /// Sends everything that is due within a microburst window, while the window allows;
+    /// returns the time read after the last packets left, if any did.
+    ///
+    /// The packets due at `now` leave back to back in one `sendmmsg` call, all stamped with
+    /// `now`: under user-mode Linux each system call, a clock read included, costs two host
+    /// context switches, and one batch's sends are microseconds apart anyway. The clock is
+    /// read once after each batch and the window moves with it, as it moved after each
+    /// `send_to` before, so a slow send (a loaded host) still lets the packets that became
+    /// due meanwhile out in the same turn.
+    pub(super) fn send_due(&mut self, mut now: i64) -> Option<i64> {
+        let mut sent_at = None;
+        loop {
+            let datagrams = self.take_due(now);
+            if datagrams.is_empty() {
+                return sent_at;
+            }
+            let refs: Vec<&[u8]> = datagrams.iter().map(Vec::as_slice).collect();
+            let sent = net::send_all(&self.sock, self.cfg.dest, &refs);
+            self.counts.send_errors += sent.failed;
+            self.counts.send_calls += sent.calls;
+            now = self.clock.now();
+            sent_at = Some(now);
+        }
+    }
+
+    /// Takes the packets due within a microburst window of `now` off the queue, while the
+    /// window allows, stamped and booked as leaving at `now`.
+    fn take_due(&mut self, now: i64) -> Vec<Vec<u8>> {
+        let mut datagrams = Vec::new();
         while let Some(front) = self.queue.front() {
             let size = front.bytes.len();
             // A closed window still lets packets out at the minimum rate: SCReAM v2 is
@@ -99,24 +127,22 @@ impl Sender {
             if due > now + self.cfg.burst_ns {
                 break;
             }
-            now = self.send_head(due);
+            datagrams.push(self.take_head(due, now));
         }
+        datagrams
     }
 
-    /// Stamps and sends the queue's head (due at `due`); returns when it left.
-    fn send_head(&mut self, due: i64) -> i64 {
+    /// Stamps the queue's head (due at `due`) as leaving at `send_ns`, books it as sent
+    /// and returns its bytes.
+    fn take_head(&mut self, due: i64, send_ns: i64) -> Vec<u8> {
         let mut p = self.queue.pop().expect("send_due saw a head");
         let size = p.bytes.len();
-        let send_ns = self.clock.now();
         let wall = self.clock.wall(send_ns);
         let rtt_us = self
             .cc
             .srtt_ns()
             .map_or(0, |r| (r / 1000).clamp(0, u32::MAX as i64) as u32);
         PayloadHeader::stamp(&mut p.bytes, (wall / 1000) as u64, rtt_us);
-        if self.sock.send_to(&p.bytes, self.cfg.dest).is_err() {
-            self.counts.send_errors += 1;
-        }
         self.history.on_sent(p.seq, send_ns, size, p.rtp_ts);
         self.cc
             .on_sent(send_ns, size, self.history.bytes_in_flight());
@@ -139,6 +165,6 @@ impl Sender {
                 .int((send_ns - p.enqueued_ns) / 1000);
             log.end();
         }
-        send_ns
+        p.bytes
     }
 }

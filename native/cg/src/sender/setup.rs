@@ -126,7 +126,6 @@ impl Sender {
                 pacing_errors_ns: Vec::with_capacity(1 << 16),
                 ..Counts::default()
             },
-            buf: vec![0u8; 65_536],
         })
     }
 }

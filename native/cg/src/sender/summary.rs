@@ -13,6 +13,9 @@ pub(super) struct Counts {
     pub(super) frames: u64,
     pub(super) keyframes: u64,
     pub(super) send_errors: u64,
+    /// `sendmmsg` and `recvmmsg` calls (system calls per packet, next to `packets`).
+    pub(super) send_calls: u64,
+    pub(super) recv_calls: u64,
     pub(super) rtcp_malformed: u64,
     pub(super) rtcp_unknown: u64,
     pub(super) tfrc_reports: u64,
@@ -72,6 +75,8 @@ pub(super) fn summary(
         .int("keyframes", counts.keyframes as i64)
         .int("keyframe_requests", counts.keyframe_requests as i64)
         .int("send_errors", counts.send_errors as i64)
+        .int("send_calls", counts.send_calls as i64)
+        .int("recv_calls", counts.recv_calls as i64)
         .int("rtp_queue_discards", counts.discards as i64)
         .int("packets_discarded", counts.discarded_packets as i64)
         .num("burst_us", cfg.burst_ns as f64 / 1e3)
