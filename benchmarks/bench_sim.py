@@ -2,7 +2,8 @@
 simulated second by bottleneck rate, and the same run quiet and loaded.
 
     .venv/bin/python -m benchmarks.bench_sim [--rates 10,50,100] [--seconds 20]
-        [--userspace seccomp,ptrace] [--loaded] [--campaign data/raw/tma2024-sim] [--out DIR]
+        [--userspace seccomp,ptrace] [--loaded] [--campaign data/raw/tma2024-sim]
+        [--cg-bin OLD,NEW [--repeat 2]] [--out DIR]
 
 - **Rates**: a bulk iperf3 Cubic flow and a 1 Mbit/s RTP stream through an HTB + pfifo
   bottleneck at each rate (15 ms each way), ``--seconds`` of traffic. Printed per rate: the
@@ -13,6 +14,12 @@ simulated second by bottleneck rate, and the same run quiet and loaded.
   the two costs are measured on the same host at the same time of day.
 - **Loaded** (``--loaded``): the 50 Mbit/s run again while every host core runs a busy
   loop: its wall time beside the quiet one's, and whether its packet table is identical.
+- **CG binaries** (``--cg-bin A,B``): a TMA-like run (cga-cg SCReAM up to 30 Mbit/s and
+  iperf3 Cubic at 40 Mbit/s through 50 Mbit/s HTB + pfifo 250, ``--seconds`` of traffic)
+  with each ``cga-cg`` build in turn (``$CGA_CG_BIN``), ``--repeat`` rounds, so builds are
+  compared on the same host at the same time; then whether each build's packet tables are
+  identical across rounds (the run is deterministic) and to the first build's (``--rates ''``
+  skips the rate runs).
 - **Campaign** (``--campaign DIR``): wall time per simulated minute of the TMA schedule,
   read from a finished campaign's meta.json files (``profiles/sim`` writes
   data/raw/tma2024-sim).
@@ -66,12 +73,48 @@ def _run_file(rate_mbit: float, seconds: int, testbed: str) -> dict[str, Any]:
     }
 
 
+def _tma_run_file(seconds: int) -> dict[str, Any]:
+    """The TMA drop-tail cell, shortened: the CG flow alone, then iperf3 at 40 Mbit/s."""
+    return {
+        "name": "sim-bench-cg-bin",
+        "description": "cga-cg SCReAM and iperf3 Cubic at 40 Mbit/s through HTB + pfifo",
+        "testbed": "sim",
+        "schedule": {
+            "preset": "custom",
+            "duration_s": seconds + 2,
+            "competitor": [
+                {"t_s": 2, "rate_mbit": 40},
+                {"t_s": seconds + 1, "rate_mbit": "off"},
+            ],
+            "window_s": [2, seconds + 1],
+        },
+        "bottleneck": {
+            "backend": "kernel",
+            "rate_mbit": 50,
+            "shaper": "htb",
+            "qdisc": {"kind": "pfifo", "limit": 250},
+        },
+        "propagation": {"forward_ms": 15, "reverse_ms": 15},
+        "cg": {
+            "source": "cga-cg",
+            "cc": "scream",
+            "ecn": "ect1",
+            "rate_mbit": 10,
+            "min_mbit": 0.5,
+            "max_mbit": 30,
+            "encoder": "constant",
+        },
+        "competitor": {"tool": "iperf3", "cca": "cubic"},
+        "calibration": {"enabled": False},
+    }
+
+
 def _burn(stop: Any) -> None:
     while not stop.is_set():
         sum(i * i for i in range(10_000))
 
 
-def _one(rate: float, a: argparse.Namespace, name: str, userspace: str) -> dict[str, Any]:
+def _measure(run_file: dict[str, Any], a: argparse.Namespace, name: str) -> dict[str, Any]:
     from cganalysis.experiment.config import parse_run
     from cganalysis.experiment.plan import RunOptions
     from cganalysis.experiment.runner import run_experiment
@@ -79,7 +122,6 @@ def _one(rate: float, a: argparse.Namespace, name: str, userspace: str) -> dict[
 
     run_dir = a.out / name
     if not (run_dir / "meta.json").is_file():
-        run_file = _run_file(rate, a.seconds, _testbed(a.out, userspace))
         cfg = parse_run(run_file, f"{name} (bench_sim)", a.out)
         run_experiment(cfg, run_dir, RunOptions(run_id=name, progress=lambda _m: None))
     meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
@@ -87,7 +129,6 @@ def _one(rate: float, a: argparse.Namespace, name: str, userspace: str) -> dict[
     table = match_files(run_dir / "ingress.pcap", run_dir / "egress.pcap").packets
     packets = table.height + int((~table["lost"]).sum())  # seen at ingress + at egress
     return {
-        "rate": rate,
         "sim_s": float(sim["sim_s"]),
         "wall_s": float(sim["wall_s"]),
         "cpu_s": float(sim.get("host_cpu_s", "nan")),
@@ -95,6 +136,39 @@ def _one(rate: float, a: argparse.Namespace, name: str, userspace: str) -> dict[
         "load": os.getloadavg()[0],
         "table": table,
     }
+
+
+def _one(rate: float, a: argparse.Namespace, name: str, userspace: str) -> dict[str, Any]:
+    return _measure(_run_file(rate, a.seconds, _testbed(a.out, userspace)), a, name)
+
+
+def cg_bin_report(a: argparse.Namespace) -> list[str]:
+    """The TMA-like run with each ``cga-cg`` build, builds alternating within each round."""
+    builds = [Path(p).resolve() for p in a.cg_bin.split(",")]
+    lines = ["", "CG builds: " + ", ".join(f"#{i} {b}" for i, b in enumerate(builds))]
+    tables: dict[int, list[Any]] = {i: [] for i in range(len(builds))}
+    before = os.environ.get("CGA_CG_BIN")
+    try:
+        for round_ in range(1, a.repeat + 1):
+            for i, build in enumerate(builds):
+                os.environ["CGA_CG_BIN"] = str(build)
+                r = _measure(_tma_run_file(a.seconds), a, f"cg-bin{i}-round{round_}")
+                tables[i].append(r["table"])
+                lines.append(_row(r, f"build #{i}, round {round_}"))
+                print(lines[-1], flush=True)
+    finally:
+        if before is None:
+            os.environ.pop("CGA_CG_BIN", None)
+        else:
+            os.environ["CGA_CG_BIN"] = before
+    for i, ts in tables.items():
+        repeatable = all(t.equals(ts[0]) for t in ts)
+        same = ts[0].equals(tables[0][0])
+        lines.append(
+            f"build #{i}: packet tables identical across rounds: {repeatable}; "
+            f"to build #0's: {same}"
+        )
+    return lines
 
 
 def _row(r: dict[str, Any], label: str) -> str:
@@ -139,13 +213,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--userspace", default="seccomp", help="UML modes, comma-separated")
     ap.add_argument("--loaded", action="store_true")
     ap.add_argument("--campaign", type=Path)
+    ap.add_argument("--cg-bin", help="cga-cg builds to compare, comma-separated")
+    ap.add_argument("--repeat", type=int, default=2, help="rounds of --cg-bin")
     ap.add_argument("--out", type=Path, default=Path("results/bench/sim"))
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     lines = [f"sim testbed, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores", HEADER]
     results = {}
     modes = a.userspace.split(",")
-    for rate in (float(x) for x in a.rates.split(",")):
+    for rate in (float(x) for x in a.rates.split(",") if x):
         for mode in modes:
             r = _one(rate, a, f"rate-{rate:g}-{mode}", mode)
             if mode == modes[0]:
@@ -171,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             _row(loaded, "50 Mbit/s, cores busy"),
             f"packet table identical to the quiet run's: {same}",
         ]
+    if a.cg_bin:
+        lines += cg_bin_report(a)
     if a.campaign is not None:
         lines += campaign_report(a.campaign)
     text = "\n".join(lines)
