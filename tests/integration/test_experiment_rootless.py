@@ -186,3 +186,22 @@ def test_a_host_without_user_namespaces_says_which_setting(top: Path) -> None:
     assert proc.returncode == 2 and len(lines) == 1, err
     assert "max_user_namespaces=0" in lines[0], lines[0]
     assert "sysctl -w user.max_user_namespaces=" in lines[0], lines[0]
+
+
+def test_an_ordinary_user_calibrates_a_netns_bottleneck(top: Path) -> None:
+    """`testbed calibrate` (what the workflow runs before a campaign's experiments) enters
+    the user namespace as an experiment does; its files are the user's."""
+    cfg = write(short_run("test-rootless-cal"), top / "cal.yaml")
+    out = top / "user" / "cal"
+    res = subprocess.run(
+        _as_nobody("testbed", "calibrate", cfg, "-o", out),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=_env(top),
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    calib = json.loads((out / "calibration.json").read_text())
+    assert calib["capacity_measured_mbps"] > 0.5 * calib["configured_mbps"], calib
+    assert {p.stat().st_uid for p in [out, *out.iterdir()]} == {NOBODY}

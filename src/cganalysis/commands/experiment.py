@@ -68,19 +68,6 @@ def _say(quiet: bool) -> Any:
     return say
 
 
-def _as_ordinary_user(kinds: list[str], program_argv: list[str] | None) -> None:
-    """Not root, on a netns testbed: this command again, inside a user namespace that owns
-    the testbed's network namespaces (userns.py); there, a private /run/netns."""
-    from cganalysis.testbed.backends import userns
-    from cganalysis.testbed.backends.hosts import TestbedError
-
-    if userns.needed(kinds):
-        if program_argv is None:  # main() called in a process that must keep running
-            raise TestbedError("a netns run as an ordinary user runs as a program only")
-        userns.reexec(program_argv)
-    userns.continue_inside()
-
-
 def run(args: argparse.Namespace) -> int:
     from cganalysis.errors import ConfigError
 
@@ -108,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.time_scale <= 10:
         raise ConfigError(f"--time-scale {args.time_scale}: expected a factor in (0, 10]")
     pool = parse_pool(args.testbed)
-    _as_ordinary_user([r.kind for r in pool or (cfg.testbed,)], args.program_argv)
+    from cganalysis.testbed.backends import userns
+
+    userns.enter([r.kind for r in pool or (cfg.testbed,)], args.program_argv)
     with on_a_free_testbed(cfg, pool, opts.run_id, opts.progress) as on_testbed:
         run_experiment(on_testbed, out, opts)
     return 0

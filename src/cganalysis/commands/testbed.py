@@ -204,9 +204,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from cganalysis.experiment.plan import RunOptions
     from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
     from cganalysis.experiment.runner import run_calibration
+    from cganalysis.testbed.backends import userns
 
     cfg = _load(args.config, args.campaign_run)
     pool = parse_pool(args.testbed)
+    # Not root, on a netns testbed: in a user namespace of its own, as an experiment.
+    userns.enter([r.kind for r in pool or (cfg.testbed,)], args.program_argv)
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)

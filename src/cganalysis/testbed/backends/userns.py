@@ -96,6 +96,18 @@ def reexec(program_argv: list[str]) -> NoReturn:
     os.execvp(UNSHARE[0], [*UNSHARE, sys.executable, "-m", "cganalysis.cli", *program_argv])
 
 
+def enter(kinds: list[str], program_argv: list[str] | None) -> None:
+    """For a command that sets up a testbed of ``kinds`` (an experiment, a calibration):
+    not root, on a netns testbed, this command again inside a user namespace that owns the
+    testbed's network namespaces; there, a private /run/netns. ``program_argv``: the
+    command's own arguments (None: called as a library, which cannot be re-executed)."""
+    if needed(kinds):
+        if program_argv is None:  # main() called in a process that must keep running
+            raise TestbedError("a netns run as an ordinary user runs as a program only")
+        reexec(program_argv)
+    continue_inside()
+
+
 def check_allowed() -> None:
     """Refuses in one line, naming the host's setting and how to change it, where this user
     cannot make a user namespace with a network namespace it administers."""
