@@ -96,11 +96,19 @@ def reexec(program_argv: list[str]) -> NoReturn:
     os.execvp(UNSHARE[0], [*UNSHARE, sys.executable, "-m", "cganalysis.cli", *program_argv])
 
 
+#: Where Debian puts ip, tc and ethtool: on root's PATH, not on an ordinary user's.
+SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
 def enter(kinds: list[str], program_argv: list[str] | None) -> None:
     """For a command that sets up a testbed of ``kinds`` (an experiment, a calibration):
     not root, on a netns testbed, this command again inside a user namespace that owns the
     testbed's network namespaces; there, a private /run/netns. ``program_argv``: the
-    command's own arguments (None: called as a library, which cannot be re-executed)."""
+    command's own arguments (None: called as a library, which cannot be re-executed).
+    The system folders of ip, tc and ethtool join PATH (after the user's own), for this
+    process and every tool it starts."""
+    path = os.environ.get("PATH", "").split(":")
+    os.environ["PATH"] = ":".join([*filter(None, path), *(d for d in SBIN if d not in path)])
     if needed(kinds):
         if program_argv is None:  # main() called in a process that must keep running
             raise TestbedError("a netns run as an ordinary user runs as a program only")
