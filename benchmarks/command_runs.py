@@ -34,20 +34,13 @@ from pathlib import Path
 #: Runs the command line, then writes the process's peak memory (VmHWM, kB) to the file
 #: named by argv[1]. Measured inside the child: a forked child's ru_maxrss also counts
 #: the parent's pages it shared before exec (the benchmark holds a gigabyte of tables).
-#: The command may end the process with os._exit (cganalysis.cli._exit_at_once): the
-#: peak is written then too.
 _PEAK_PROBE = """
-import os, runpy, sys
+import runpy, sys
 peak_file = sys.argv.pop(1)
 sys.argv[0] = "cganalysis"
 def write_peak():
     with open("/proc/self/status") as status, open(peak_file, "w") as out:
         out.write(next(line.split()[1] for line in status if line.startswith("VmHWM")))
-exit_now = os._exit
-def exit_after_peak(status):
-    write_peak()
-    exit_now(status)
-os._exit = exit_after_peak
 try:
     runpy.run_module("cganalysis.cli", run_name="__main__")
 finally:

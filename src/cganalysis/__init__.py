@@ -2,19 +2,18 @@
 
 ``cganalysis.open_run(DIR)`` and ``cganalysis.open_campaign(DIR)`` (:mod:`cganalysis.run`)
 are the entry points for exploring results, ``cganalysis.open_dataset(DIR)``
-(:mod:`cganalysis.dataset.reader`) for a published dataset; they are imported on first use, so that
-``import cganalysis`` (and the command line's start-up) stays cheap.
+(:mod:`cganalysis.dataset.reader`) for a published dataset. They are imported on first use:
+they bring polars, which the commands that import this package without them (``cganalysis
+cg`` on a testbed host, the native ``cganalysis packets``) do without.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-# Not `typing.TYPE_CHECKING`: importing typing is a tenth of the command line's start-up.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
     from cganalysis.dataset.reader import Dataset, open_dataset
     from cganalysis.run import Campaign, Run, open_campaign, open_run
 

@@ -3,6 +3,7 @@ leaves no output behind, and an existing output is only replaced by a complete o
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -10,21 +11,34 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from cganalysis.partials import new_partial
-
 if TYPE_CHECKING:
     import polars as pl
 
 #: Parquet key-value metadata key under which a table's provenance JSON is stored.
 METADATA_KEY = "cganalysis"
+#: Numbers the partial files of this process.
+_partials = itertools.count()
+
+
+def new_partial(path: Path) -> Path:
+    """A new empty file next to ``path``, ``.NAME.PID-N.partial``, readable as the umask
+    allows (an ordinary result file, which tempfile's owner-only files are not). Created
+    exclusively, so no two writers share one."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{next(_partials)}.partial")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:  # left by an earlier process of the same pid
+            continue
+        return tmp
 
 
 @contextmanager
-def atomic_path(path: Path, partial: Path | None = None) -> Iterator[Path]:
-    """Yields a temporary path in ``path``'s folder (``partial``: one already made by
-    :func:`new_partial`), renamed to ``path`` on success and removed otherwise."""
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yields a new partial file in ``path``'s folder (:func:`new_partial`), renamed to
+    ``path`` on success and removed otherwise."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = partial or new_partial(path)
+    tmp = new_partial(path)
     try:
         yield tmp
         fsync_path(tmp)  # on disk before it is named: a crash leaves the old file, not a hole

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     import polars as pl
+
+#: The capture readers: the Rust one, and tshark's as an independent reference.
+Engine = Literal["native", "pyshark"]
+ENGINES: tuple[Engine, ...] = ("native", "pyshark")
 
 #: Names of the link types the readers decode (pcap LINKTYPE_* values).
 LINK_TYPE_NAMES: dict[int, str] = {

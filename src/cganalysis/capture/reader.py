@@ -6,22 +6,21 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import polars as pl
 
 from cganalysis import schemas
 from cganalysis.capture.model import (
+    ENGINES,
     Capture,
     CaptureInfo,
+    Engine,
     ToolLog,
 )
 from cganalysis.capture.rtp import RtpStream, classify_rtp_streams, mark_rtp
 from cganalysis.capture.toollog import log_path_for, parse_tool_log
 from cganalysis.errors import CaptureError
-
-Engine = Literal["native", "pyshark"]
-ENGINES: tuple[Engine, ...] = ("native", "pyshark")
 
 __all__ = ["ENGINES", "Engine", "RtpStream", "read_capture", "read_capture_pair"]
 

@@ -16,12 +16,13 @@ from typing import Any
 from cganalysis.cg.binary import find_binary
 from cganalysis.cg.options import CCS, ECNS, NUM_REPORTS, ReceiveOptions, SendOptions
 from cganalysis.cg.runner import run_generator
+from cganalysis.commands import COMMANDS
 
 
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "cg",
-        help="CG traffic generator: RTP video with SCReAM v2, constant rate, TFRC or gTFRC",
+        help=COMMANDS["cg"],
         description=(
             "Run the cloud-gaming traffic generator (the native cga-cg binary; bash "
             "scripts/install.sh installs it): an RTP/UDP video sender driven by a congestion "

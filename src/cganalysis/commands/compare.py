@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-HELP = "a new run or campaign against a reference dataset, cell by cell, with its spread"
+from cganalysis.commands import COMMANDS
+
+HELP = COMMANDS["compare"]
 
 
 def add_parser(sub: Any) -> None:

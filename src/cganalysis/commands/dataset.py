@@ -6,13 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cganalysis.commands import COMMANDS
 from cganalysis.dataset import export_campaign
 
 
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "dataset",
-        help="export a campaign as a publication dataset (parquet, metrics, datasheet)",
+        help=COMMANDS["dataset"],
         description="Publication datasets (docs/datasets.md).",
     )
     dsub = p.add_subparsers(dest="dataset_command", required=True, metavar="COMMAND")

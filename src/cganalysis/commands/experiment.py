@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cganalysis.commands import COMMANDS
 from cganalysis.experiment.campaign import is_campaign, load_campaign
 from cganalysis.experiment.config import load_run
 from cganalysis.experiment.plan import RunOptions
@@ -18,7 +19,7 @@ from cganalysis.experiment.runner import run_experiment
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "experiment",
-        help="run one experiment (testbed, bottleneck, captures, traffic) into a run directory",
+        help=COMMANDS["experiment"],
         description=(
             "Run one experiment: bring the testbed up (network namespaces by default), install "
             "and verify the bottleneck, calibrate it, capture both sides of it while the CG "

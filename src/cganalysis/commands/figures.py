@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cganalysis.commands import COMMANDS
 from cganalysis.commands.tables import options
 from cganalysis.errors import ConfigError
 from cganalysis.report import artefacts
@@ -22,7 +23,7 @@ DELAY_COLUMNS = {"mean": "delay_mean_ms", "p95": "delay_p95_ms", "max": "delay_m
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "figures",
-        help="TMA 2024 Figs. 4, 6-11, a run's time series, Xu & Claypool Figs. 3-5 (PDF, PNG)",
+        help=COMMANDS["figures"],
         description=(
             "timeseries TIMESERIES.parquet --metrics METRICS.json: throughput, queuing delay "
             "and loss against time of one run. tma-fig4, tma-fig6 ... tma-fig11 METRICS.json... "

@@ -11,12 +11,11 @@ import polars as pl
 
 from cganalysis.capture import ENGINES, read_capture
 from cganalysis.capture.summary import overview
+from cganalysis.commands import COMMANDS
 
 
 def add_parser(sub: Any) -> None:
-    p: argparse.ArgumentParser = sub.add_parser(
-        "inspect", help="describe one capture: link type, packets, duration, flows and rates"
-    )
+    p: argparse.ArgumentParser = sub.add_parser("inspect", help=COMMANDS["inspect"])
     p.add_argument("capture", type=Path)
     p.add_argument("--engine", choices=ENGINES, default="native")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cganalysis.commands import COMMANDS
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.io import metrics_to_files, read_run_spec
 from cganalysis.metrics.roles import parse_rules
@@ -30,7 +31,7 @@ from cganalysis.metrics.spec import (
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "metrics",
-        help="queuing delay, bitrate, loss, utilisation, fairness and response of one run",
+        help=COMMANDS["metrics"],
         description=(
             "Compute one run's metrics (TMA 2024 Table II, Xu & Claypool IMC 2022) from its "
             "per-packet table. Describe the run with --run meta.json, or with --capacity-mbps, "

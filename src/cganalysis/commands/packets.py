@@ -6,33 +6,29 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-# Captures larger than this together are matched streaming, smaller ones in memory (both
-# native, the same files byte for byte; in memory reads each capture once, not twice, and
-# holds ~1.5 bytes per capture byte): defined where the early start needs it.
-from cganalysis.matching.early import DEFAULT_STREAM_ABOVE_MB, streams
+from cganalysis import _native
+from cganalysis.capture.model import ENGINES
+from cganalysis.commands import COMMANDS
+from cganalysis.dependencies import software
+from cganalysis.io import write_json
+from cganalysis.matching.native import match_files_native, write_flows
+from cganalysis.matching.options import DEFAULT_CHUNK_PACKETS, MatchOptions
+from cganalysis.matching.streaming import match_to_files
+from cganalysis.matching.summary import MatchSummary
+from cganalysis.progress import Progress, format_bytes
 
-# Not `typing.TYPE_CHECKING`: the match starts once the arguments are parsed, and typing
-# would be imported before it (see cganalysis.cli).
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from cganalysis.matching.early import StartedStream
-    from cganalysis.matching.summary import MatchSummary
-
-# Parsing the arguments must not import polars (see cganalysis.cli): the engines and the
-# default window are repeated here, and a test checks them against cganalysis.capture and
-# cganalysis.matching.MatchOptions.
-ENGINES = ("native", "pyshark")
-DEFAULT_MAX_DELAY_MS = 2000.0
-DEFAULT_CHUNK_PACKETS = 1 << 17
+#: Captures larger than this together are matched streaming, smaller ones in memory (both
+#: native, the same files byte for byte; in memory reads each capture once, not twice, and
+#: holds ~1.5 bytes per capture byte).
+DEFAULT_STREAM_ABOVE_MB = 1024.0
 
 
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "packets",
-        help="match ingress and egress captures into a per-packet delay/loss/ECN table",
+        help=COMMANDS["packets"],
         description=(
             "Match the captures taken where packets enter (INGRESS) and leave (EGRESS) a "
             "bottleneck, on one host, into one row per ingress packet: queuing delay, loss "
@@ -55,7 +51,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--max-delay-ms",
         type=float,
-        default=DEFAULT_MAX_DELAY_MS,
+        default=MatchOptions.max_delay_ms,
         help="longest plausible time through the bottleneck (default %(default)s)",
     )
     p.add_argument(
@@ -80,8 +76,7 @@ def add_parser(sub: Any) -> None:
         "are together larger than this; smaller ones are matched in memory, which is faster "
         "(0: always stream; default %(default)s)",
     )
-    # Its outputs are written and closed when it returns (cganalysis.cli._exit_at_once).
-    p.set_defaults(run=run, exit_at_once=True)
+    p.set_defaults(run=run)
 
 
 def egress_only_path(output: Path) -> Path:
@@ -119,64 +114,18 @@ def run(args: argparse.Namespace) -> int:
     eg_only = args.egress_only or egress_only_path(args.output)
     outputs = [p for p in (args.output, eg_only, args.flows, args.summary) if p is not None]
     _check(args, outputs)
+    options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
     if args.engine == "native":
-        from cganalysis import _native
-
         # A process that matches and exits: its C allocator may keep what it frees.
         _native.keep_freed_blocks()
-    in_memory = args.engine == "native" and not _large(args)
-    pending = _start_native(args) if in_memory else None
-    started = _start_stream(args, eg_only) if args.engine == "native" and not in_memory else None
-    try:
-        summary = _match(args, eg_only, in_memory, pending, started)
-    finally:
-        if started is not None:
-            started.discard()  # the partial files of a match that did not end
+        summary = _match_native(args, options, eg_only)
+    else:
+        summary = _match_pyshark(args, options, eg_only)
     if args.summary:
-        from cganalysis.dependencies import software
-        from cganalysis.io import write_json
-
         # With the versions that matched the captures into the tables (and their lock).
         write_json({**summary.to_dict(), "software": software()}, args.summary)
     print_summary(summary, time.perf_counter() - started_s)
     return 0
-
-
-def _match(
-    args: argparse.Namespace,
-    eg_only: Path,
-    in_memory: bool,
-    pending: Any,
-    started: StartedStream | None,
-) -> MatchSummary:
-    """The match, in memory (``pending``: the native match started, or None) or streaming
-    (``started``)."""
-    from cganalysis.matching import MatchOptions
-    from cganalysis.progress import Progress, format_bytes
-
-    options = MatchOptions(max_delay_ms=args.max_delay_ms, end_guard_ms=args.end_guard_ms)
-    if args.engine == "native" and not in_memory:
-        # Streaming, natively: memory does not grow with the captures
-        # (cganalysis.matching.streaming).
-        from cganalysis.matching.streaming import match_to_files
-
-        return match_to_files(
-            args.ingress,
-            args.egress,
-            args.output,
-            eg_only,
-            flows=args.flows,
-            options=options,
-            chunk_packets=args.chunk_packets,
-            progress=True,
-            started=started,
-        )
-    # Small captures, or tshark (which reads a whole capture anyway): in memory. One native
-    # call reads both captures: no progress within it, only that it runs (the summary then
-    # says how long it took).
-    size = format_bytes(_size_bytes(args))
-    with Progress(f"reading and matching {size} in memory", keep=False):
-        return _match_in_memory(args, options, eg_only, pending)
 
 
 def _check(args: argparse.Namespace, outputs: list[Path]) -> None:
@@ -198,59 +147,46 @@ def _size_bytes(args: argparse.Namespace) -> int:
     return sum(p.stat().st_size for p in (args.ingress, args.egress) if p.is_file())
 
 
-def _large(args: argparse.Namespace) -> bool:
-    return streams(_size_bytes(args), float(args.stream_above_mb))
-
-
-def _start_native(args: argparse.Namespace) -> Any:
-    """The native match, started before the modules the command needs next are imported
-    (both captures are read meanwhile); None when a capture is not a file (the match then
-    says what is wrong with it)."""
-    if not (args.ingress.is_file() and args.egress.is_file()):
-        return None
-    from cganalysis.matching.early import start_match
-
-    return start_match(args.ingress, args.egress, args.max_delay_ms, args.end_guard_ms)
-
-
-def _start_stream(args: argparse.Namespace, eg_only: Path) -> StartedStream | None:
-    """The streaming match, started before the modules the command needs next are imported
-    (see :func:`_start_native`); None when a capture is not a file."""
-    if not (args.ingress.is_file() and args.egress.is_file()):
-        return None
-    from cganalysis.matching.early import start_stream
-
-    return start_stream(
-        args.ingress,
-        args.egress,
-        (args.output, eg_only),
-        max_delay_ms=args.max_delay_ms,
-        end_guard_ms=args.end_guard_ms,
-        chunk_packets=args.chunk_packets,
-        flows=args.flows is not None,
-    )
-
-
-def _match_in_memory(
-    args: argparse.Namespace, options: Any, eg_only: Path, pending: Any
-) -> MatchSummary:
-    if args.engine == "native":
-        # Read, matched and written natively: no Python table in between.
-        from cganalysis.matching.native import match_files_native, write_flows
-
-        native = match_files_native(args.ingress, args.egress, options, pending)
+def _match_native(args: argparse.Namespace, options: MatchOptions, eg_only: Path) -> MatchSummary:
+    """Small captures in memory, read, matched and written natively with no Python table in
+    between; large ones streaming, with memory that does not grow with the captures
+    (:mod:`cganalysis.matching.streaming`)."""
+    size_bytes = _size_bytes(args)
+    if size_bytes > args.stream_above_mb * 1e6:
+        return match_to_files(
+            args.ingress,
+            args.egress,
+            args.output,
+            eg_only,
+            flows=args.flows,
+            options=options,
+            chunk_packets=args.chunk_packets,
+            progress=True,
+        )
+    # One native call reads both captures: no progress within it, only that it runs (the
+    # summary then says how long it took).
+    with Progress(f"reading and matching {format_bytes(size_bytes)} in memory", keep=False):
+        native = match_files_native(args.ingress, args.egress, options)
         native.write(args.output, eg_only)
         if args.flows:
             write_flows(native.flow_table(), args.flows, native.summary)
-        return native.summary
+    return native.summary
 
+
+def _match_pyshark(args: argparse.Namespace, options: MatchOptions, eg_only: Path) -> MatchSummary:
+    """tshark's reading (which takes a whole capture anyway), matched in memory by the
+    Python pipeline."""
+    # Imported here: the pipeline brings polars, which the native match does without
+    # (a third of the command's time on a 4 M-packet pair).
     from cganalysis.io import write_parquet
-    from cganalysis.matching import match_files
+    from cganalysis.matching.pipeline import match_files
 
-    result = match_files(args.ingress, args.egress, engine=args.engine, options=options)
-    provenance = {"summary": result.summary.to_dict()}
-    write_parquet(result.packets, args.output, provenance, fast=True)
-    write_parquet(result.egress_only, eg_only, provenance, fast=True)
-    if args.flows:
-        write_parquet(result.flows, args.flows, provenance)
+    size = format_bytes(_size_bytes(args))
+    with Progress(f"reading and matching {size} in memory", keep=False):
+        result = match_files(args.ingress, args.egress, engine=args.engine, options=options)
+        provenance = {"summary": result.summary.to_dict()}
+        write_parquet(result.packets, args.output, provenance, fast=True)
+        write_parquet(result.egress_only, eg_only, provenance, fast=True)
+        if args.flows:
+            write_parquet(result.flows, args.flows, provenance)
     return result.summary

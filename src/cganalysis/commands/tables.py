@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cganalysis.commands import COMMANDS
 from cganalysis.report import artefacts
 from cganalysis.report.conditions import parse_where, select_runs
 from cganalysis.report.inputs import load_metrics
@@ -29,7 +30,7 @@ def _names(text: str | None) -> list[str] | None:
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "tables",
-        help="TMA 2024 Tables I-II and Xu & Claypool Tables 2-6 from metrics files",
+        help=COMMANDS["tables"],
         description=(
             "Write STEM.csv, STEM.md, STEM.tex and STEM.html. tma-table2: CG/TCP blocks and link "
             "utilisation per queue discipline and CCA; tma-table1: CG delay per variant; "

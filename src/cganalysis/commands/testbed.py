@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cganalysis.commands import COMMANDS
 from cganalysis.errors import ConfigError
 
 
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "testbed",
-        help="probe the host, check or render a run's bottleneck, calibrate, clean up",
+        help=COMMANDS["testbed"],
         description="The testbed on its own: what the host offers, what a run would install, "
         "calibration of a bottleneck, and removal of anything a killed run left behind.",
     )

@@ -12,9 +12,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cganalysis.commands import COMMANDS
 from cganalysis.errors import ConfigError
 
-HELP = "cellular link traces (mahimahi format): generate from the model, statistics, find"
+HELP = COMMANDS["trace"]
 
 
 def add_parser(sub: Any) -> None:

@@ -9,12 +9,9 @@ table and loss verdicts (:mod:`.table`), the flow table (:mod:`.flows`) and the 
 
 from __future__ import annotations
 
-# Not `typing.TYPE_CHECKING`: `cganalysis packets` starts the native match from
-# cganalysis.matching.early, after this package, and typing would be imported before it.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
     from cganalysis.matching.options import MatchOptions
     from cganalysis.matching.pipeline import MatchedPackets, match_captures, match_files
 
@@ -22,8 +19,8 @@ __all__ = ["MatchOptions", "MatchedPackets", "match_captures", "match_files"]
 
 
 def __getattr__(name: str) -> Any:
-    # Imported when first asked for: the native match (cganalysis.matching.native) needs
-    # neither polars nor the Python pipeline.
+    # Imported when first asked for: the native match (cganalysis.matching.native), which
+    # `cganalysis packets` runs, needs neither polars nor the Python pipeline.
     if name == "MatchOptions":
         from cganalysis.matching.options import MatchOptions
 

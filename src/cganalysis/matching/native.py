@@ -2,8 +2,8 @@
 threads, matched and written as Parquet with no Python table in between, for
 ``cganalysis packets`` on captures that fit in memory. The tables equal the Python
 pipeline's (:mod:`cganalysis.matching.pipeline`, a test checks it), which stays the
-reference and serves the other readers and the library API. Imports neither polars nor
-numpy: the command's start-up is part of its speed."""
+reference and serves the other readers and the library API. Polars is imported only to
+write the flow table: the command's native path needs none of it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from cganalysis.capture.nativeinfo import info_from_raw, native_errors
 from cganalysis.capture.toollog import with_saved_log
 from cganalysis.errors import CaptureError, MatchError
 from cganalysis.io import atomic_path
-from cganalysis.matching.early import start_match
 from cganalysis.matching.options import MatchOptions
 from cganalysis.matching.summary import MatchSummary, SummaryCounts, make_summary
 
@@ -43,17 +42,15 @@ def match_files_native(
     ingress: Path,
     egress: Path,
     options: MatchOptions | None = None,
-    pending: _native.PendingMatch | None = None,
 ) -> NativeMatch:
-    """Reads and matches the two captures natively (see the module's docstring).
-    ``pending``: the same match already started with the same options
-    (:func:`cganalysis.matching.early.start_match`)."""
+    """Reads and matches the two captures natively (see the module's docstring)."""
     options = options or MatchOptions()
     for path in (ingress, egress):  # before reading the other one
         if not path.exists():
             raise CaptureError(path, "no such file")
-    if pending is None:
-        pending = start_match(ingress, egress, options.max_delay_ms, options.end_guard_ms)
+    pending = _native.start_match(
+        str(ingress), str(egress), options.max_delay_ns, options.end_guard_ns
+    )
     try:
         tables, result = pending.result()
     except OSError as err:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 #: Packets read at a time per capture by the streaming match: memory grows with it and
 #: with the traffic of ``max_delay_ms``, never with the captures.
 DEFAULT_CHUNK_PACKETS = 1 << 17
+NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -17,3 +18,11 @@ class MatchOptions:
     #: Packets that entered this close to the end of the egress capture have an unknown
     #: fate. None: the largest delay measured in the run.
     end_guard_ms: float | None = None
+
+    @property
+    def max_delay_ns(self) -> int:
+        return round(self.max_delay_ms * NS_PER_MS)
+
+    @property
+    def end_guard_ns(self) -> int | None:
+        return None if self.end_guard_ms is None else round(self.end_guard_ms * NS_PER_MS)

@@ -17,12 +17,7 @@ from cganalysis.matching.flows import flow_table
 from cganalysis.matching.options import MatchOptions
 from cganalysis.matching.pairing import pair_packets
 from cganalysis.matching.summary import MatchSummary, SummaryCounts, make_summary
-from cganalysis.matching.table import (
-    NS_PER_MS,
-    assign_flow_ids,
-    build_egress_only,
-    build_packet_table,
-)
+from cganalysis.matching.table import assign_flow_ids, build_egress_only, build_packet_table
 
 
 @dataclass(frozen=True)
@@ -103,7 +98,7 @@ def match_captures(
             )
     # Both sides must agree on which streams are RTP: the ingress point decides.
     eg_all = mark_rtp(eg_all, _rtp_streams(ing_all))
-    max_delay_ns = round(options.max_delay_ms * NS_PER_MS)
+    max_delay_ns = options.max_delay_ns
     pairing = pair_packets(ing_all, eg_all, max_delay_ns)
 
     matched_in = pl.Series("m", pairing.in_to_eg >= 0)
@@ -126,10 +121,9 @@ def match_captures(
     if reverse:
         ing, eg = ing_all.filter(~_in_flows(reverse)), eg_all.filter(~_in_flows(reverse))
     ing = assign_flow_ids(ing)
-    if options.end_guard_ms is None:
+    guard_ns = options.end_guard_ns
+    if guard_ns is None:
         guard_ns = _largest_delay_ns(ing, eg_all, pairing.in_to_eg)
-    else:
-        guard_ns = round(options.end_guard_ms * NS_PER_MS)
     span = egress.info.span_ns or _packet_span(eg_all)
     packets = build_packet_table(ing, eg_all, pairing.in_to_eg, span, guard_ns)
     flow_ids = ing.select("_fkey", "flow_id").unique("_fkey")

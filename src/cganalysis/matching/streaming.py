@@ -21,7 +21,6 @@ from cganalysis.capture.nativeinfo import info_from_raw, native_errors
 from cganalysis.capture.toollog import with_saved_log
 from cganalysis.errors import CaptureError
 from cganalysis.io import atomic_path
-from cganalysis.matching.early import StartedStream, start_stream
 from cganalysis.matching.native import match_error, write_flows
 from cganalysis.matching.options import DEFAULT_CHUNK_PACKETS, MatchOptions
 from cganalysis.matching.summary import MatchSummary, SummaryCounts, make_summary
@@ -44,7 +43,6 @@ def match_to_files(
     progress: bool = False,
     keep_delays: int | None = None,
     page_cache_bytes: int | None = None,
-    started: StartedStream | None = None,
 ) -> MatchSummary:
     """Matches two captures into the packet table (``output``), the egress-only table and,
     given ``flows``, the flow table; returns the summary (each file's provenance holds it,
@@ -58,32 +56,27 @@ def match_to_files(
     what the page cache may hold of the captures between the two passes (default: the
     memory the system has available, less a reserve); of captures larger than that, the
     first pass leaves each one's beginning in the cache for the second and drops the rest
-    as it reads. ``started``: the match already started by :func:`start_stream` with these
-    captures, outputs and options (``cganalysis packets`` starts it before its imports);
-    its partial files become the outputs."""
+    as it reads."""
     options = options or MatchOptions()
     if chunk_packets <= 0:
         raise ValueError("chunk_packets must be positive")
     for path in (ingress, egress):
         if not path.exists():
             raise CaptureError(path, "no such file")
-    if started is None:
-        started = start_stream(
-            ingress,
-            egress,
-            (output, egress_only),
-            max_delay_ms=options.max_delay_ms,
-            end_guard_ms=options.end_guard_ms,
-            chunk_packets=chunk_packets,
-            flows=flows is not None,
-            keep_delays=keep_delays,
+    with ExitStack() as stack:
+        partials = [stack.enter_context(atomic_path(path)) for path in (output, egress_only)]
+        pending = _native.start_stream(
+            str(ingress),
+            str(egress),
+            str(partials[0]),
+            str(partials[1]),
+            options.max_delay_ns,
+            options.end_guard_ns,
+            chunk_packets,
+            flows is not None,
+            **({} if keep_delays is None else {"keep_delays": keep_delays}),
             page_cache_bytes=page_cache_bytes,
         )
-    with ExitStack() as stack:
-        stack.callback(started.discard)
-        for partial, path in zip(started.partials, (output, egress_only), strict=True):
-            stack.enter_context(atomic_path(path, partial))
-        pending = started.pending
         if progress and wanted():
             _follow(pending, ingress, egress)
         try:

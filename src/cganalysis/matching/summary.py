@@ -6,11 +6,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cganalysis.capture.fingerprint import capture_fingerprint
+from cganalysis.matching.options import NS_PER_MS
 
 if TYPE_CHECKING:
     from cganalysis.capture.model import CaptureInfo
-
-NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,7 @@ import polars as pl
 
 from cganalysis import schemas
 from cganalysis.capture.rtp import stream_key, unwrap_rtp_seq
-
-NS_PER_MS = 1_000_000
+from cganalysis.matching.options import NS_PER_MS
 
 
 def _gather_egress(
