@@ -29,6 +29,7 @@ import json
 import platform
 import re
 import sys
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,8 +113,6 @@ def lock_inputs(pyproject: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_pyproject(root: Path = REPO_DIR) -> dict[str, Any]:
-    import tomllib  # here: Python < 3.11 lacks it, and must still hear it has no lock
-
     with (root / "pyproject.toml").open("rb") as fh:
         return tomllib.load(fh)
 

@@ -3,6 +3,7 @@ leaves no output behind, and an existing output is only replaced by a complete o
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -10,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from cganalysis.errors import ConfigError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -98,7 +101,6 @@ def _dump(obj: Any, fh: IO[str]) -> None:
 def read_json_object(path: Path, what: str) -> dict[str, Any]:
     """A JSON file whose top level is an object; a missing file or bad JSON is a
     :class:`~cganalysis.errors.ConfigError` naming ``what`` and the file."""
-    from cganalysis.errors import ConfigError
     from cganalysis.sharedinput import load_json
 
     if not path.is_file():
@@ -111,7 +113,6 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
 
 def sha256_file(path: Path) -> str:
     """The SHA-256 of a file, read in 1 MiB blocks (captures are large)."""
-    import hashlib
 
     h = hashlib.sha256()
     with path.open("rb") as fh:

@@ -18,6 +18,8 @@ from cganalysis.capture.model import (
     Engine,
     ToolLog,
 )
+from cganalysis.capture.native import info_from_raw, packets_from_raw, read_raw
+from cganalysis.capture.pyshark_engine import read_pyshark
 from cganalysis.capture.rtp import RtpStream, classify_rtp_streams, mark_rtp
 from cganalysis.capture.toollog import log_path_for, parse_tool_log
 from cganalysis.errors import CaptureError
@@ -54,7 +56,6 @@ def read_capture_pair(
     if engine != "native":
         ing = read_capture(ingress, engine=engine)
         return ing, read_capture(egress, engine=engine, rtp_streams=rtp_streams_of(ing))
-    from cganalysis.capture.native import read_raw
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         eg_raw: Future[dict[str, Any]] = pool.submit(read_raw, egress)
@@ -79,14 +80,10 @@ def _read(
     if not path.exists():
         raise CaptureError(path, "no such file")
     if engine == "native":
-        from cganalysis.capture.native import info_from_raw, packets_from_raw, read_raw
-
         raw = read_raw(path) if raw is None else raw
         packets = packets_from_raw(raw)
         info = info_from_raw(path, raw)
     elif engine == "pyshark":
-        from cganalysis.capture.pyshark_engine import read_pyshark
-
         packets, info = read_pyshark(path)
     else:
         raise CaptureError(path, f"unknown engine {engine!r}; choose one of {ENGINES}")

@@ -15,7 +15,7 @@ import polars as pl
 
 from cganalysis import schemas
 from cganalysis.cg.lognames import LOG_FILES, SUMMARIES
-from cganalysis.errors import CganalysisError
+from cganalysis.errors import CganalysisError, ConfigError
 from cganalysis.io import write_parquet
 
 _SCHEMAS: dict[str, schemas.Schema] = {
@@ -80,7 +80,6 @@ def convert_logs(
 
 def read_summary(path: Path) -> dict[str, Any]:
     """A run summary written by cga-cg (sender_summary.json or receiver_summary.json)."""
-    from cganalysis.errors import ConfigError
     from cganalysis.sharedinput import load_json
 
     try:

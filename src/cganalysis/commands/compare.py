@@ -7,6 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.commands import COMMANDS
+from cganalysis.dataset.compare import compare, format_comparison
+from cganalysis.dataset.reader import open_dataset, read_new
+from cganalysis.errors import ConfigError
+from cganalysis.report.claims_tma import tma_claims_table
+from cganalysis.report.claims_xu import xu_claims_table
+from cganalysis.report.tablefmt import to_markdown
 
 HELP = COMMANDS["compare"]
 
@@ -48,9 +54,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cganalysis.dataset.compare import compare, format_comparison
-    from cganalysis.dataset.reader import open_dataset, read_new
-
     reference = open_dataset(args.reference)
     name, docs = read_new(args.new)
     by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
@@ -67,10 +70,6 @@ def run(args: argparse.Namespace) -> int:
 def claims_of(docs: list[dict[str, Any]], campaign: str) -> str:
     """The papers' claims judged on the new runs (the reference campaign's paper), as the
     published datasets' ``tma_claims`` / ``xu_claims`` tables; or why they are not."""
-    from cganalysis.errors import ConfigError
-    from cganalysis.report.claims_tma import tma_claims_table
-    from cganalysis.report.claims_xu import xu_claims_table
-    from cganalysis.report.tablefmt import to_markdown
 
     make = xu_claims_table if campaign.startswith("xu") else tma_claims_table
     try:

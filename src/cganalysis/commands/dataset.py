@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from cganalysis.commands import COMMANDS
 from cganalysis.dataset import export_campaign
+from cganalysis.dataset.printed import fix, mismatches, printed_cells
+from cganalysis.dataset.rawcheck import check_raw
+from cganalysis.dataset.reader import open_dataset
+from cganalysis.dataset.reproduce import report, reproduce_run, write_report
+from cganalysis.errors import ConfigError
 
 
 def add_parser(sub: Any) -> None:
@@ -124,8 +131,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_check_docs(args: argparse.Namespace) -> int:
-    from cganalysis.dataset.printed import fix, mismatches, printed_cells
-
     if args.fix:
         for cell in fix(args.root):
             print(f"fixed {cell}")
@@ -145,29 +150,18 @@ def run_check_docs(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from cganalysis.dataset.reader import open_dataset
-
     ds = open_dataset(args.dataset)
     print(f"{ds.name}: campaign {ds.campaign}, {len(ds.runs)} runs, every file as in SHA256SUMS")
     return 0
 
 
 def run_raw_check(args: argparse.Namespace) -> int:
-    from cganalysis.dataset.rawcheck import check_raw
-
     runs = check_raw(args.root, args.campaign)
     print(f"data/raw/{args.campaign}/: {len(runs)} runs")
     return 0
 
 
 def run_reproduce(args: argparse.Namespace) -> int:
-    import sys
-    import time
-
-    from cganalysis.dataset.reader import open_dataset
-    from cganalysis.dataset.reproduce import report, reproduce_run, write_report
-    from cganalysis.errors import ConfigError
-
     ds = open_dataset(args.dataset)
     runs = args.runs or list(ds.runs)
     unknown = sorted(set(runs) - set(ds.runs))

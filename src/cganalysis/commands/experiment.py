@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.commands import COMMANDS
+from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaign import is_campaign, load_campaign
 from cganalysis.experiment.config import load_run
 from cganalysis.experiment.plan import RunOptions
@@ -70,8 +71,6 @@ def _say(quiet: bool) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cganalysis.errors import ConfigError
-
     out: Path = args.output
     opts = RunOptions(
         run_id=args.run_id or out.name,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -11,6 +12,22 @@ from typing import Any
 
 from cganalysis.commands import COMMANDS
 from cganalysis.errors import ConfigError
+from cganalysis.experiment.campaign import is_campaign, load_campaign
+from cganalysis.experiment.config import load_run
+from cganalysis.experiment.plan import RunOptions, check
+from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
+from cganalysis.experiment.runner import run_calibration
+from cganalysis.testbed.backends.clean import clean
+from cganalysis.testbed.backends.hosts import NetnsHost
+from cganalysis.testbed.backends.umlboot import verdicts
+from cganalysis.testbed.dataplane.planes import MAHIMAHI, chosen
+from cganalysis.testbed.dataplane.resolve import emulator_only
+from cganalysis.testbed.measure.probe import format_report, probe
+from cganalysis.testbed.rendering import emuconf
+from cganalysis.testbed.rendering.mahimahi import link_of, render_for_docs
+from cganalysis.testbed.rendering.render import as_text, render_direction, render_netem
+from cganalysis.testbed.spec.bedfile import load_testbed_file
+from cganalysis.testbed.types import TESTBED_TYPES
 
 
 def add_parser(sub: Any) -> None:
@@ -98,9 +115,6 @@ def add_parser(sub: Any) -> None:
 
 
 def _load(path: Path, run_id: str | None) -> Any:
-    from cganalysis.experiment.campaign import is_campaign, load_campaign
-    from cganalysis.experiment.config import load_run
-
     if is_campaign(path):
         if not run_id:
             raise ConfigError(f"{path} is a campaign: say which run with --run RUN_ID")
@@ -109,13 +123,7 @@ def _load(path: Path, run_id: str | None) -> Any:
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    from cganalysis.testbed.backends.hosts import NetnsHost
-    from cganalysis.testbed.measure.probe import format_report, probe
-
     if args.testbed:
-        from cganalysis.testbed.spec.bedfile import load_testbed_file
-        from cganalysis.testbed.types import TESTBED_TYPES
-
         # A bare type name (`uml`) or a testbed file; its router is what is probed.
         bare = str(args.testbed) in TESTBED_TYPES and TESTBED_TYPES[str(args.testbed)].bare
         kind = str(args.testbed) if bare else load_testbed_file(args.testbed).backend
@@ -127,8 +135,6 @@ def run_probe(args: argparse.Namespace) -> int:
             print("note: not root: qdiscs cannot be tried", file=sys.stderr)
         report = probe(NetnsHost("this host", None, Path("/")), with_qdiscs=_is_root())
         if _is_root():
-            from cganalysis.testbed.backends.umlboot import verdicts
-
             report.uml_kernels = verdicts()  # booted once per kernel and CPU, then cached
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -138,14 +144,10 @@ def run_probe(args: argparse.Namespace) -> int:
 
 
 def _is_root() -> bool:
-    import os
-
     return os.geteuid() == 0
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from cganalysis.experiment.plan import RunOptions, check
-
     cfg = _load(args.config, args.run_id)
     p = check(cfg, RunOptions(run_id="check"))
     print(
@@ -158,12 +160,6 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from cganalysis.testbed.dataplane.planes import MAHIMAHI, chosen
-    from cganalysis.testbed.dataplane.resolve import emulator_only
-    from cganalysis.testbed.rendering import emuconf
-    from cganalysis.testbed.rendering.mahimahi import link_of, render_for_docs
-    from cganalysis.testbed.rendering.render import as_text, render_direction, render_netem
-
     cfg = _load(args.config, args.run_id)
     b = cfg.bottleneck
     if chosen(b.backend) is MAHIMAHI:
@@ -203,8 +199,6 @@ def run_render(args: argparse.Namespace) -> int:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from cganalysis.experiment.plan import RunOptions
-    from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
-    from cganalysis.experiment.runner import run_calibration
     from cganalysis.testbed.backends import userns
 
     cfg = _load(args.config, args.campaign_run)
@@ -224,8 +218,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_clean(args: argparse.Namespace) -> int:
-    from cganalysis.testbed.backends.clean import clean
-
     for line in clean(include_live=args.all, dry_run=args.dry_run):
         print(line)
     return 0

@@ -14,6 +14,11 @@ from typing import Any
 
 from cganalysis.commands import COMMANDS
 from cganalysis.errors import ConfigError
+from cganalysis.metrics.io import read_trace
+from cganalysis.traces.find import find_trace, search_path
+from cganalysis.traces.generate import TraceSpec, generate_to
+from cganalysis.traces.mahimahi import trace_stats
+from cganalysis.traces.model import DIRECTIONS, MODELS, stationary
 
 HELP = COMMANDS["trace"]
 
@@ -30,7 +35,6 @@ def add_parser(sub: Any) -> None:
             "then named cga-MODEL-sSEED-DURATIONs.DIRECTION, the name run files use."
         ),
     )
-    from cganalysis.traces.model import DIRECTIONS, MODELS
 
     g.add_argument("out", type=Path, metavar="OUT", help="file or folder to write")
     g.add_argument("--model", choices=sorted(MODELS), default="lte")
@@ -45,16 +49,12 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cganalysis.metrics.io import read_trace
-    from cganalysis.traces.mahimahi import trace_stats
-
     if args.trace_command == "generate":
         return _generate(args)
     if args.trace_command == "stats":
         for line in trace_stats(read_trace(args.trace)).lines():
             print(line)
         return 0
-    from cganalysis.traces.find import find_trace, search_path
 
     for d in search_path(Path.cwd()):
         print(f"search path: {d}")
@@ -63,11 +63,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from cganalysis.metrics.io import read_trace
-    from cganalysis.traces.generate import TraceSpec, generate_to
-    from cganalysis.traces.mahimahi import trace_stats
-    from cganalysis.traces.model import MODELS, stationary
-
     try:
         spec = TraceSpec(args.model, args.seed, args.duration_s, args.direction)
     except ValueError as err:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from cganalysis.dataset.compare import compare
 from cganalysis.dataset.published import DATASETS_DIR
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object, sha256_file
@@ -201,7 +202,6 @@ class Dataset:
     def compare(self, new: Any, *, by: Sequence[str] | None = None) -> pl.DataFrame:
         """``new`` against this dataset, cell by cell (cganalysis.dataset.compare):
         another Dataset, a run API Campaign or Run, or metrics documents."""
-        from cganalysis.dataset.compare import compare
 
         if isinstance(new, Dataset):
             docs = new.metrics

@@ -27,8 +27,13 @@ from typing import Any
 
 from cganalysis.dataset import reprocode
 from cganalysis.errors import ConfigError
+from cganalysis.experiment.campaign import load_campaign
+from cganalysis.experiment.insim import guest_env
 from cganalysis.io import read_json_object, write_json
+from cganalysis.metrics.io import RunFiles, metrics_of_runs
 from cganalysis.rawnames import check_name
+from cganalysis.testbed.backends.simconf import find_sim_kernel, find_simrng, load_options
+from cganalysis.testbed.backends.simidentity import differences, identity
 
 #: meta.json's ``config.source`` for a campaign's run: ``FILE (run RUN_ID)``.
 SOURCE = re.compile(r"(?P<file>configs/[A-Za-z0-9_./-]+\.ya?ml) \(run (?P<run>[^()]+)\)")
@@ -170,7 +175,6 @@ def _numbers(doc: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
 
 def analyse(run_dir: Path, work: Path) -> dict[str, Any]:
     """The new run's metrics document (packets, then metrics, as the workflow makes them)."""
-    from cganalysis.metrics.io import RunFiles, metrics_of_runs
 
     work.mkdir(parents=True, exist_ok=True)
     packets = work / "packets.parquet"
@@ -213,10 +217,7 @@ def current_sim(cfg: Any, repetition: int | None, meta: dict[str, Any]) -> dict[
     """This host's side of ``testbed.sim`` for ``cfg``: the options and the identity a run
     would record, without running it (with the old code's host paths for a run made
     before the fixed ones)."""
-    from cganalysis.experiment.insim import guest_env
     from cganalysis.testbed.backends.simcode import guest_code
-    from cganalysis.testbed.backends.simconf import find_sim_kernel, find_simrng, load_options
-    from cganalysis.testbed.backends.simidentity import identity
 
     sim = load_options(cfg.testbed.path)
     kernel = find_sim_kernel(sim)
@@ -244,8 +245,6 @@ def reproduce_run(
     """Makes ``run_id`` of ``dataset`` again into ``out_dir/run_id`` with the code of the
     commit that made it (the repository at ``root``, extracted into ``cache``, default
     ``out_dir/.code``), and compares."""
-    from cganalysis.experiment.campaign import load_campaign
-    from cganalysis.testbed.backends.simidentity import differences
 
     meta = sim_meta(dataset, run_id)
     where = str(dataset / "meta" / f"{run_id}.json")

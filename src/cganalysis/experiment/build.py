@@ -9,6 +9,7 @@ from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.plan import Plan
 from cganalysis.testbed.backends.topology import Layout, Testbed, Topology
 from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, Delay
+from cganalysis.testbed.rendering.mahimahi import link_of
 from cganalysis.testbed.types import testbed_type
 
 
@@ -21,8 +22,6 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
     plane = p.resolution.bottleneck
     mahimahi = None
     if plane.testbed_starts_it:
-        from cganalysis.testbed.rendering.mahimahi import link_of
-
         mahimahi = link_of(cfg.bottleneck, cfg.propagation)
     layout = Layout(
         l2_router=plane.bridges_router,

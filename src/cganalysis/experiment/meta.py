@@ -11,6 +11,7 @@ dumps before and after, the commands that built the bottleneck, times, files wit
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -21,6 +22,7 @@ from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.record import RunRecord
 from cganalysis.experiment.sources import SOURCES
+from cganalysis.matching import match_files
 from cganalysis.metrics.docschema import validate_meta
 from cganalysis.testbed.measure import provenance
 
@@ -46,7 +48,6 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
     A mismatch beyond tolerance means packets were lost somewhere other than the
     configured queue (or the queue is not where the captures are): the run is flagged.
     """
-    from cganalysis.matching import match_files
 
     files = {t.point: workdir / Path(t.path).name for t in session.taps}
     m = match_files(files["ingress"], files["egress"])
@@ -97,7 +98,6 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
 
 def busy_rate_mbps(stats: Path) -> float | None:
     """Delivered rate (layer 2) over the polls where the queue stayed backlogged."""
-    import json
 
     prev: dict[str, Any] | None = None
     bits = 0.0

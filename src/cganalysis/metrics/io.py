@@ -33,6 +33,7 @@ from cganalysis.metrics.timeseries import run_timeseries
 from cganalysis.progress import Progress, format_bytes
 from cganalysis.schemas import PACKETS, RUN_TIMESERIES, check_schema
 from cganalysis.tablefile import read_table
+from cganalysis.traces.check import read_trace_times
 
 
 def read_packets(path: Path, *, metrics_only: bool = False) -> pl.DataFrame:
@@ -69,7 +70,6 @@ def read_run_spec(path: Path) -> RunSpec:
 
 def read_trace(path: Path) -> np.ndarray:
     """A mahimahi trace: one delivery opportunity per line, a time in ms."""
-    from cganalysis.traces.check import read_trace_times
 
     if not path.is_file():
         raise ConfigError(f"capacity trace {path}: no such file")

@@ -20,6 +20,7 @@ from cganalysis.metrics.delay import DEFAULT_DELAY_THRESHOLDS_MS
 from cganalysis.metrics.docschema import validate_meta
 from cganalysis.metrics.roles import RoleRule, rules_from_mapping
 from cganalysis.metrics.starts import PlannedStart, planned_starts
+from cganalysis.traces.find import find_trace
 
 CapacitySource = Literal["configured", "measured", "trace"]
 BitratePoint = Literal["egress", "ingress"]
@@ -234,7 +235,6 @@ def trace_file(path: Path, base_dir: Path) -> Path:
     path as recorded (its reader then says it is missing)."""
     if path.is_file():
         return path
-    from cganalysis.traces.find import find_trace
 
     try:
         return find_trace(path.name, base_dir)

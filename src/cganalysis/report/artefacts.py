@@ -31,9 +31,17 @@ from cganalysis.report.claims_tma import tma_claims_table
 from cganalysis.report.claims_xu import xu_claims_table
 from cganalysis.report.conditions import require_one_condition
 from cganalysis.report.factors import factor_table
-from cganalysis.report.inputs import RunSeries, no_series, series_files
+from cganalysis.report.inputs import (
+    RunSeries,
+    load_metrics,
+    no_series,
+    read_timeseries,
+    schedule_of,
+    series_files,
+    window_of,
+)
 from cganalysis.report.papercells import paper_cells_tables
-from cganalysis.report.style import Style
+from cganalysis.report.style import Style, load_style
 from cganalysis.report.tablefmt import Table, write_tables
 from cganalysis.report.tables import tma_table1, tma_table2_tables
 from cganalysis.report.tmafigures import TMA_FIGURES, PaperFigure, draw_tma_figure
@@ -311,8 +319,6 @@ def write_from_files(
     """:func:`write` from metrics files, the runs' time-series files (for an artefact drawn
     from them) and a style file, with the default options: what the workflow's ``table``
     and ``figure`` rules run."""
-    from cganalysis.report.inputs import load_metrics
-    from cganalysis.report.style import load_style
 
     docs, _, _ = load_metrics(metrics)
     return write(by_name(name), docs, load_style(style), stem, Options(), series_files(timeseries))
@@ -333,7 +339,6 @@ class RunFigure:
 
 def _timeseries(series: pl.DataFrame, doc: Mapping[str, Any], style: Style, delay: str) -> Figure:
     from cganalysis.report.figures import timeseries_figure
-    from cganalysis.report.inputs import schedule_of, window_of
 
     return timeseries_figure(
         series,
@@ -384,8 +389,6 @@ def write_run_from_files(
 ) -> list[Path]:
     """:func:`write_run` from the run's files, with the defaults: what the workflow's
     ``run_figure_<figure>_<campaign>`` rules run for each run."""
-    from cganalysis.report.inputs import load_metrics, read_timeseries
-    from cganalysis.report.style import load_style
 
     docs, _, _ = load_metrics([metrics])
     return write_run(

@@ -13,8 +13,10 @@ from pathlib import Path
 from cganalysis.emulator.binary import NAME
 from cganalysis.testbed.backends.hosts import Host, TestbedError
 from cganalysis.testbed.backends.topology import DelayPlace
+from cganalysis.testbed.backends.vmconf import in_guest
 from cganalysis.testbed.dataplane.planes import EMULATOR, KERNEL, MAHIMAHI, Resolution, chosen
 from cganalysis.testbed.measure.probe import DUALPI2_IPROUTE2, iproute2_version, probe_qdiscs, which
+from cganalysis.testbed.rendering.mahimahi import PROGRAMS, link_of, unprivileged_user
 from cganalysis.testbed.spec.config import Bottleneck, Direction, Propagation
 from cganalysis.testbed.spec.qdisc import Htb
 from cganalysis.testbed.spec.qdisc_kinds import EMULATOR_ONLY, KERNEL_ONLY
@@ -32,7 +34,6 @@ _KERNEL_HINT = {
 
 def kernel_hint(kind: str) -> str:
     hint = _KERNEL_HINT.get(kind, f"a kernel built with CONFIG_NET_SCH_{kind.upper()}")
-    from cganalysis.testbed.backends.vmconf import in_guest
 
     if kind == "dualpi2" and in_guest():
         # The vm testbed's Debian kernel lacks it too; this script builds it for that kernel.
@@ -134,8 +135,6 @@ def resolve(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
 
 
 def _resolve_mahimahi(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
-    from cganalysis.testbed.rendering.mahimahi import PROGRAMS, link_of, unprivileged_user
-
     missing = [t for t in PROGRAMS if which(host, t) is None]
     if missing:
         raise TestbedError(

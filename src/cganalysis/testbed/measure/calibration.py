@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cganalysis.capture import read_capture
+from cganalysis.matching import match_files
 from cganalysis.testbed.backends.hosts import TIMEOUT_SCALE_ENV, Host, TestbedError, stop
 from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, KernelBottleneck
@@ -65,7 +67,6 @@ def wait_listening(host: Host, port: int, timeout_s: float = 10.0) -> None:
 
 def idle_floor(topo: Topology, cap: Capture, cal: Calibration, local_dir: Path) -> dict[str, Any]:
     """Median/p99 time through the idle router, from the two captures, matched."""
-    from cganalysis.matching import match_files
 
     r = topo.taps
     taps = [
@@ -105,7 +106,6 @@ def saturate(
     label: str,
 ) -> dict[str, Any]:
     """Delivered rate (Mbit/s at layer 2) under UDP offered above the configured rate."""
-    from cganalysis.capture import read_capture
 
     r = topo.taps
     prefix = f"calibration-{label}-"
