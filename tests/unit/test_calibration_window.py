@@ -1,4 +1,5 @@
-"""Calibration's saturation window (testbed.measure.calibration.window_figures) on guest-like input.
+"""Calibration's saturation window (testbed.dataplane.calibration.window_figures) on
+guest-like input.
 
 The vm testbed's guest under TCG runs in bursts when its host is loaded: the whole guest
 stops for seconds, and its clock, which keeps the host's time, jumps when it resumes. A
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from cganalysis.testbed.measure.calibration import CounterWindow, window_figures
+from cganalysis.testbed.dataplane.calibration import CounterWindow, window_figures
 
 S = 1_000_000_000
 WIRE = 1442  # a 1400-byte UDP datagram on Ethernet

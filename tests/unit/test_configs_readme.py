@@ -24,8 +24,8 @@ import yaml
 from cganalysis.experiment.campaign import load_campaign
 from cganalysis.experiment.config import parse_run
 from cganalysis.report.style import SCHEMA as PLOTTING_SCHEMA
+from cganalysis.testbed.bedfile import load_testbed_file
 from cganalysis.testbed.spec import qdisc, qdisc_kinds
-from cganalysis.testbed.spec.bedfile import load_testbed_file
 from cganalysis.testbed.spec.validate import Section
 from tests.conftest import REPO
 

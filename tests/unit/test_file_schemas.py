@@ -16,7 +16,7 @@ import yaml
 from cganalysis.errors import ConfigError, SchemaError
 from cganalysis.experiment.config import parse_run
 from cganalysis.metrics.io import read_meta, read_metrics, write_metrics
-from cganalysis.testbed.spec.bedfile import load_testbed_file
+from cganalysis.testbed.bedfile import load_testbed_file
 from tests.conftest import FIXTURES, REPO
 
 TESTBEDS = sorted((REPO / "configs" / "testbeds").glob("*.yaml"))
@@ -140,7 +140,7 @@ def test_the_docs_examples_pass_their_formats_schema(where: str, doc: Any, tmp_p
     """A run file (or a run's section), a testbed file, the workflow's configuration: each
     example is read by the code that reads such files; campaigns show placeholders."""
     from cganalysis.jsoncheck import check_document
-    from cganalysis.testbed.spec.bedfile import parse_testbed_file
+    from cganalysis.testbed.bedfile import parse_testbed_file
 
     runs = REPO / "configs" / "runs"
     if "schedule" in doc:

@@ -1,5 +1,6 @@
-"""The package's layers import downwards only, and no module imports itself back through
-others. Checked on the source, so an import inside a function counts too.
+"""The package's layers import downwards only, through any chain of imports, and no module
+imports itself back through others. Checked on the source, so an import inside a function
+counts too.
 
 - ``testbed`` (hosts, bottlenecks, locks) knows nothing of ``experiment`` (runs,
   campaigns), which builds on it;
@@ -7,12 +8,12 @@ others. Checked on the source, so an import inside a function counts too.
   which builds on it;
 - ``matching`` (packet tables from captures) knows nothing of ``metrics``;
 - inside ``testbed``, ``spec`` (configuration) knows nothing of ``rendering`` (commands),
-  and neither knows the subpackages that act on hosts (``backends``, ``dataplane``,
-  ``measure``);
-- the import graph of ``cganalysis`` has no cycle. Two kinds of import are not edges: one
-  under ``if TYPE_CHECKING:`` (never run), and a package's ``__init__.py`` re-exporting
-  its modules on first use (``__getattr__``), which every module of the package would
-  otherwise import back.
+  and neither knows the registry of testbed types or the subpackages that act on hosts
+  (``backends``, ``dataplane``, ``measure``);
+- the import graph of ``cganalysis`` has no cycle, and no two sibling packages import
+  each other. An import under ``if TYPE_CHECKING:`` (never run) is not an edge. ``from
+  P import name`` is an edge to ``P.name`` where that is a module, to the module ``P``
+  re-exports ``name`` from (on first use, by its ``__getattr__``), else to ``P``.
 """
 
 from __future__ import annotations
@@ -35,15 +36,32 @@ def _tree(path: Path) -> ast.Module:
 
 
 def _imports(path: Path) -> set[str]:
+    """What the module imports: ``import a.b`` is ``a.b``, ``from a import b`` is
+    ``a.b`` (a module or a name of ``a``). A package's ``__getattr__`` is left out: what
+    it imports is counted where the name is asked for (:func:`_reexports`)."""
+    tree = _tree(path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            node.body = []
     found: set[str] = set()
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            # `from cganalysis import experiment` names the package as an alias.
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
+
+
+def _reexports(init: Path) -> dict[str, str]:
+    """The names a package's ``__init__.py`` gives from its modules, each with where it
+    comes from, as its imports spell them (under ``if TYPE_CHECKING:`` too, where a lazy
+    re-export declares them for the type checker)."""
+    return {
+        alias.asname or alias.name: f"{node.module}.{alias.name}"
+        for node in ast.walk(ast.parse(init.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
 
 
 def _module_name(path: Path, package: Path) -> str:
@@ -52,23 +70,52 @@ def _module_name(path: Path, package: Path) -> str:
 
 
 def _graph(package: Path) -> dict[str, set[str]]:
-    """Module -> the package's modules it imports (``from a import b`` is ``a.b`` where
-    that is a module, else ``a``)."""
+    """Module -> the package's modules it imports. An imported name that is not a module
+    is an edge to the module its package re-exports it from, else to the deepest module
+    or package that holds it. A compiled module is known by its stub (``_native.pyi``)."""
     paths = {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+    for stub in package.rglob("*.pyi"):
+        paths.setdefault(_module_name(stub, package), stub)
+    reexports = {
+        name: _reexports(path) for name, path in paths.items() if path.name == "__init__.py"
+    }
+
+    def resolve(imported: str) -> str:
+        holder, _, name = imported.rpartition(".")
+        if imported not in paths and name in reexports.get(holder, {}):
+            imported = reexports[holder][name]
+        while imported and imported not in paths:
+            imported = imported.rpartition(".")[0]
+        return imported
+
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
-        if path.name == "__init__.py":
-            graph[name] = set()
-            continue
-        edges = set()
-        for imported in _imports(path):
-            target = imported
-            while target and target not in paths:
-                target = target.rpartition(".")[0]
-            if target and target != name:
-                edges.add(target)
-        graph[name] = edges
+        graph[name] = {t for t in map(resolve, _imports(path)) if t and t != name}
     return graph
+
+
+def _chain(graph: dict[str, set[str]], start: str, wanted: str) -> list[str] | None:
+    """The shortest chain of imports from ``start`` to a module named ``wanted`` or under
+    it, or None (breadth first)."""
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    seen = {start}
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(graph.get(v, ())):
+                if w in seen:
+                    continue
+                seen.add(w)
+                came_from[w] = v
+                if w == wanted or w.startswith(wanted + "."):
+                    chain = [w]
+                    while chain[-1] != start:
+                        chain.append(came_from[chain[-1]])
+                    return chain[::-1]
+                following.append(w)
+        frontier = following
+    return None
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -106,8 +153,32 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-#: Inside the testbed: configuration, then commands, then what acts on hosts.
+def _sibling_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Each edge between two modules of different sibling packages (or modules) as an
+    edge between the siblings: ``a.b.c -> a.d.e`` is ``a.b -> a.d``. An edge between a
+    package and what it holds is none."""
+    siblings: dict[str, set[str]] = {}
+    for a, targets in graph.items():
+        for b in targets:
+            pa, pb = a.split("."), b.split(".")
+            shared = 0
+            while shared < min(len(pa), len(pb)) and pa[shared] == pb[shared]:
+                shared += 1
+            if shared < len(pa) and shared < len(pb):
+                top_a, top_b = ".".join(pa[: shared + 1]), ".".join(pb[: shared + 1])
+                siblings.setdefault(top_a, set()).add(top_b)
+    return siblings
+
+
+#: Inside the testbed: configuration, then commands, then the registry of types and what
+#: acts on hosts.
 _TESTBED_ACTING = ("testbed.backends", "testbed.dataplane", "testbed.measure")
+
+#: Sibling packages that still import each other, each a known debt (issue 56): measure
+#: probes hosts and taps through backends.hosts while backends' ssh and vm testbeds call
+#: the probe and provenance. To go when the hosts' shared infrastructure has its own
+#: package; the test fails once the circle is gone, so that it is struck off here.
+_KNOWN_SIBLING_CIRCLES = [["cganalysis.testbed.backends", "cganalysis.testbed.measure"]]
 
 
 @pytest.mark.parametrize(
@@ -116,19 +187,20 @@ _TESTBED_ACTING = ("testbed.backends", "testbed.dataplane", "testbed.measure")
         ("testbed", "experiment"),
         ("metrics", "report"),
         ("matching", "metrics"),
-        *(("testbed.spec", u) for u in ("testbed.rendering", *_TESTBED_ACTING)),
+        *(("testbed.spec", u) for u in ("testbed.rendering", "testbed.types", *_TESTBED_ACTING)),
         *(("testbed.rendering", u) for u in _TESTBED_ACTING),
     ],
 )
-def test_a_lower_layer_never_imports_an_upper_one(lower: str, upper: str) -> None:
-    banned = f"cganalysis.{upper}"
-    offenders = {
-        f"{path.relative_to(PACKAGE)}: {name}"
-        for path in sorted(PACKAGE.joinpath(*lower.split(".")).rglob("*.py"))
-        for name in _imports(path)
-        if name == banned or name.startswith(banned + ".")
-    }
-    assert not offenders, sorted(offenders)
+def test_a_lower_layer_never_reaches_an_upper_one(lower: str, upper: str) -> None:
+    graph = _graph(PACKAGE)
+    lower_name, upper_name = f"cganalysis.{lower}", f"cganalysis.{upper}"
+    chains = [
+        " -> ".join(chain)
+        for module in sorted(graph)
+        if module == lower_name or module.startswith(lower_name + ".")
+        if (chain := _chain(graph, module, upper_name)) is not None
+    ]
+    assert not chains, chains
 
 
 def test_the_package_has_no_import_cycle() -> None:
@@ -138,19 +210,81 @@ def test_the_package_has_no_import_cycle() -> None:
     )
 
 
+def test_no_two_sibling_packages_import_each_other() -> None:
+    circles = _cycles(_sibling_graph(_graph(PACKAGE)))
+    assert circles == _KNOWN_SIBLING_CIRCLES, circles
+
+
 def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("def f():\n    from cganalysis import experiment\n")
     assert "cganalysis.experiment" in _imports(source)
 
 
+def _package(root: Path, modules: dict[str, str]) -> Path:
+    pkg = root / "cganalysis"
+    for name, text in modules.items():
+        path = pkg.joinpath(*name.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return pkg
+
+
 def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path: Path) -> None:
-    pkg = tmp_path / "cganalysis"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from cganalysis.b import g\n")
-    (pkg / "b.py").write_text("def g():\n    from cganalysis import a\n")
-    (pkg / "c.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cganalysis import a\n"
+    pkg = _package(
+        tmp_path,
+        {
+            "__init__": "",
+            "a": "from cganalysis.b import g\n",
+            "b": "def g():\n    from cganalysis import a\n",
+            "c": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from cganalysis import a\n"
+            ),
+        },
     )
     assert _cycles(_graph(pkg)) == [["cganalysis.a", "cganalysis.b"]]
+
+
+def test_the_layer_check_follows_imports_through_other_modules(tmp_path: Path) -> None:
+    """``low.a`` imports no upper module itself, but the registry it reads does, and a
+    package's lazy re-export counts as the module it re-exports."""
+    pkg = _package(
+        tmp_path,
+        {
+            "__init__": "",
+            "low.__init__": "",
+            "low.a": "from cganalysis.registry import ENTRIES\n",
+            "registry": "def load():\n    from cganalysis.up import Thing\n",
+            "up.__init__": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from cganalysis.up.impl import Thing\n"
+                "def __getattr__(name):\n    from cganalysis.up import impl\n"
+            ),
+            "up.impl": "class Thing: ...\n",
+        },
+    )
+    graph = _graph(pkg)
+    assert _chain(graph, "cganalysis.low.a", "cganalysis.up") == [
+        "cganalysis.low.a",
+        "cganalysis.registry",
+        "cganalysis.up.impl",
+    ]
+    assert _chain(graph, "cganalysis.up.impl", "cganalysis.low") is None
+
+
+def test_the_sibling_check_finds_packages_that_import_each_other(tmp_path: Path) -> None:
+    pkg = _package(
+        tmp_path,
+        {
+            "__init__": "",
+            "p.__init__": "",
+            "p.x": "from cganalysis.q.y import f\n",
+            "q.__init__": "",
+            "q.y": "def f():\n    pass\n",
+            "q.z": "from cganalysis.p.x import f\n",
+        },
+    )
+    graph = _graph(pkg)
+    assert not _cycles(graph)
+    assert _cycles(_sibling_graph(graph)) == [["cganalysis.p", "cganalysis.q"]]

@@ -17,7 +17,7 @@ from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import parse_run
 from cganalysis.testbed.backends import hosts, simconf
 from cganalysis.testbed.backends.simkernel import seeded_bytes
-from cganalysis.testbed.spec.bedfile import load_testbed_file
+from cganalysis.testbed.bedfile import load_testbed_file
 from tests.conftest import REPO
 
 SIM_YAML = REPO / "configs" / "testbeds" / "sim.yaml"

@@ -14,7 +14,7 @@ from cganalysis.experiment.config import TestbedRef as Ref
 from cganalysis.experiment.config import parse_run, parse_testbed_ref
 from cganalysis.experiment.plan import guest_host_side
 from cganalysis.testbed.backends.vmconf import GUEST_ENV
-from cganalysis.testbed.spec.bedfile import BACKENDS, load_testbed_file
+from cganalysis.testbed.bedfile import BACKENDS, load_testbed_file
 from cganalysis.testbed.spec.validate import Section
 from cganalysis.testbed.types import TESTBED_TYPES, built_here
 from tests.conftest import REPO

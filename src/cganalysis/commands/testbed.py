@@ -20,13 +20,13 @@ from cganalysis.experiment.runner import run_calibration
 from cganalysis.testbed.backends.clean import clean
 from cganalysis.testbed.backends.hosts import NetnsHost
 from cganalysis.testbed.backends.umlboot import verdicts
+from cganalysis.testbed.bedfile import load_testbed_file
 from cganalysis.testbed.dataplane.planes import MAHIMAHI, chosen
 from cganalysis.testbed.dataplane.resolve import emulator_only
 from cganalysis.testbed.measure.probe import format_report, probe
 from cganalysis.testbed.rendering import emuconf
 from cganalysis.testbed.rendering.mahimahi import link_of, render_for_docs
 from cganalysis.testbed.rendering.render import as_text, render_direction, render_netem
-from cganalysis.testbed.spec.bedfile import load_testbed_file
 from cganalysis.testbed.types import TESTBED_TYPES
 
 

@@ -20,8 +20,8 @@ from cganalysis.experiment.labelkeys import check_label_key, system_label_error
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
 from cganalysis.testbed.backends.lock import lock_name
+from cganalysis.testbed.bedfile import load_testbed_file
 from cganalysis.testbed.spec import config as tbc
-from cganalysis.testbed.spec.bedfile import load_testbed_file
 from cganalysis.testbed.spec.qdisc import Htb
 from cganalysis.testbed.spec.validate import SAFE_PATH, TOKEN, Section
 from cganalysis.testbed.types import TESTBED_TYPES, testbed_type

@@ -29,7 +29,8 @@ from cganalysis.interrupts import signals_ignored, signals_raise
 from cganalysis.io import write_json
 from cganalysis.testbed.backends.lock import testbed_lock
 from cganalysis.testbed.backends.topology import Testbed
-from cganalysis.testbed.measure import calibration, provenance
+from cganalysis.testbed.dataplane import calibration
+from cganalysis.testbed.measure import provenance
 
 
 @contextmanager

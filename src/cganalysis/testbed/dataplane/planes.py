@@ -57,7 +57,7 @@ def _kernel(
     topo: Topology, b: Bottleneck, monitor: Monitor, _: Path, calibration: dict[str, Any] | None
 ) -> AnyBottleneck:
     bn = KernelBottleneck(topo, b, monitor)
-    # A given calibration may have swapped HTB for TBF (measure/calibration.py).
+    # A given calibration may have swapped HTB for TBF (dataplane/calibration.py).
     if calibration and calibration.get("shaper") in ("htb", "tbf"):
         bn = bn.with_forward(replace(b.forward, shaper=calibration["shaper"]))
     return bn
