@@ -58,7 +58,7 @@ def test_a_commands_help_imports_no_other_command(command: str) -> None:
 
 
 def test_packets_imports_no_heavy_module() -> None:
-    """Its native match needs none: polars alone would be a third of its time on a
+    """Its native match needs none: importing polars takes about as long as matching a
     4 M-packet pair (docs/performance.md)."""
     modules = _top(_imported("packets", "--help"))
     assert not modules & set(HEAVY), sorted(modules & set(HEAVY))

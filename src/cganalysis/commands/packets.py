@@ -12,7 +12,7 @@ from cganalysis import _native
 from cganalysis.capture.model import ENGINES
 from cganalysis.commands import COMMANDS
 from cganalysis.dependencies import software
-from cganalysis.io import write_json
+from cganalysis.io import write_json, write_parquet
 from cganalysis.matching.native import match_files_native, write_flows
 from cganalysis.matching.options import DEFAULT_CHUNK_PACKETS, MatchOptions
 from cganalysis.matching.streaming import match_to_files
@@ -177,8 +177,7 @@ def _match_pyshark(args: argparse.Namespace, options: MatchOptions, eg_only: Pat
     """tshark's reading (which takes a whole capture anyway), matched in memory by the
     Python pipeline."""
     # Imported here: the pipeline brings polars, which the native match does without
-    # (a third of the command's time on a 4 M-packet pair).
-    from cganalysis.io import write_parquet
+    # (importing it takes about as long as matching a 4 M-packet pair; performance.md).
     from cganalysis.matching.pipeline import match_files
 
     size = format_bytes(_size_bytes(args))
