@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from cganalysis.testbed.backends import state
-from cganalysis.testbed.backends.clean import clean
 from cganalysis.testbed.backends.procmark import MARKER_ENV, new_marker, valid_pid
 from cganalysis.testbed.backends.vm import clean_vm
+from cganalysis.testbed.clean import clean
 from tests.conftest import need_root
 
 

@@ -140,7 +140,11 @@ def test_campaign_format_expresses_xu2022(tmp_path: Path) -> None:
                 for c in (15, 25, 35)
             },
             "queue": {
-                f"{q}xbdp": {"bottleneck": {"qdisc": {"limit_bdp": q}}, "labels": {"queue": q}}
+                # 0p5xbdp: no "." in a run id (the workflow's file names), as xu2022.yaml
+                f"{q}xbdp".replace(".", "p"): {
+                    "bottleneck": {"qdisc": {"limit_bdp": q}},
+                    "labels": {"queue": q},
+                }
                 for q in (0.5, 2, 7)
             },
             "cca": {c: {"competitor": {"cca": c}} for c in ("cubic", "bbr")},

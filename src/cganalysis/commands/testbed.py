@@ -17,10 +17,10 @@ from cganalysis.experiment.config import load_run
 from cganalysis.experiment.plan import RunOptions, check
 from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
 from cganalysis.experiment.runner import run_calibration
-from cganalysis.testbed.backends.clean import clean
 from cganalysis.testbed.backends.hosts import NetnsHost
 from cganalysis.testbed.backends.umlboot import verdicts
 from cganalysis.testbed.bedfile import load_testbed_file
+from cganalysis.testbed.clean import clean
 from cganalysis.testbed.dataplane.planes import MAHIMAHI, chosen
 from cganalysis.testbed.dataplane.resolve import emulator_only
 from cganalysis.testbed.measure.probe import format_report, probe
