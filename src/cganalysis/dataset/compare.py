@@ -30,7 +30,7 @@ NOT_CONDITIONS = ("run_id", "campaign", "repetition")
 
 
 @dataclass(frozen=True)
-class Metric:
+class ComparedMetric:
     """One metric of a cell: a column of the per-role rows (``role`` set) in ``phase``,
     or of the per-run rows (``role`` None); shown times ``scale``."""
 
@@ -41,24 +41,24 @@ class Metric:
     scale: float = 1.0
 
 
-def _tma_metrics() -> list[Metric]:
+def _tma_metrics() -> list[ComparedMetric]:
     out = []
     for block, role in (("CG", "cg"), ("TCP", "competitor")):
         for label, column, _, scale in TMA2_ROWS:
             name = STD_LABEL if column == "delay_std_ms" else label
             unit = {"bitrate": " (Mbit/s)", "delay_m": " (ms)", "loss": " (%)"}
             suffix = next((u for k, u in unit.items() if column.startswith(k)), "")
-            out.append(Metric(f"{block} {name}{suffix}", column, role, scale=scale))
-        out.append(Metric(f"{block} utilisation (%)", "utilisation", role, scale=100.0))
-    out.append(Metric("utilisation, total (%)", "utilisation_total", scale=100.0))
+            out.append(ComparedMetric(f"{block} {name}{suffix}", column, role, scale=scale))
+        out.append(ComparedMetric(f"{block} utilisation (%)", "utilisation", role, scale=100.0))
+    out.append(ComparedMetric("utilisation, total (%)", "utilisation_total", scale=100.0))
     return out
 
 
 #: TMA 2024 Table II's rows, per flow, and the link's utilisation.
-TMA_METRICS: tuple[Metric, ...] = tuple(_tma_metrics())
+TMA_METRICS: tuple[ComparedMetric, ...] = tuple(_tma_metrics())
 #: What Xu & Claypool's Tables 2-6 show, with and before the competing flow.
-XU_METRICS: tuple[Metric, ...] = tuple(
-    Metric(f"CG {what} {phase.replace('_', ' ')}", column, "cg", phase, scale)
+XU_METRICS: tuple[ComparedMetric, ...] = tuple(
+    ComparedMetric(f"CG {what} {phase.replace('_', ' ')}", column, "cg", phase, scale)
     for phase in ("before_competitor", "with_competitor")
     for what, column, scale in (
         ("delay (ms)", "delay_mean_ms", 1.0),
@@ -68,7 +68,7 @@ XU_METRICS: tuple[Metric, ...] = tuple(
 )
 
 
-def metrics_for(campaign: str) -> tuple[Metric, ...]:
+def metrics_for(campaign: str) -> tuple[ComparedMetric, ...]:
     """The metrics compared for a reference campaign (by its name, as the datasheet)."""
     return TMA_METRICS + (XU_METRICS if campaign.startswith("xu") else ())
 
@@ -90,7 +90,7 @@ def condition_keys(docs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _values(
-    docs: Sequence[Mapping[str, Any]], keys: Sequence[str], metric: Metric
+    docs: Sequence[Mapping[str, Any]], keys: Sequence[str], metric: ComparedMetric
 ) -> dict[tuple[str, ...], list[float]]:
     """The metric's value of every run, grouped by its condition (``keys``' values)."""
     frame = run_rows(docs) if metric.role is None else role_rows(docs)

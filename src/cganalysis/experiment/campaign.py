@@ -57,7 +57,7 @@ class PlannedRun:
 
 
 @dataclass(frozen=True)
-class Campaign:
+class CampaignPlan:
     name: str
     path: Path
     runs: tuple[PlannedRun, ...]
@@ -124,7 +124,7 @@ def _variant(path: Path, data: Mapping[str, Any]) -> tuple[dict[str, Any], Any, 
     return doc, sec.raw("overlay", {}), other_path.parent
 
 
-def load_campaign(path: Path) -> Campaign:
+def load_campaign(path: Path) -> CampaignPlan:
     data = read_yaml(path)
     overlay: Any = {}
     run_dir = path.parent
@@ -195,7 +195,7 @@ def load_campaign(path: Path) -> Campaign:
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(f"{where}: run ids repeat ({dupes[0]}); put every factor in run_id")
-    return Campaign(name, path, tuple(runs))
+    return CampaignPlan(name, path, tuple(runs))
 
 
 def _parse_exclude(

@@ -77,7 +77,7 @@ class RunConfig:
     propagation: tbc.Propagation
     cg: CgConfig
     competitor: CompetitorConfig
-    capture: tbc.Capture
+    capture: tbc.CaptureConfig
     monitor: tbc.Monitor
     calibration: tbc.Calibration
     checks: tbc.Checks

@@ -20,9 +20,9 @@ from cganalysis.metrics.delay import (
     time_weighted_delay_ms,
 )
 from cganalysis.metrics.frames import frame_rate
+from cganalysis.metrics.jitter import rtp_jitter
 from cganalysis.metrics.loss import Loss, loss, rtp_gap_loss
 from cganalysis.metrics.registry import ROLE_METRICS
-from cganalysis.metrics.single import rtp_jitter
 from cganalysis.metrics.spec import BitratePoint, RunSpec
 from cganalysis.metrics.timebase import Prepared, Resolved, entered_between
 

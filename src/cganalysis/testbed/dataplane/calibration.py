@@ -36,7 +36,7 @@ from cganalysis.testbed.backends.hosts import TIMEOUT_SCALE_ENV, Host, TestbedEr
 from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, KernelBottleneck
 from cganalysis.testbed.measure.capture import Tap, start_tap, stop_taps
-from cganalysis.testbed.spec.config import Calibration, Capture
+from cganalysis.testbed.spec.config import Calibration, CaptureConfig
 from cganalysis.testbed.spec.qdisc import Htb, HtbClass
 
 CALIBRATION_PORT = 5299
@@ -65,7 +65,9 @@ def wait_listening(host: Host, port: int, timeout_s: float = 10.0) -> None:
     raise TestbedError(f"on {host.name}: nothing listens on port {port} after {timeout_s} s")
 
 
-def idle_floor(topo: Topology, cap: Capture, cal: Calibration, local_dir: Path) -> dict[str, Any]:
+def idle_floor(
+    topo: Topology, cap: CaptureConfig, cal: Calibration, local_dir: Path
+) -> dict[str, Any]:
     """Median/p99 time through the idle router, from the two captures, matched."""
 
     r = topo.taps
@@ -99,7 +101,7 @@ def idle_floor(topo: Topology, cap: Capture, cal: Calibration, local_dir: Path) 
 def saturate(
     topo: Topology,
     bn: AnyBottleneck,
-    cap: Capture,
+    cap: CaptureConfig,
     cal: Calibration,
     rate_mbit: float,
     local_dir: Path,
@@ -251,7 +253,7 @@ def _wait_flowing(bn: AnyBottleneck, base: int, timeout_s: float) -> bool:
 def calibrate(
     topo: Topology,
     bn: AnyBottleneck,
-    cap: Capture,
+    cap: CaptureConfig,
     cal: Calibration,
     local_dir: Path,
     progress: Any = print,
@@ -325,7 +327,7 @@ def calibrate(
 def _class_only(
     topo: Topology,
     bn: AnyBottleneck,
-    cap: Capture,
+    cap: CaptureConfig,
     cal: Calibration,
     local_dir: Path,
     cls: HtbClass,
@@ -364,7 +366,7 @@ def _class_only(
 def _measure(
     topo: Topology,
     bn: AnyBottleneck,
-    cap: Capture,
+    cap: CaptureConfig,
     cal: Calibration,
     local_dir: Path,
     label: str,

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from cganalysis.testbed.backends.hosts import Host, Proc, stop_all, wait_for_text
-from cganalysis.testbed.spec.config import Capture
+from cganalysis.testbed.spec.config import CaptureConfig
 
 #: Bytes the kernel ring holds per captured packet at snaplen 128 (headers + alignment).
 RING_BYTES_PER_PACKET = 256
@@ -27,7 +27,7 @@ MIN_BUFFER_KIB = 16 * 1024
 MAX_BUFFER_KIB = 512 * 1024
 
 
-def buffer_kib(cfg: Capture, rate_mbit: float | None) -> int:
+def buffer_kib(cfg: CaptureConfig, rate_mbit: float | None) -> int:
     """Kernel buffer: ``RING_SECONDS`` of traffic at 4x the bottleneck rate (the ingress
     side sees what senders offer, above the bottleneck), in minimum-size-agnostic packets."""
     if cfg.buffer_kib is not None:
@@ -38,11 +38,13 @@ def buffer_kib(cfg: Capture, rate_mbit: float | None) -> int:
     return min(MAX_BUFFER_KIB, max(MIN_BUFFER_KIB, kib))
 
 
-def file_name(point: str, cfg: Capture) -> str:
+def file_name(point: str, cfg: CaptureConfig) -> str:
     return f"{point}.pcap" if cfg.tool == "tcpdump" else f"{point}.pcapng"
 
 
-def capture_argv(cfg: Capture, dev: str, direction: str, path: str, buf_kib: int) -> list[str]:
+def capture_argv(
+    cfg: CaptureConfig, dev: str, direction: str, path: str, buf_kib: int
+) -> list[str]:
     if cfg.tool == "tcpdump":
         return [
             "tcpdump",
@@ -91,7 +93,7 @@ class Tap:
 
 def start_tap(
     host: Host,
-    cfg: Capture,
+    cfg: CaptureConfig,
     point: str,
     dev: str,
     direction: str,

@@ -89,7 +89,7 @@ class Propagation:
 
 
 @dataclass(frozen=True)
-class Capture:
+class CaptureConfig:
     tool: Literal["tcpdump", "dumpcap"] = "tcpdump"
     snaplen: int = 128
     buffer_kib: int | None = None  # None: sized for the rate (capture.py)
@@ -196,8 +196,8 @@ def parse_propagation(sec: Section) -> Propagation:
     return p
 
 
-def parse_capture(sec: Section) -> Capture:
-    c = Capture(
+def parse_capture(sec: Section) -> CaptureConfig:
+    c = CaptureConfig(
         tool=sec.choice("tool", ("tcpdump", "dumpcap"), "tcpdump"),
         snaplen=sec.integer("snaplen", 128, minimum=128, maximum=65535),
         buffer_kib=sec.opt_integer("buffer_kib", minimum=256),

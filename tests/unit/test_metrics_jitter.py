@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cganalysis.metrics.single import jitter_trace, rtp_jitter
+from cganalysis.metrics.jitter import jitter_trace, rtp_jitter
 from tests.unit.synthetic import flow, table
 
 
@@ -62,7 +62,7 @@ def test_the_jitter_filter_is_scipys_lfilter_bit_for_bit() -> None:
     import numpy as np
     from scipy.signal import lfilter
 
-    from cganalysis.metrics.single import jitter_trace
+    from cganalysis.metrics.jitter import jitter_trace
 
     rng = np.random.default_rng(3)
     arrival = np.cumsum(rng.integers(100_000, 40_000_000, 5_000)).astype(np.int64)

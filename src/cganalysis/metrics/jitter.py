@@ -1,4 +1,4 @@
-"""Single-capture measures: RTP inter-arrival jitter (RFC 3550 section 6.4.1 and A.8).
+"""RTP inter-arrival jitter, from one capture (RFC 3550 section 6.4.1 and A.8).
 
 For consecutive packets i, j of one RTP stream in arrival order,
 D(i, j) = (Rj - Ri) - (Sj - Si) in timestamp units (R arrival, S RTP timestamp), and
