@@ -31,14 +31,14 @@ SIZES = (100, 1400)
 
 
 def _bed(kind: str, workdir: Path) -> Any:
-    from cganalysis.testbed.backends.topology import Layout
+    from cganalysis.testbed.shared.topology import Layout
 
     layout = Layout(l2_router=False, delay_via="none", cca="cubic", ecn=0)
     if kind == "uml":
-        from cganalysis.testbed.backends.uml import UmlTestbed
+        from cganalysis.testbed.uml.testbed import UmlTestbed
 
         return UmlTestbed(layout, workdir)
-    from cganalysis.testbed.backends.netns import NetnsTestbed
+    from cganalysis.testbed.netns.testbed import NetnsTestbed
 
     return NetnsTestbed(layout, workdir)
 

@@ -214,7 +214,7 @@ def main() -> int:
             args.collect, args.rate, args.seconds, args.dualpi2, ("kernel", "emulator"), args.cases
         )
         return 0
-    from cganalysis.testbed.backends.vmrun import serving
+    from cganalysis.testbed.vm.run import serving
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="cga-bench-vm-"))
     base.mkdir(parents=True, exist_ok=True)

@@ -150,7 +150,7 @@ say "kernel $version: $modroot/$version/vmlinuz"
 
 if ((check)); then
   say "booting the guest once (TCG: ~10-20 s)"
-  out="$("$python" -m cganalysis.testbed.backends.vmrun --probe 2>&1)" || die "the guest failed: $out"
+  out="$("$python" -m cganalysis.testbed.vm.run --probe 2>&1)" || die "the guest failed: $out"
   say "$out"
 fi
 say "done"

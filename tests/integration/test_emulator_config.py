@@ -16,9 +16,9 @@ from cganalysis.emulator import Emulator, check_config, find_emulator, write_con
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaign import load_campaign
 from cganalysis.experiment.config import RunConfig, load_run
-from cganalysis.testbed.backends.hosts import NetnsHost
 from cganalysis.testbed.dataplane.bottleneck import start_emulator
 from cganalysis.testbed.rendering import emuconf
+from cganalysis.testbed.shared.hosts import NetnsHost
 from tests.conftest import REPO, trace
 from tests.integration.emu_helpers import need_emulator
 

@@ -236,7 +236,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
 
 
 def local_ssh_env(known_hosts: Path) -> dict[str, str]:
-    """This machine's host-key settings (ssh.py): strict checking against ``known_hosts``."""
+    """This machine's host-key settings (ssh/host.py): strict checking against ``known_hosts``."""
     env = {k: v for k, v in os.environ.items() if k != "CGA_SSH_HOST_KEY_POLICY"}
     return {**env, "CGA_SSH_KNOWN_HOSTS": str(known_hosts)}
 
@@ -372,7 +372,7 @@ def test_clean_kills_only_recorded_processes_that_carry_their_token(lab: Lab) ->
     """A state file (edited, or old with pids reused) naming a live process that is not
     ours: `testbed clean` leaves it alone; a process started with its token is killed;
     pids that are no positive integer are refused in one line each, never sent to kill."""
-    from cganalysis.testbed.backends.procmark import MARKER_ENV, new_marker
+    from cganalysis.testbed.shared.procmark import MARKER_ENV, new_marker
 
     marker = new_marker()
     ns = ["ip", "netns", "exec", lab.ns["srv"]]
@@ -402,7 +402,7 @@ def test_clean_kills_only_recorded_processes_that_carry_their_token(lab: Lab) ->
         }
         script = (
             "import json, sys\n"
-            "from cganalysis.testbed.backends.sshclean import clean_remote\n"
+            "from cganalysis.testbed.ssh.clean import clean_remote\n"
             "for line in clean_remote(json.loads(sys.argv[1]), False): print(line)\n"
         )
         import sys

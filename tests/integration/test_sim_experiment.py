@@ -40,8 +40,8 @@ pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 def _need_sim() -> None:
     need_root()
     need_tool(*TOOLS, "setpriv", "unshare")
-    from cganalysis.testbed.backends.hosts import TestbedError
-    from cganalysis.testbed.backends.simconf import SimOptions, find_sim_kernel, find_simrng
+    from cganalysis.testbed.shared.hosts import TestbedError
+    from cganalysis.testbed.sim.config import SimOptions, find_sim_kernel, find_simrng
 
     try:
         find_sim_kernel(SimOptions())

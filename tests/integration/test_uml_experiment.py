@@ -35,8 +35,8 @@ pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
 def _need_uml(kernel: str = "auto") -> None:
     need_root()
     need_tool(*TOOLS, "setpriv")
-    from cganalysis.testbed.backends.hosts import TestbedError
-    from cganalysis.testbed.backends.umlconf import UmlOptions, find_kernel
+    from cganalysis.testbed.shared.hosts import TestbedError
+    from cganalysis.testbed.uml.config import UmlOptions, find_kernel
 
     try:
         find_kernel(UmlOptions(kernel=kernel))
@@ -172,8 +172,8 @@ def test_refusals_name_what_to_do(tmp_path: Path) -> None:
     that is not there, and Debian's UML kernel, which lacks DualPI2 (or, on a CPU whose
     extended state it cannot hold, does not boot), each in one line naming what to do."""
     _need_uml("debian")
-    from cganalysis.testbed.backends.umlboot import boot_failure
-    from cganalysis.testbed.backends.umlconf import UmlOptions, find_kernel
+    from cganalysis.testbed.uml.boot import boot_failure
+    from cganalysis.testbed.uml.config import UmlOptions, find_kernel
 
     doc = yaml.safe_load(RUN.read_text())
     bed = tmp_path / "bed.yaml"

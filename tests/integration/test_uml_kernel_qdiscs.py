@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.dataplane.bottleneck import Delay, KernelBottleneck
 from cganalysis.testbed.rendering import tcparse
+from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.config import (
     Bottleneck,
     Monitor,
@@ -38,10 +38,10 @@ from tests.conftest import need_root
 def guest(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A UML kernel: scripts/build-uml.sh's, then Debian's user-mode-linux."""
     need_root()
-    from cganalysis.testbed.backends.hosts import TestbedError
-    from cganalysis.testbed.backends.umlboot import boot_failure, usable_kernel
-    from cganalysis.testbed.backends.umlconf import UmlOptions, find_kernel
-    from cganalysis.testbed.backends.umlhost import UmlKernel
+    from cganalysis.testbed.shared.hosts import TestbedError
+    from cganalysis.testbed.uml.boot import boot_failure, usable_kernel
+    from cganalysis.testbed.uml.config import UmlOptions, find_kernel
+    from cganalysis.testbed.uml.host import UmlKernel
 
     opts = UmlOptions(kernel=request.param)
     try:
@@ -59,7 +59,7 @@ def guest(request: pytest.FixtureRequest) -> Iterator[Any]:
 @pytest.fixture
 def pair(guest: Any) -> Iterator[Topology]:
     """A namespace in the kernel with veth p0 (10.9.0.1) <-> p1 (10.9.0.2), offloads off."""
-    from cganalysis.testbed.backends.umlhost import UmlHost
+    from cganalysis.testbed.uml.host import UmlHost
 
     ns = f"cgaumlt-{secrets.token_hex(3)}"
     whole = UmlHost("uml", guest, Path(os.devnull))
@@ -128,8 +128,8 @@ def _by_handle(qdiscs: list[dict[str, Any]], handle: str) -> dict[str, Any]:
 
 
 def test_uml_kernel_has_the_disciplines(guest: Any) -> None:
-    from cganalysis.testbed.backends.umlhost import UmlHost
     from cganalysis.testbed.measure.probe import probe_qdiscs
+    from cganalysis.testbed.uml.host import UmlHost
 
     host = UmlHost(f"uml {guest.kernel.path}", guest, Path(os.devnull))
     kinds = ["htb", "tbf", "netem", "sfq", "fq_codel", "codel", "pie", "cake"]
@@ -278,9 +278,9 @@ def test_dualpi2_in_the_uml_kernel_or_a_clear_refusal(guest: Any, pair: Topology
     """The built kernel (scripts/build-uml.sh): the kernel's own DualPI2, rendered, read
     back and its statistics (prob, delays, per-queue counts, marks) parsed; Debian's 6.1:
     the uml testbed refuses it, naming the script that builds a kernel with it."""
-    from cganalysis.testbed.backends.hosts import TestbedError
-    from cganalysis.testbed.backends.umlhost import UmlHost
     from cganalysis.testbed.dataplane.resolve import resolve_in_router_kernel
+    from cganalysis.testbed.shared.hosts import TestbedError
+    from cganalysis.testbed.uml.host import UmlHost
 
     whole = UmlHost(f"uml {guest.kernel.path}", guest, Path(os.devnull))
     spec = {"rate_mbit": 10, "qdisc": {"kind": "dualpi2", "limit": 1000, "target_ms": 15,

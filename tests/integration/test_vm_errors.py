@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cganalysis.testbed.backends import vmconf
-from cganalysis.testbed.backends.hosts import TestbedError as VmError
-from cganalysis.testbed.backends.vmconf import VmOptions
+from cganalysis.testbed.shared.hosts import TestbedError as VmError
+from cganalysis.testbed.vm import config as vmconf
+from cganalysis.testbed.vm.config import VmOptions
 from tests.conftest import need_root
 
 
@@ -65,7 +65,7 @@ def _need_vm() -> None:
 def test_a_guest_that_cannot_boot_says_why(tmp_path: Path) -> None:
     """Not a kernel image: QEMU stops at once and its error line is the message."""
     _need_vm()
-    from cganalysis.testbed.backends.vm import Guest
+    from cganalysis.testbed.vm.testbed import Guest
 
     fake = tmp_path / "vmlinuz"
     fake.write_bytes(b"not a kernel" * 100)
@@ -78,7 +78,7 @@ def test_a_guest_that_cannot_boot_says_why(tmp_path: Path) -> None:
 @pytest.mark.vm
 def test_a_guest_that_boots_too_slowly_is_killed(tmp_path: Path) -> None:
     _need_vm()
-    from cganalysis.testbed.backends.vm import Guest
+    from cganalysis.testbed.vm.testbed import Guest
 
     before = _qemus()
     opts = VmOptions(boot_timeout_s=5.0, accel="tcg")
@@ -102,7 +102,7 @@ def _qemus() -> set[int]:
 
 
 def test_guest_env_keeps_the_host_state_dirs_out() -> None:
-    from cganalysis.testbed.backends.vm import _guest_env
+    from cganalysis.testbed.vm.testbed import _guest_env
 
     os.environ["CGA_STATE_DIR"] = "/somewhere"
     try:

@@ -32,8 +32,8 @@ RUN = REPO / "configs" / "runs" / "quick-htb-sfq-vm.yaml"
 
 def _need_vm() -> None:
     need_root()
-    from cganalysis.testbed.backends.hosts import TestbedError
-    from cganalysis.testbed.backends.vm import VmOptions, find_kernel, find_tools
+    from cganalysis.testbed.shared.hosts import TestbedError
+    from cganalysis.testbed.vm.testbed import VmOptions, find_kernel, find_tools
 
     try:
         find_kernel(VmOptions())

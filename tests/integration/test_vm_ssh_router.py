@@ -66,8 +66,8 @@ def _need_vm() -> None:
     need_tool(*TOOLS, "ssh", "ssh-keygen")
     if not Path(SSHD).exists():
         pytest.skip("needs Debian's openssh-server (bash scripts/install.sh installs it)")
-    from cganalysis.testbed.backends.hosts import TestbedError
-    from cganalysis.testbed.backends.vm import VmOptions, find_kernel, find_tools
+    from cganalysis.testbed.shared.hosts import TestbedError
+    from cganalysis.testbed.vm.testbed import VmOptions, find_kernel, find_tools
 
     try:
         find_kernel(VmOptions())
@@ -213,6 +213,6 @@ def test_ssh_testbed_with_a_vm_router(lab: Lab) -> None:
     assert subprocess.run(probe, capture_output=True, check=False).returncode != 0
     links = sh("ip", "-n", lab.ctl, "-br", "link")
     assert not [t for t in vm["taps"].values() if t in links], links
-    from cganalysis.testbed.backends import state
+    from cganalysis.testbed.shared import state
 
     assert not [s for s in state.leftover_states(True) if vm["taps"]["in"] in str(s)]

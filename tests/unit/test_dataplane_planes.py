@@ -15,8 +15,6 @@ import yaml
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import RunConfig, parse_run
 from cganalysis.experiment.plan import _check_offloads
-from cganalysis.testbed.backends import hosts
-from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.dataplane.bottleneck import EmulatorBottleneck, KernelBottleneck
 from cganalysis.testbed.dataplane.mmlog import MahimahiBottleneck
 from cganalysis.testbed.dataplane.planes import (
@@ -29,6 +27,8 @@ from cganalysis.testbed.dataplane.planes import (
     chosen,
 )
 from cganalysis.testbed.dataplane.resolve import resolve_in_router_kernel
+from cganalysis.testbed.shared import hosts
+from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.config import BACKENDS, Monitor
 
 RUNS = Path(__file__).resolve().parents[2] / "configs" / "runs"

@@ -16,7 +16,7 @@ import yaml
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import parse_run
 from cganalysis.testbed import ccaname
-from cganalysis.testbed.backends import umlconf
+from cganalysis.testbed.uml import config as umlconf
 from tests.conftest import REPO
 
 MAINLINE = {"bbr": 1}
@@ -181,7 +181,7 @@ def test_the_plan_reads_this_machines_kernel_and_refuses_bbr3_on_mainline(
     tmp_path: Path,
 ) -> None:
     from cganalysis.experiment.plan import _kernel_cca
-    from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
+    from cganalysis.testbed.shared.hosts import NetnsHost, TestbedError
 
     here = NetnsHost("this host", None, tmp_path)
     doc = yaml.safe_load((REPO / "configs" / "runs" / "quick-pfifo.yaml").read_text())

@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 
 from cganalysis.errors import ConfigError
-from cganalysis.testbed.backends import simconf, umlboot, umlconf, vmconf
-from cganalysis.testbed.backends.hosts import TestbedError as Refused
-from cganalysis.testbed.backends.simkernel import ERROR_MARK, console_tail
+from cganalysis.testbed.shared.hosts import TestbedError as Refused
+from cganalysis.testbed.sim import config as simconf
+from cganalysis.testbed.sim.kernel import ERROR_MARK, console_tail
+from cganalysis.testbed.uml import boot as umlboot
+from cganalysis.testbed.uml import config as umlconf
+from cganalysis.testbed.vm import config as vmconf
 
 #: The console of Debian 12's user-mode-linux (6.1) booting on an Intel Xeon with AMX.
 AMX_CONSOLE = """\
@@ -278,7 +281,7 @@ def test_a_private_tmpfs_keeps_the_host_paths_the_guest_needs(tmp_path: Path) ->
     (point / "other").write_text("hidden")
     (point / "link").symlink_to(point / "co")
     script = (
-        "import os, sys; from cganalysis.testbed.backends.umlagent import private_tmpfs; "
+        "import os, sys; from cganalysis.testbed.uml.agent import private_tmpfs; "
         f"private_tmpfs({str(point)!r}, [{str(point / 'link' / '.venv')!r}, '/elsewhere']); "
         f"open({str(point / 'new')!r}, 'w').write('x'); "
         f"print(sorted(os.listdir({str(point)!r})), "

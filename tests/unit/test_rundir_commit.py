@@ -12,7 +12,7 @@ import pytest
 from cganalysis.cli import main
 from cganalysis.errors import ConfigError
 from cganalysis.experiment import rundir
-from cganalysis.testbed.backends import lock
+from cganalysis.testbed.shared import lock
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_FILE = REPO / "configs" / "runs" / "quick-htb.yaml"

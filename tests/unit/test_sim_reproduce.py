@@ -17,7 +17,9 @@ import pytest
 from cganalysis.dataset import reprocode, reproduce
 from cganalysis.errors import ConfigError
 from cganalysis.io import sha256_file
-from cganalysis.testbed.backends import simcode, simidentity, simuser
+from cganalysis.testbed.sim import code as simcode
+from cganalysis.testbed.sim import identity as simidentity
+from cganalysis.testbed.sim import user as simuser
 from tests.conftest import REPO, need_root
 
 

@@ -15,9 +15,10 @@ import yaml
 
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import parse_run
-from cganalysis.testbed.backends import hosts, simconf
-from cganalysis.testbed.backends.simkernel import seeded_bytes
 from cganalysis.testbed.bedfile import load_testbed_file
+from cganalysis.testbed.shared import hosts
+from cganalysis.testbed.sim import config as simconf
+from cganalysis.testbed.sim.kernel import seeded_bytes
 from tests.conftest import REPO
 
 SIM_YAML = REPO / "configs" / "testbeds" / "sim.yaml"

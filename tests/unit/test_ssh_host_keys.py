@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from cganalysis.errors import ConfigError
-from cganalysis.testbed.backends import hosts
-from cganalysis.testbed.backends.ssh import SshHost, SshTarget
-from cganalysis.testbed.backends.sshbed import parse_testbed
+from cganalysis.testbed.shared import hosts
+from cganalysis.testbed.ssh.host import SshHost, SshTarget
+from cganalysis.testbed.ssh.testbed import parse_testbed
 from tests.conftest import REPO
 
 LAB = yaml.safe_load((REPO / "configs" / "testbeds" / "lab-example.yaml").read_text())

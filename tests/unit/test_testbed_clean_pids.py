@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cganalysis.testbed.backends import state
-from cganalysis.testbed.backends.procmark import MARKER_ENV, new_marker, valid_pid
-from cganalysis.testbed.backends.vm import clean_vm
 from cganalysis.testbed.clean import clean
+from cganalysis.testbed.shared import state
+from cganalysis.testbed.shared.procmark import MARKER_ENV, new_marker, valid_pid
+from cganalysis.testbed.vm.testbed import clean_vm
 from tests.conftest import need_root
 
 

@@ -199,7 +199,7 @@ def test_bad_yaml_names_the_file(tmp_path: Path) -> None:
 
 
 def test_testbed_files() -> None:
-    from cganalysis.testbed.backends.sshbed import load_testbed, parse_testbed
+    from cganalysis.testbed.ssh.testbed import load_testbed, parse_testbed
 
     lab = load_testbed(REPO / "configs" / "testbeds" / "lab-example.yaml")
     assert lab.hosts["router"].devs == {"in_dev": "eth1", "out_dev": "eth2"}
@@ -355,8 +355,8 @@ def test_htb_without_rate_or_trace_is_refused() -> None:
     ],
 )
 def test_emulator_only_links_refuse_backend_kernel(bottleneck: dict[str, Any], words: str) -> None:
-    from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
     from cganalysis.testbed.dataplane.resolve import emulator_only, resolve
+    from cganalysis.testbed.shared.hosts import NetnsHost, TestbedError
 
     b = parse(_trace_doc(backend="kernel", **bottleneck)).bottleneck
     assert emulator_only(b)
@@ -452,8 +452,8 @@ def test_what_mahimahi_cannot_do_is_refused_naming_the_key(
 def test_mahimahi_missing_is_refused_naming_the_programs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
     from cganalysis.testbed.dataplane.resolve import resolve
+    from cganalysis.testbed.shared.hosts import NetnsHost, TestbedError
 
     for tool in ("sh", "cat"):  # a PATH with a shell but no mahimahi
         (tmp_path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")

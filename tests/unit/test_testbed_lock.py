@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cganalysis.testbed.backends import lock
+from cganalysis.testbed.shared import lock
 
 HOLD = """
 import sys, time
-from cganalysis.testbed.backends.lock import testbed_lock
+from cganalysis.testbed.shared.lock import testbed_lock
 with testbed_lock("netns", "run-a", lambda m: None):
     print("held", flush=True)
     time.sleep(float(sys.argv[1]))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cganalysis.testbed.backends.mmlink import INNER, LINK_READY, READY, link_inner, trace_start_ns
 from cganalysis.testbed.dataplane.mmlog import LinkCounters, read_more
+from cganalysis.testbed.netns.mahimahi import INNER, LINK_READY, READY, link_inner, trace_start_ns
 from cganalysis.testbed.rendering.mahimahi import MahimahiLink
 
 HEADER = """# mahimahi mm-link (Downlink) [/x/mm-down.trace] > /x/mm-downlink.log
@@ -61,7 +61,7 @@ def test_the_trace_folder_is_the_link_users_alone(tmp_path: Path) -> None:
     import shutil
     import stat
 
-    from cganalysis.testbed.backends.mmlink import prepare_folder
+    from cganalysis.testbed.netns.mahimahi import prepare_folder
 
     if os.geteuid() != 0:
         pytest.skip("handing the folder to another user needs root")

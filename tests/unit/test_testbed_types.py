@@ -13,10 +13,10 @@ from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import TestbedRef as Ref
 from cganalysis.experiment.config import parse_run, parse_testbed_ref
 from cganalysis.experiment.plan import guest_host_side
-from cganalysis.testbed.backends.vmconf import GUEST_ENV
 from cganalysis.testbed.bedfile import BACKENDS, load_testbed_file
 from cganalysis.testbed.spec.validate import Section
 from cganalysis.testbed.types import TESTBED_TYPES, built_here
+from cganalysis.testbed.vm.config import GUEST_ENV
 from tests.conftest import REPO
 
 
@@ -74,7 +74,7 @@ def test_a_guest_job_round_trips_and_its_failures_raise_as_a_local_run_would(
     from cganalysis.experiment import handover
     from cganalysis.experiment.config import load_run
     from cganalysis.experiment.plan import RunOptions
-    from cganalysis.testbed.backends.hosts import TestbedError
+    from cganalysis.testbed.shared.hosts import TestbedError
 
     cfg = load_run(REPO / "configs" / "runs" / "quick-sim-dualpi2.yaml")
     said: list[str] = []

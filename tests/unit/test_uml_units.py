@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from cganalysis.errors import ConfigError
-from cganalysis.testbed.backends import umlconf
-from cganalysis.testbed.backends.hosts import Result
-from cganalysis.testbed.backends.hosts import TestbedError as Refused
-from cganalysis.testbed.backends.uml import router_script, socket_drops
 from cganalysis.testbed.dataplane.resolve import resolve_in_router_kernel
 from cganalysis.testbed.rendering import tcparse
+from cganalysis.testbed.shared.hosts import Result
+from cganalysis.testbed.shared.hosts import TestbedError as Refused
 from cganalysis.testbed.spec.config import Bottleneck, Propagation, parse_direction
 from cganalysis.testbed.spec.validate import Section
+from cganalysis.testbed.uml import config as umlconf
+from cganalysis.testbed.uml.testbed import router_script, socket_drops
 
 
 def test_router_script_without_delay_routes_between_two_interfaces() -> None:

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from cganalysis.errors import ConfigError
-from cganalysis.testbed.backends.hosts import TestbedError as BedError
-from cganalysis.testbed.backends.sshbed import parse_testbed
-from cganalysis.testbed.backends.vmrouter import VmRouter
+from cganalysis.testbed.shared.hosts import TestbedError as BedError
+from cganalysis.testbed.ssh.testbed import parse_testbed
+from cganalysis.testbed.ssh.vmrouter import VmRouter
 from tests.conftest import REPO
 
 EXAMPLE = REPO / "configs" / "testbeds" / "lab-vm-router.yaml"

@@ -12,8 +12,8 @@ import pytest
 
 from cganalysis.errors import ConfigError
 from cganalysis.experiment import rundir
-from cganalysis.testbed.backends import hosts
-from cganalysis.testbed.backends.vmshare import new_share, take_run, write_shared
+from cganalysis.testbed.shared import hosts
+from cganalysis.testbed.vm.share import new_share, take_run, write_shared
 
 
 def _run(share: Path, name: str = "r1") -> Path:

@@ -7,7 +7,7 @@
 # writes to <name>-quick, so smoke runs never mix with full ones). Every job holds the
 # testbed (resources: testbed=1; the workflow profiles cap the pool at 1), so extra cores
 # never run two experiments, or an experiment and a calibration, at once; the runner's
-# testbed lock (cganalysis.testbed.backends.lock) makes any other one wait. With a testbed pool
+# testbed lock (cganalysis.testbed.shared.lock) makes any other one wait. With a testbed pool
 # (experiments.testbeds, and --resources testbed=N for N testbeds) each job takes the
 # first free testbed of the pool, and its meta.json names it. A run or calibration
 # already in data/raw is source data: no rule can make it (planned_campaigns_regex), so no

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.time_scale <= 10:
         raise ConfigError(f"--time-scale {args.time_scale}: expected a factor in (0, 10]")
     pool = parse_pool(args.testbed)
-    from cganalysis.testbed.backends import userns
+    from cganalysis.testbed.netns import userns
 
     userns.enter([r.kind for r in pool or (cfg.testbed,)], args.program_argv)
     with on_a_free_testbed(cfg, pool, opts.run_id, opts.progress) as on_testbed:

@@ -17,8 +17,6 @@ from cganalysis.experiment.config import load_run
 from cganalysis.experiment.plan import RunOptions, check
 from cganalysis.experiment.pool import on_a_free_testbed, parse_pool
 from cganalysis.experiment.runner import run_calibration
-from cganalysis.testbed.backends.hosts import NetnsHost
-from cganalysis.testbed.backends.umlboot import verdicts
 from cganalysis.testbed.bedfile import load_testbed_file
 from cganalysis.testbed.clean import clean
 from cganalysis.testbed.dataplane.planes import MAHIMAHI, chosen
@@ -27,7 +25,9 @@ from cganalysis.testbed.measure.probe import format_report, probe
 from cganalysis.testbed.rendering import emuconf
 from cganalysis.testbed.rendering.mahimahi import link_of, render_for_docs
 from cganalysis.testbed.rendering.render import as_text, render_direction, render_netem
+from cganalysis.testbed.shared.hosts import NetnsHost
 from cganalysis.testbed.types import TESTBED_TYPES
+from cganalysis.testbed.uml.boot import verdicts
 
 
 def add_parser(sub: Any) -> None:
@@ -199,7 +199,7 @@ def run_render(args: argparse.Namespace) -> int:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from cganalysis.experiment.plan import RunOptions
-    from cganalysis.testbed.backends import userns
+    from cganalysis.testbed.netns import userns
 
     cfg = _load(args.config, args.campaign_run)
     pool = parse_pool(args.testbed)

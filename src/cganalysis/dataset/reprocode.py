@@ -7,7 +7,7 @@ into a cache folder of its own, given this installation's native extension where
 Rust sources are the same at both commits (else refused in one line: that commit's
 extension must be built), and its own ``cganalysis experiment`` makes the run.
 
-Code from before the guest's fixed paths (:mod:`cganalysis.testbed.backends.simcode`)
+Code from before the guest's fixed paths (:mod:`cganalysis.testbed.sim.code`)
 imported the package from wherever the venv named it on the host, and those paths reach
 the packets: such a run is made in a mount namespace where the checked-out package is
 bound over the package that interpreter imports, so the old code runs under the names it
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.errors import ConfigError
-from cganalysis.testbed.backends import simcode
+from cganalysis.testbed.sim import code as simcode
 
 #: Prints where the package an interpreter imports is.
 WHERE = "import cganalysis, os; print(os.path.dirname(cganalysis.__file__))"

@@ -2,7 +2,7 @@
 and compared with what the dataset records.
 
 A run on the ``sim`` testbed is a function of its run file, its seed and the inputs its
-meta.json records under ``testbed.sim.identity`` (:mod:`cganalysis.testbed.backends.simidentity`).
+meta.json records under ``testbed.sim.identity`` (:mod:`cganalysis.testbed.sim.identity`).
 Before running, each recorded input that differs from this host's is printed in one line,
 with the code's commit; then the run is made into a new folder (never over a raw run) and
 compared: the files' SHA-256 (the captures first), then, where the captures differ, the
@@ -32,8 +32,8 @@ from cganalysis.experiment.insim import guest_env
 from cganalysis.io import read_json_object, write_json
 from cganalysis.metrics.io import RunFiles, metrics_of_runs
 from cganalysis.rawnames import check_name
-from cganalysis.testbed.backends.simconf import find_sim_kernel, find_simrng, load_options
-from cganalysis.testbed.backends.simidentity import differences, identity
+from cganalysis.testbed.sim.config import find_sim_kernel, find_simrng, load_options
+from cganalysis.testbed.sim.identity import differences, identity
 
 #: meta.json's ``config.source`` for a campaign's run: ``FILE (run RUN_ID)``.
 SOURCE = re.compile(r"(?P<file>configs/[A-Za-z0-9_./-]+\.ya?ml) \(run (?P<run>[^()]+)\)")
@@ -217,7 +217,7 @@ def current_sim(cfg: Any, repetition: int | None, meta: dict[str, Any]) -> dict[
     """This host's side of ``testbed.sim`` for ``cfg``: the options and the identity a run
     would record, without running it (with the old code's host paths for a run made
     before the fixed ones)."""
-    from cganalysis.testbed.backends.simcode import guest_code
+    from cganalysis.testbed.sim.code import guest_code
 
     sim = load_options(cfg.testbed.path)
     kernel = find_sim_kernel(sim)

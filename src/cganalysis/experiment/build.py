@@ -7,9 +7,9 @@ from pathlib import Path
 
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.plan import Plan
-from cganalysis.testbed.backends.topology import Layout, Testbed, Topology
 from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, Delay
 from cganalysis.testbed.rendering.mahimahi import link_of
+from cganalysis.testbed.shared.topology import Layout, Testbed, Topology
 from cganalysis.testbed.types import testbed_type
 
 

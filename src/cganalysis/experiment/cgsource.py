@@ -10,8 +10,8 @@ from typing import Any
 
 from cganalysis.cg import rtp_cbr
 from cganalysis.experiment.cgconfig import CgConfig
-from cganalysis.testbed.backends.hosts import Host, Proc
-from cganalysis.testbed.backends.topology import Topology
+from cganalysis.testbed.shared.hosts import Host, Proc
+from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.validate import Section
 
 

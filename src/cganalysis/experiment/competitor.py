@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from cganalysis.experiment.config import CompetitorConfig
 from cganalysis.experiment.schedule import Phase
-from cganalysis.testbed.backends.hosts import Host, Proc
-from cganalysis.testbed.backends.topology import Topology
+from cganalysis.testbed.shared.hosts import Host, Proc
+from cganalysis.testbed.shared.topology import Topology
 
 
 @dataclass

@@ -19,8 +19,8 @@ from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
 from cganalysis.experiment.labelkeys import check_label_key, system_label_error
 from cganalysis.experiment.schedule import Schedule, parse_schedule
 from cganalysis.io import read_yaml
-from cganalysis.testbed.backends.lock import lock_name
 from cganalysis.testbed.bedfile import load_testbed_file
+from cganalysis.testbed.shared.lock import lock_name
 from cganalysis.testbed.spec import config as tbc
 from cganalysis.testbed.spec.qdisc import Htb
 from cganalysis.testbed.spec.validate import SAFE_PATH, TOKEN, Section

@@ -57,6 +57,6 @@ def run_vm_job(ctl: Path, job: dict[str, Any]) -> GuestResult:
 
 def run_sim_job(ctl: Path, job: dict[str, Any]) -> GuestResult:
     """In the sim kernel: the job in ``ctl``, written into its run folder there."""
-    from cganalysis.testbed.backends.simguest import say  # the guest's console printer
+    from cganalysis.testbed.sim.guest import say  # the guest's console printer
 
     return run(read_job(ctl, say), ctl / insim.RUN)

@@ -19,7 +19,7 @@ from typing import Any, Literal, TypedDict
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.plan import Progress, RunOptions
-from cganalysis.testbed.backends.hosts import TestbedError
+from cganalysis.testbed.shared.hosts import TestbedError
 
 Mode = Literal["experiment", "calibration"]
 #: The job's file in the job folder the guest reads.

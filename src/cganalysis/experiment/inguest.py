@@ -2,10 +2,10 @@
 side runs it.
 
 ``runner.run_experiment`` / ``run_calibration`` come here for ``testbed: vm`` (outside the
-guest): :func:`run_in_guest` boots the guest (:class:`cganalysis.testbed.backends.vm.Guest`)
+guest): :func:`run_in_guest` boots the guest (:class:`cganalysis.testbed.vm.testbed.Guest`)
 and names :func:`cganalysis.experiment.guestjob.run_vm_job` as the job's entry, which runs the
 very same runner functions on the guest's ``netns`` testbed and copies the run directory
-into a fresh staging folder, the only host folder the guest may write (vmshare.py); once
+into a fresh staging folder, the only host folder the guest may write (vm/share.py); once
 the guest is gone the host checks what it left there and renames the run into place, so
 a vm run directory is an ordinary one; its meta.json says
 ``testbed.backend: vm`` with the VM's facts (KVM or TCG, guest kernel, QEMU). The host
@@ -23,10 +23,10 @@ from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.handover import GuestJob, Mode, raise_for, write_job
 from cganalysis.experiment.plan import RunOptions
 from cganalysis.interrupts import signals_ignored, signals_raise
-from cganalysis.testbed.backends.vm import Guest, load_options
-from cganalysis.testbed.backends.vmshare import new_share, remove_share, take_run
+from cganalysis.testbed.vm.share import new_share, remove_share, take_run
+from cganalysis.testbed.vm.testbed import Guest, load_options
 
-#: What the guest calls for the job (cganalysis.testbed.backends.vmguest.run_job): a name,
+#: What the guest calls for the job (cganalysis.testbed.vm.guest.run_job): a name,
 #: not an import, since the guest's side runs the runner, which comes here.
 ENTRY = "cganalysis.experiment.guestjob:run_vm_job"
 
@@ -38,7 +38,7 @@ def run_in_guest(mode: Mode, cfg: RunConfig, out: Path, opts: RunOptions) -> dic
     out.parent.mkdir(parents=True, exist_ok=True)
     vm_opts = load_options(cfg.testbed.path)
     what = opts.run_id if mode == "experiment" else f"calibration of {opts.run_id}"
-    from cganalysis.testbed.backends.lock import testbed_lock
+    from cganalysis.testbed.shared.lock import testbed_lock
 
     with signals_raise(), testbed_lock(cfg.testbed.lock_name(), what, opts.progress):
         share = new_share(out)

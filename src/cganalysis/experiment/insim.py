@@ -2,7 +2,7 @@
 
 ``runner.run_experiment`` / ``run_calibration`` come here for ``testbed: sim`` (outside
 the kernel): :func:`run_in_sim` writes a job folder beside the run directory, boots the
-kernel on it (:func:`cganalysis.testbed.backends.simkernel.run_guest`), and the guest calls
+kernel on it (:func:`cganalysis.testbed.sim.kernel.run_guest`), and the guest calls
 :func:`run_job`, which runs the very same runner on the guest's ``netns`` testbed (its
 namespaces, the kernel's own qdiscs, ``cga-cg``, iperf3 and both captures all inside the
 kernel) into the job folder. The run directory is then renamed into place: an ordinary
@@ -11,7 +11,7 @@ time it took.
 
 The guest sees a canonical job: run id ``run``, no campaign, the run file named
 ``run.yaml``, the run directory at one fixed path. Names reach the guest's random pool
-(:mod:`cganalysis.testbed.backends.simkernel`), so two runs of one run file under different
+(:mod:`cganalysis.testbed.sim.kernel`), so two runs of one run file under different
 names would otherwise draw different port numbers and sequence numbers; the host writes
 the real names into meta.json afterwards. The seed is the testbed file's ``sim.seed``
 plus the repetition number: repetitions of a campaign are different draws, a run file
@@ -42,12 +42,13 @@ from cganalysis.experiment.sources import SOURCES
 from cganalysis.interrupts import signals_raise
 from cganalysis.io import write_json
 from cganalysis.testbed import ccaname
-from cganalysis.testbed.backends import simcode, simuser
-from cganalysis.testbed.backends.hosts import TestbedError
-from cganalysis.testbed.backends.simconf import SimOptions, chosen_kernel, load_options
-from cganalysis.testbed.backends.simkernel import GUEST_JOB, console_tail, run_guest
-from cganalysis.testbed.backends.umlagent import KERNEL_TOOLS
 from cganalysis.testbed.measure.provenance import git_state
+from cganalysis.testbed.shared.hosts import TestbedError
+from cganalysis.testbed.sim import code as simcode
+from cganalysis.testbed.sim import user as simuser
+from cganalysis.testbed.sim.config import SimOptions, chosen_kernel, load_options
+from cganalysis.testbed.sim.kernel import GUEST_JOB, console_tail, run_guest
+from cganalysis.testbed.uml.agent import KERNEL_TOOLS
 
 #: What the guest calls for the job (a name: the guest's side imports the runner, which
 #: imports this module).

@@ -60,7 +60,7 @@ def drop_check(session: Session, workdir: Path) -> dict[str, Any]:
     allowed = max(tol.drop_tolerance_packets, tol.drop_tolerance_ratio * max(qdisc_drops, 1))
     diff = s.packets_lost - qdisc_drops
     # A uml router counts what its input dropped before its kernel read it
-    # (testbed/backends/uml.py), from its start: the capture's share is the difference
+    # (testbed/uml/testbed.py), from its start: the capture's share is the difference
     # (calibration's line-rate bursts before the capture overflow it too).
     c0, c1 = counters["at_capture_start"], counters["at_capture_end"]
     input_drops = (

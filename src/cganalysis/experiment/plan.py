@@ -16,10 +16,10 @@ from cganalysis.experiment.schedule import Schedule
 from cganalysis.experiment.sources import SOURCES
 from cganalysis.io import read_json_object
 from cganalysis.testbed import ccaname
-from cganalysis.testbed.backends.hosts import Host, TestbedError
 from cganalysis.testbed.dataplane import resolve
 from cganalysis.testbed.dataplane.planes import Resolution
 from cganalysis.testbed.measure.probe import missing_tools
+from cganalysis.testbed.shared.hosts import Host, TestbedError
 from cganalysis.testbed.types import built_here, testbed_type
 
 Progress = Callable[[str], None]
@@ -56,7 +56,7 @@ def plan(
     ``router_host``: a router with a kernel of its own (uml), which decides the data plane;
     the endpoints' tools and congestion controls are ``probe_host``'s."""
     schedule = cfg.schedule.scaled(opts.time_scale).fit(opts.max_duration_s)
-    # ssh testbeds check each host's own tools when they are read (sshbed._check_host).
+    # ssh testbeds check each host's own tools when they are read (ssh.testbed._check_host).
     local = built_here(cfg.testbed.kind).local
     tools = (*NEEDED_TOOLS, cfg.capture.tool) if local else ("tc",)
     missing = missing_tools(probe_host, tools)

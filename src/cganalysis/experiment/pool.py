@@ -2,7 +2,7 @@
 than once, or ``experiments.testbeds`` in the workflow), holding it for the whole run.
 
 The pool replaces the run file's own ``testbed``. Choosing and holding are one step (the
-testbeds' own locks, :func:`cganalysis.testbed.backends.lock.hold_one_of`), so two runs started
+testbeds' own locks, :func:`cganalysis.testbed.shared.lock.hold_one_of`), so two runs started
 together never pick the same free testbed; the runner's lock on the chosen testbed then
 re-enters the one held here.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.config import RunConfig, TestbedRef, parse_testbed_ref
-from cganalysis.testbed.backends.lock import hold_one_of
+from cganalysis.testbed.shared.lock import hold_one_of
 from cganalysis.testbed.spec.validate import Section
 
 

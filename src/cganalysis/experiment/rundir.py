@@ -30,7 +30,7 @@ from pathlib import Path
 
 from cganalysis.errors import ConfigError
 from cganalysis.io import fsync_path, sha256_file
-from cganalysis.testbed.backends.lock import LockHeldError, hold_now
+from cganalysis.testbed.shared.lock import LockHeldError, hold_now
 
 #: A committed run's modes: nobody writes into it.
 FILE_MODE, DIR_MODE = 0o444, 0o555

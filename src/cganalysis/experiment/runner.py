@@ -27,10 +27,10 @@ from cganalysis.experiment.plan import Plan, RunOptions, check, guest_host_side
 from cganalysis.experiment.session import Session
 from cganalysis.interrupts import signals_ignored, signals_raise
 from cganalysis.io import write_json
-from cganalysis.testbed.backends.lock import testbed_lock
-from cganalysis.testbed.backends.topology import Testbed
 from cganalysis.testbed.dataplane import calibration
 from cganalysis.testbed.measure import provenance
+from cganalysis.testbed.shared.lock import testbed_lock
+from cganalysis.testbed.shared.topology import Testbed
 
 
 @contextmanager

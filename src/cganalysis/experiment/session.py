@@ -18,12 +18,12 @@ from cganalysis.experiment.plan import Plan, RunOptions
 from cganalysis.experiment.record import RunRecord
 from cganalysis.experiment.schedule import Schedule
 from cganalysis.experiment.sources import SOURCES, Started
-from cganalysis.testbed.backends.hosts import Host, Proc, TestbedError, stop_all
-from cganalysis.testbed.backends.topology import Testbed, Topology
 from cganalysis.testbed.dataplane import calibration
 from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, KernelBottleneck
 from cganalysis.testbed.measure import provenance
 from cganalysis.testbed.measure.capture import Tap, start_tap, stop_taps
+from cganalysis.testbed.shared.hosts import Host, Proc, TestbedError, stop_all
+from cganalysis.testbed.shared.topology import Testbed, Topology
 
 
 class Session:

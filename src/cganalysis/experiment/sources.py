@@ -35,9 +35,9 @@ from cganalysis.experiment.cgcheck import pacing_flags
 from cganalysis.experiment.cgconfig import ECN_CODEPOINTS, CgConfig
 from cganalysis.experiment.cgsource import CgSource, Started, rtp_sender_path
 from cganalysis.experiment.usersources import EcgpProxy, ScreamReference
-from cganalysis.testbed.backends.hosts import Host, TestbedError, wait_for_text
-from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.measure.probe import which
+from cganalysis.testbed.shared.hosts import Host, TestbedError, wait_for_text
+from cganalysis.testbed.shared.topology import Topology
 
 
 class RtpCbr(CgSource):

@@ -14,9 +14,9 @@ from cganalysis.cg.udpsink import UDP_SINK
 from cganalysis.experiment.cgcheck import ecgp_flags, reference_flags
 from cganalysis.experiment.cgconfig import CgConfig
 from cganalysis.experiment.cgsource import CgSource, Started, rtp_sender_path
-from cganalysis.testbed.backends.hosts import Host, TestbedError, wait_for_text
-from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.measure.probe import which
+from cganalysis.testbed.shared.hosts import Host, TestbedError, wait_for_text
+from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.validate import Section
 
 

@@ -4,13 +4,13 @@
 
     backend: netns          # netns, uml, ssh or vm (required)
     name: second            # netns only: another testbed on this machine (its own lock)
-    # ssh: the keys of cganalysis.testbed.backends.sshbed; vm: a `vm` section
-    # (testbed/backends/vmconf.py); uml: a `uml` section (testbed/backends/umlconf.py)
+    # ssh: the keys of cganalysis.testbed.ssh.testbed; vm: a `vm` section
+    # (testbed/vm/config.py); uml: a `uml` section (testbed/uml/config.py)
 
 :func:`load_testbed_file` checks the whole file when a run or a pool names it, before
 anything on a host is touched; each backend's keys are declared once, in that backend's
-module (:func:`cganalysis.testbed.backends.sshbed.parse_testbed`,
-:func:`cganalysis.testbed.backends.vmconf.parse_options`), which the registry of testbed
+module (:func:`cganalysis.testbed.ssh.testbed.parse_testbed`,
+:func:`cganalysis.testbed.vm.config.parse_options`), which the registry of testbed
 types (:mod:`cganalysis.testbed.types`) names and the backends read again to run. Errors
 name the file and the key.
 """

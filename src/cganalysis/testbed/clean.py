@@ -6,7 +6,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from cganalysis.testbed.backends import state, userns
+from cganalysis.testbed.netns import userns
+from cganalysis.testbed.shared import state
 from cganalysis.testbed.types import TESTBED_TYPES
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cganalysis.testbed.backends.hosts import Host
-    from cganalysis.testbed.backends.topology import Layout, Testbed
+    from cganalysis.testbed.shared.hosts import Host
+    from cganalysis.testbed.shared.topology import Layout, Testbed
 
 #: Checks a testbed file's keys for its type (errors name the file and key); returns the
 #: testbed's own name where the type has one (a second netns testbed on this machine).
@@ -80,21 +80,21 @@ def _parse_netns(data: Any, where: str) -> str | None:
 
 
 def _parse_uml(data: Any, where: str) -> str | None:
-    from cganalysis.testbed.backends.umlconf import parse_options
+    from cganalysis.testbed.uml.config import parse_options
 
     parse_options(data, where)
     return None
 
 
 def _parse_ssh(data: Any, where: str) -> str | None:
-    from cganalysis.testbed.backends.sshbed import parse_testbed
+    from cganalysis.testbed.ssh.testbed import parse_testbed
 
     parse_testbed(data, where)
     return None
 
 
 def _parse_vm(data: Any, where: str) -> str | None:
-    from cganalysis.testbed.backends.vmconf import parse_options
+    from cganalysis.testbed.vm.config import parse_options
 
     parse_options(data, where)
     return None
@@ -102,8 +102,8 @@ def _parse_vm(data: Any, where: str) -> str | None:
 
 @contextmanager
 def _probing_this_machine(kind: str) -> Iterator[Host]:
-    from cganalysis.testbed.backends import userns
-    from cganalysis.testbed.backends.hosts import NetnsHost, TestbedError
+    from cganalysis.testbed.netns import userns
+    from cganalysis.testbed.shared.hosts import NetnsHost, TestbedError
 
     if os.geteuid() != 0 and not (kind == "netns" and userns.inside()):
         raise TestbedError(
@@ -125,65 +125,65 @@ def _probing_local(kind: str) -> Probing:
 
 
 def _probing_uml_router(path: Path | None) -> AbstractContextManager[Host]:
-    from cganalysis.testbed.backends.umlboot import probing_uml
+    from cganalysis.testbed.uml.boot import probing_uml
 
     return probing_uml(path)
 
 
 def _probing_ssh(path: Path | None) -> AbstractContextManager[Host]:
-    from cganalysis.testbed.backends.sshbed import probing_ssh
+    from cganalysis.testbed.ssh.testbed import probing_ssh
 
     assert path is not None, "an ssh testbed always has a testbed file"
     return probing_ssh(path)
 
 
 def _probing_vm(path: Path | None) -> AbstractContextManager[Host]:
-    from cganalysis.testbed.backends.vmrun import probing_vm
+    from cganalysis.testbed.vm.run import probing_vm
 
     return probing_vm(path)
 
 
 def _clean_ssh(st: dict[str, Any], dry_run: bool) -> Iterable[str]:
-    from cganalysis.testbed.backends.sshclean import clean_remote
+    from cganalysis.testbed.ssh.clean import clean_remote
 
     return clean_remote(st, dry_run)
 
 
 def _clean_vm(st: dict[str, Any], dry_run: bool) -> Iterable[str]:
-    from cganalysis.testbed.backends.vm import clean_vm
+    from cganalysis.testbed.vm.testbed import clean_vm
 
     return clean_vm(st, dry_run)
 
 
 def _clean_uml(st: dict[str, Any], dry_run: bool) -> Iterable[str]:
     """The kernel died with its namespace; its control folder stays."""
-    from cganalysis.testbed.backends.uml import clean_control_folder
+    from cganalysis.testbed.uml.testbed import clean_control_folder
 
     return clean_control_folder(st, dry_run)
 
 
 def _build_netns(layout: Layout, workdir: Path, path: Path | None) -> Testbed:
-    from cganalysis.testbed.backends.netns import NetnsTestbed
+    from cganalysis.testbed.netns.testbed import NetnsTestbed
 
     return NetnsTestbed(layout, workdir)
 
 
 def _build_uml(layout: Layout, workdir: Path, path: Path | None) -> Testbed:
-    from cganalysis.testbed.backends.uml import UmlTestbed
-    from cganalysis.testbed.backends.umlconf import load_options
+    from cganalysis.testbed.uml.config import load_options
+    from cganalysis.testbed.uml.testbed import UmlTestbed
 
     return UmlTestbed(layout, workdir, load_options(path))
 
 
 def _build_ssh(layout: Layout, workdir: Path, path: Path | None) -> Testbed:
-    from cganalysis.testbed.backends.sshbed import SshTestbed
+    from cganalysis.testbed.ssh.testbed import SshTestbed
 
     assert path is not None, "an ssh testbed always has a testbed file"
     return SshTestbed.from_file(path, layout, workdir)
 
 
 def _parse_sim(data: Any, where: str) -> str | None:
-    from cganalysis.testbed.backends.simconf import parse_options
+    from cganalysis.testbed.sim.config import parse_options
 
     parse_options(data, where)
     return None
@@ -195,26 +195,26 @@ def _probing_sim(path: Path | None) -> AbstractContextManager[Host]:
 
 def _build_sim(layout: Layout, workdir: Path, path: Path | None) -> Testbed:
     # Built inside the guest only: on the host, the kernel on simulated time runs the run.
-    from cganalysis.testbed.backends.simguest import SimNetnsTestbed
+    from cganalysis.testbed.sim.guest import SimNetnsTestbed
 
     return SimNetnsTestbed(layout, workdir)
 
 
 def _in_vm() -> bool:
-    from cganalysis.testbed.backends.vmconf import in_guest
+    from cganalysis.testbed.vm.config import in_guest
 
     return in_guest()
 
 
 def _in_sim() -> bool:
-    from cganalysis.testbed.backends.simguest import in_guest
+    from cganalysis.testbed.sim.guest import in_guest
 
     return in_guest()
 
 
 def _build_vm(layout: Layout, workdir: Path, path: Path | None) -> Testbed:
     # Built inside the guest only: on the host, the guest runs the whole run.
-    from cganalysis.testbed.backends.vmguest import VmNetnsTestbed
+    from cganalysis.testbed.vm.guest import VmNetnsTestbed
 
     return VmNetnsTestbed(layout, workdir)
 

@@ -18,11 +18,11 @@ from typing import Any
 from cganalysis.emulator.binary import NAME
 from cganalysis.emulator.config import check_argv, raise_for_check, write_config
 from cganalysis.emulator.process import READY
-from cganalysis.testbed.backends.hosts import Host, Proc, TestbedError, stop, wait_for_text
-from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.dataplane.mmlog import MahimahiBottleneck
 from cganalysis.testbed.rendering import emuconf, tcparse
 from cganalysis.testbed.rendering.render import render_delete, render_direction, render_netem
+from cganalysis.testbed.shared.hosts import Host, Proc, TestbedError, stop, wait_for_text
+from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.config import Bottleneck, Direction, Monitor, Propagation
 from cganalysis.testbed.spec.qdisc import Htb
 

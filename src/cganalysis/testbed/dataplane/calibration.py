@@ -32,10 +32,10 @@ import numpy.typing as npt
 
 from cganalysis.capture import read_capture
 from cganalysis.matching import match_files
-from cganalysis.testbed.backends.hosts import TIMEOUT_SCALE_ENV, Host, TestbedError, stop
-from cganalysis.testbed.backends.topology import Topology
 from cganalysis.testbed.dataplane.bottleneck import AnyBottleneck, KernelBottleneck
 from cganalysis.testbed.measure.capture import Tap, start_tap, stop_taps
+from cganalysis.testbed.shared.hosts import TIMEOUT_SCALE_ENV, Host, TestbedError, stop
+from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.config import Calibration, CaptureConfig
 from cganalysis.testbed.spec.qdisc import Htb, HtbClass
 

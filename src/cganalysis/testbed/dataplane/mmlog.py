@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.backends.hosts import TestbedError
-from cganalysis.testbed.backends.topology import Topology
+from cganalysis.testbed.shared.hosts import TestbedError
+from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.config import Bottleneck, Direction, Monitor
 
 TUN_HEADER_BYTES = 4
@@ -87,7 +87,7 @@ def read_more(log: Path, c: LinkCounters, interval_ms: float) -> None:
 
 
 class MahimahiBottleneck:
-    """The link the netns testbed started (mmlink.py); this reads and keeps its logs."""
+    """The link the netns testbed started (netns/mahimahi.py); this reads and keeps its logs."""
 
     def __init__(self, topo: Topology, b: Bottleneck, monitor: Monitor, workdir: Path) -> None:
         self.topo = topo

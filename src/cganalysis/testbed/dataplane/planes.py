@@ -17,13 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cganalysis.testbed.backends.topology import DelayPlace, Topology
 from cganalysis.testbed.dataplane.bottleneck import (
     AnyBottleneck,
     EmulatorBottleneck,
     KernelBottleneck,
 )
 from cganalysis.testbed.dataplane.mmlog import MahimahiBottleneck
+from cganalysis.testbed.shared.topology import DelayPlace, Topology
 from cganalysis.testbed.spec.config import Backend, Bottleneck, Monitor, PlaneName
 
 #: Installs the plane's bottleneck on a testbed that is up: (topology, configuration,

@@ -11,15 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from cganalysis.emulator.binary import NAME
-from cganalysis.testbed.backends.hosts import Host, TestbedError
-from cganalysis.testbed.backends.topology import DelayPlace
-from cganalysis.testbed.backends.vmconf import in_guest
 from cganalysis.testbed.dataplane.planes import EMULATOR, KERNEL, MAHIMAHI, Resolution, chosen
 from cganalysis.testbed.measure.probe import DUALPI2_IPROUTE2, iproute2_version, probe_qdiscs, which
 from cganalysis.testbed.rendering.mahimahi import PROGRAMS, link_of, unprivileged_user
+from cganalysis.testbed.shared.hosts import Host, TestbedError
+from cganalysis.testbed.shared.topology import DelayPlace
 from cganalysis.testbed.spec.config import Bottleneck, Direction, Propagation
 from cganalysis.testbed.spec.qdisc import Htb
 from cganalysis.testbed.spec.qdisc_kinds import EMULATOR_ONLY, KERNEL_ONLY
+from cganalysis.testbed.vm.config import in_guest
 
 EMULATOR_PROGRAM = NAME
 EMULATOR_HINT = (

@@ -16,7 +16,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from cganalysis.testbed.backends.hosts import Host, Proc, stop_all, wait_for_text
+from cganalysis.testbed.shared.hosts import Host, Proc, stop_all, wait_for_text
 from cganalysis.testbed.spec.config import CaptureConfig
 
 #: Bytes the kernel ring holds per captured packet at snaplen 128 (headers + alignment).

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cganalysis.testbed.backends import state
-from cganalysis.testbed.backends.hosts import Host, TestbedError
+from cganalysis.testbed.shared import state
+from cganalysis.testbed.shared.hosts import Host, TestbedError
 from cganalysis.testbed.spec.qdisc_kinds import PROBE_ARGS
 
 TOOLS = (

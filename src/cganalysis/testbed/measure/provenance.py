@@ -15,7 +15,7 @@ from typing import Any
 
 from cganalysis import __version__
 from cganalysis.dependencies import software
-from cganalysis.testbed.backends.hosts import Host
+from cganalysis.testbed.shared.hosts import Host
 
 SYSCTLS = (
     "net.ipv4.tcp_congestion_control",

@@ -14,7 +14,7 @@ trace, mahimahi wanting one per direction) and its ``qdisc`` as mahimahi's queue
 The propagation delay is ``mm-delay MS`` inside the link's shell (after the link, so off
 the capture span), the same each way as mahimahi's delay is: ``forward_ms`` must equal
 ``reverse_ms``, in whole milliseconds, without jitter or loss. Pure: nothing on the host
-is looked at here (``mmlink.py`` runs it).
+is looked at here (``netns/mahimahi.py`` runs it).
 """
 
 from __future__ import annotations
