@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
@@ -29,7 +30,7 @@ from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import role_rows, run_rows
 from cganalysis.report.claims_tma import tma_claims_table
 from cganalysis.report.claims_xu import xu_claims_table
-from cganalysis.report.conditions import require_one_condition
+from cganalysis.report.conditions import require_one_condition, split_conditions
 from cganalysis.report.factors import factor_table
 from cganalysis.report.inputs import (
     RunSeries,
@@ -122,11 +123,19 @@ def _tma_factors(docs: Docs, style: Style, options: Options) -> list[Table]:
 
 
 def _tma_table1(docs: Docs, style: Style, options: Options) -> list[Table]:
-    # Its columns are the runs' `by` label: runs differing in another label must not mix.
-    require_one_condition(docs, (options.by,), table="tma_table1")
-    roles = role_rows(docs)
-    variants = options.variants or style.order(options.by, roles.get_column(options.by))
-    return [tma_table1(roles, style=style, variants=variants, by=options.by, ci=options.ci)]
+    # Its columns are the runs' `by` label: runs differing in another label (a trace's
+    # scale, say) are other conditions, one table each, never one cell.
+    tables = []
+    for cond in split_conditions(docs, (options.by,)):
+        roles = role_rows([docs[i] for i in cond.indices])
+        variants = options.variants or style.order(options.by, roles.get_column(options.by))
+        table = tma_table1(roles, style=style, variants=variants, by=options.by, ci=options.ci)
+        if cond.labels:
+            table = replace(
+                table, caption=f"{table.caption} ({cond.describe()})", condition=cond.pairs()
+            )
+        tables.append(table)
+    return tables
 
 
 def _tma_paper_cells(docs: Docs, style: Style, options: Options) -> list[Table]:
