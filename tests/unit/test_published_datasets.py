@@ -259,3 +259,33 @@ def test_the_export_cuts_local_paths_to_names_and_keeps_shared_ones() -> None:
         "reason": "a trace-driven rate (lte.down; the kernel cannot)",
         "rate": "50 Mbit/s, gain 1/8, https://example.org/a/b",
     }
+
+
+def test_a_condition_of_a_dataset_that_renders_several_tables_is_picked(tmp_path: Path) -> None:
+    """The scaled cellular dataset renders one Table I per trace scale: a marker's `where
+    scale=...` picks one; swapping the two conditions' markers is caught; without `where`,
+    one line says how to pick."""
+    name = "docs/results.md"
+    (tmp_path / "docs").mkdir()
+    shutil.copytree(REPO / "datasets", tmp_path / "datasets")
+    text = (REPO / name).read_text()
+    assert "tma_table1, where scale=mean30 -->" in text and "where scale=mean40 -->" in text
+    swapped = (
+        text.replace("where scale=mean30", "where scale=X")
+        .replace("where scale=mean40", "where scale=mean30")
+        .replace("where scale=X", "where scale=mean40")
+    )
+    (tmp_path / name).write_text(swapped)
+    bad = mismatches(tmp_path, (name,))
+    assert {(c.printed, c.rendered) for c in bad} >= {
+        ("57.55ms", "35.36ms"),
+        ("35.36ms", "57.55ms"),
+    }
+    (tmp_path / name).write_text(text.replace(", where scale=mean30", "", 1))
+    with pytest.raises(
+        ConfigError, match=r"renders 2 tma_table1 tables; print one .*where KEY=VALUE"
+    ):
+        printed_cells(tmp_path, (name,))
+    (tmp_path / name).write_text(text.replace("where scale=mean30", "where scale=mean99", 1))
+    with pytest.raises(ConfigError, match=r"renders 0 tma_table1 tables where scale=mean99"):
+        printed_cells(tmp_path, (name,))

@@ -9,6 +9,10 @@ dataset, the table it renders and the suffix of its rows' labels::
 
 A marker without ``rows`` prints the rendered table itself (``tma_factors``): each printed
 row is the rendered row with the same row labels, every cell as rendered, text and all.
+Where the dataset renders one table per condition (runs of two trace scales, say),
+``, where KEY=VALUE`` after the table's name picks the one whose condition holds it::
+
+    <!-- printed from datasets/CAMPAIGN-DATE: tma_table1, where scale=mean30 -->
 
 A marker ending in ``, note`` prints a verdict line of the rendered table (a note such as
 ``Table II: 9 of 24 cells within 25 % of the paper`` or ``Claims: 8 of 19 hold, ...``): the
@@ -45,6 +49,7 @@ PRINTING_FILES = ("README.md", "docs/results.md")
 
 MARKER = re.compile(
     r"<!-- printed from (?P<dataset>\S+): (?P<table>\w+)"
+    r"(?:, where (?P<key>\w+)=(?P<value>[\w.-]+))?"
     r'(?:, rows "(?P<suffix>[^"]+)")?(?:, flow (?P<flow>CG|TCP))?(?P<note>, note)? -->'
 )
 #: A printed note's column, in a :class:`Cell` (a verdict line, not a table's cell).
@@ -110,13 +115,24 @@ def _is_row(line: str) -> bool:
     return line.lstrip().startswith("|")
 
 
-def _table(repo: Path, dataset: str, table: str, where: str) -> Table:
+def _table(
+    repo: Path, dataset: str, table: str, where: str, condition: tuple[str, str] | None = None
+) -> Table:
+    """The one table ``dataset`` renders as ``table``; of several (one per condition), the
+    one whose condition holds ``condition`` (the marker's ``where KEY=VALUE``)."""
     path = repo / dataset
     if not path.is_relative_to(repo) or not (path / "datasheet.json").is_file():
         raise ConfigError(f"{where}: no dataset {dataset} (a folder of datasets/ with a datasheet)")
     tables = open_dataset(path).tables(table)
+    if condition is not None:
+        tables = [t for t in tables if condition in t.condition]
     if len(tables) != 1:
-        raise ConfigError(f"{where}: {dataset} renders {len(tables)} {table} tables; print one")
+        hint = "; print one (`, where KEY=VALUE` picks a condition)" if condition is None else ""
+        raise ConfigError(
+            f"{where}: {dataset} renders {len(tables)} {table} tables"
+            + (f" where {condition[0]}={condition[1]}" if condition else "")
+            + (hint or "")
+        )
     return tables[0]
 
 
@@ -170,7 +186,8 @@ def printed_cells(repo: Path, files: tuple[str, ...] = PRINTING_FILES) -> list[C
             if not m:
                 continue
             where = f"{name}:{i + 1}"
-            table = _table(repo, m["dataset"], m["table"], where)
+            condition = (m["key"], m["value"]) if m["key"] else None
+            table = _table(repo, m["dataset"], m["table"], where, condition)
             if m["note"]:
                 out.append(_note(name, table, lines, i, where))
                 continue
