@@ -278,7 +278,7 @@ def test_an_ordinary_user_makes_the_same_packets_as_root() -> None:
         top.chmod(0o755)
         (top / "user").mkdir()
         os.chown(top / "user", 65534, 65534)
-        short = ["--max-duration-s", "6"]
+        short = ["--max-duration-s", "3"]
         root_run = _cli("experiment", RUN, "-o", top / "root", *short)
         assert root_run.returncode == 0, root_run.stderr[-2000:]
         # The code's commit is the host's (the guest's git refuses a checkout it does not own).
@@ -298,23 +298,20 @@ def test_an_ordinary_user_makes_the_same_packets_as_root() -> None:
             a, b = (top / "root" / name).read_bytes(), (top / "user" / "run" / name).read_bytes()
             assert a == b, name
         # A venv reached from a folder only root may enter (a mktemp folder, root's home):
-        # the code is bound at its fixed paths, same packets as root's run above, with the
-        # folder open or shut.
+        # the code is bound at its fixed paths, same packets as root's run above (a venv
+        # reached through an open folder: test_two_checkouts_in_two_folders_...).
         shut = top / "shut"
         (shut / "checkout").mkdir(parents=True)
         (shut / "checkout" / ".venv").symlink_to(Path(sys.prefix))
         python = str(shut / "checkout" / ".venv" / "bin" / "python")
-        runs = []
-        for mode in (0o755, 0o700):
-            shut.chmod(mode)
-            out = top / f"shut-{mode:o}"
-            res = subprocess.run(
-                [python, "-m", "cganalysis.cli", "experiment", str(RUN), "-o", str(out), *short],
-                capture_output=True, text=True, timeout=600, check=False,
-            )  # fmt: skip
-            assert res.returncode == 0, res.stderr[-2000:]
-            runs.append((out / "ingress.pcap").read_bytes())
-        assert runs[0] == runs[1] == (top / "root" / "ingress.pcap").read_bytes()
+        shut.chmod(0o700)
+        out = top / "shut-700"
+        res = subprocess.run(
+            [python, "-m", "cganalysis.cli", "experiment", str(RUN), "-o", str(out), *short],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert (out / "ingress.pcap").read_bytes() == (top / "root" / "ingress.pcap").read_bytes()
         # A source the kernel's user may not read: refused before the kernel boots, named.
         src = shut / "checkout" / "src"
         shutil.copytree(REPO / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
