@@ -68,7 +68,8 @@ def _gone(pid: int) -> bool:
 
 
 def test_an_ordinary_user_gets_root_s_kind_of_run(top: Path) -> None:
-    cfg = write(short_run("test-rootless"), top / "run.yaml")
+    # No calibration here (test_an_ordinary_user_calibrates_... has it): set-up alone.
+    cfg = write(short_run("test-rootless", **{"calibration.enabled": False}), top / "run.yaml")
     root_out, user_out = top / "root", top / "user" / "run"
     as_root = cli("experiment", cfg, "-o", root_out)
     assert as_root.returncode == 0, as_root.stderr[-2000:]
