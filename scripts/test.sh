@@ -25,4 +25,5 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test -p cga-core -p cga-emu -p cga-cg -p cga-simrng --quiet
 step "pytest"
-python3 -m pytest "$@"
+# The slowest tests are listed: the suite must stay under 30 minutes on 2 cores.
+python3 -m pytest --durations=30 "$@"

@@ -20,7 +20,7 @@ from cganalysis.io import sha256_file
 from cganalysis.testbed.sim import code as simcode
 from cganalysis.testbed.sim import identity as simidentity
 from cganalysis.testbed.sim import user as simuser
-from tests.conftest import REPO, need_root
+from tests.conftest import REPO, need_root, need_tool
 
 
 def _sim(**over: Any) -> dict[str, Any]:
@@ -57,6 +57,32 @@ def test_each_input_that_differs_is_one_line() -> None:
     cpu = next(line for line in lines if line.startswith("CPU features"))
     assert "only here: amx_tile" in cpu and "only there: -" in cpu
     assert "sim.userspace: 'seccomp' recorded, 'ptrace' here" in lines
+
+
+def test_an_interpreter_recorded_by_name_is_said_to_be_unknown() -> None:
+    """Runs before the fixed paths recorded the interpreter as started (``python``)."""
+    recorded = _sim()
+    recorded["identity"]["interpreter"]["path"] = "python"
+    assert simidentity.differences(recorded, _sim()) == [
+        "the interpreter's path: recorded as 'python', not a path (the run's venv folder is "
+        "unknown); /usr/bin/python3 here: the run is the same only where that is the venv "
+        "that made it"
+    ]
+
+
+def test_a_build_named_for_the_guest_is_the_program_recorded(tmp_path: Path) -> None:
+    """``$CGA_CG_BIN`` (a build, or the dataset commit's own in reproduce) is what the guest
+    runs: its file is recorded, not the cga-cg on the guest's PATH."""
+    (tmp_path / "bin").mkdir()
+    for folder, text in ((tmp_path / "bin", b"installed"), (tmp_path, b"a build")):
+        (folder / "cga-cg").write_bytes(b"#!/bin/sh\n# " + text + b"\n")
+        (folder / "cga-cg").chmod(0o755)
+    build = str(tmp_path / "cga-cg")
+    on_path = simidentity.programs(str(tmp_path / "bin"))["cga-cg"]
+    assert on_path["path"] == str(tmp_path / "bin" / "cga-cg")
+    built = simidentity.programs(str(tmp_path / "bin"), {"cga-cg": build})["cga-cg"]
+    assert built == {"path": build, "sha256": sha256_file(Path(build))}
+    assert built["sha256"] != on_path["sha256"]
 
 
 def test_a_run_without_identity_says_so() -> None:
@@ -243,9 +269,12 @@ def test_the_dataset_code_missing_or_of_other_rust_is_one_line(tmp_path: Path) -
     first = _repo(tmp_path / "repo")
     with pytest.raises(ConfigError, match=r"not in .*history \(a shallow clone\?\): `git -C"):
         reprocode.check_out(tmp_path / "repo", "f" * 40, tmp_path / "cache")
-    with pytest.raises(ConfigError, match=r"other Rust sources than this checkout \(native/lib"):
+    # Its Rust sources differ and are no workspace: the build fails, in one line, and
+    # nothing is left where a checkout would be.
+    with pytest.raises(ConfigError, match=r"commit \w{12}: `cargo build` of its Rust sources"):
         reprocode.check_out(tmp_path / "repo", first, tmp_path / "cache")
-    assert not (tmp_path / "cache").exists()
+    assert not (tmp_path / "cache" / first).exists()
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(f".{first[:12]}")]
     meta: dict[str, Any] = {"controller": {"git": {"commit": None}}}
     with pytest.raises(ConfigError, match=r"controller\.git\.commit"):
         reprocode.recorded_commit(meta, "m.json")
@@ -262,11 +291,63 @@ def test_the_dataset_code_is_extracted_with_this_native_extension(tmp_path: Path
     head = subprocess.run(
         [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout
-    code = reprocode.check_out(repo, head.strip(), tmp_path / "cache")
+    checked_out = reprocode.check_out(repo, head.strip(), tmp_path / "cache")
+    code = checked_out.path
     assert code == tmp_path / "cache" / head.strip()
+    assert checked_out.env == {}  # the same Rust sources: this installation's programs
     from cganalysis import _native
 
     assert (code / "src" / "cganalysis" / Path(_native.__file__).name).is_file()
     assert (code / "native" / "lib.rs").read_text() == "fn b() {}\n"
     assert (code.stat().st_mode & 0o005) == 0o005  # the sim kernel's user reads it
     assert reprocode.canonical({"testbed": {"sim": {"identity": _sim()["identity"]}}}) is False
+
+
+#: A workspace of the three packages a sim run uses, each a few lines (no dependency).
+_WORKSPACE = {
+    "Cargo.toml": '[workspace]\nresolver = "2"\nmembers = ["native/python", "native/cg", '
+    '"native/simrng"]\n',
+    "native/python/Cargo.toml": '[package]\nname = "cga-native"\nversion = "0.1.0"\n'
+    'edition = "2021"\n[lib]\nname = "_native"\ncrate-type = ["cdylib"]\n',
+    "native/python/src/lib.rs": '#[no_mangle]\npub extern "C" fn cga_commit() -> u32 { 1 }\n',
+    "native/cg/Cargo.toml": '[package]\nname = "cga-cg"\nversion = "0.1.0"\nedition = "2021"\n',
+    "native/cg/src/main.rs": 'fn main() { println!("cga-cg of the dataset\'s commit"); }\n',
+    "native/simrng/Cargo.toml": '[package]\nname = "cga-simrng"\nversion = "0.1.0"\n'
+    'edition = "2021"\n[lib]\nname = "cga_simrng"\ncrate-type = ["cdylib"]\n',
+    "native/simrng/src/lib.rs": '#[no_mangle]\npub extern "C" fn cga_seed() -> u32 { 2 }\n',
+    "src/cganalysis/__init__.py": "",
+}
+
+
+def test_a_commit_of_other_rust_sources_runs_with_its_own_builds(tmp_path: Path) -> None:
+    """Its native extension, cga-cg and random source are built from its sources, and its
+    runs are pointed at them (not at this installation's, which another commit built)."""
+    need_tool("cargo")
+    repo = tmp_path / "repo"
+    for name, text in _WORKSPACE.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    subprocess.run(["cargo", "generate-lockfile", "--offline", "-q"], cwd=repo, check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "one"]):
+        subprocess.run([*git, *argv], check=True)
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (repo / "native/cg/src/main.rs").write_text('fn main() { println!("a later cga-cg"); }\n')
+    subprocess.run([*git, "commit", "-q", "-am", "two"], check=True)
+
+    checked_out = reprocode.check_out(repo, commit, tmp_path / "cache")
+    code = checked_out.path
+    assert code == tmp_path / "cache" / commit
+    cg = Path(checked_out.env["CGA_CG_BIN"])
+    assert cg == code / "bin" / "cga-cg"
+    said = subprocess.run([str(cg)], capture_output=True, text=True, check=True).stdout
+    assert said == "cga-cg of the dataset's commit\n"
+    simrng = Path(checked_out.env["CGA_SIMRNG_LIB"])
+    assert simrng == code / "bin" / "libcga_simrng.so" and b"cga_seed" in simrng.read_bytes()
+    extension = code / "src" / "cganalysis" / "_native.abi3.so"
+    assert b"cga_commit" in extension.read_bytes()  # the commit's, not this installation's
+    assert (cg.stat().st_mode & 0o005) == 0o005  # the sim kernel's user runs it
+    # Extracted once: a second call reuses it (and its builds).
+    assert reprocode.check_out(repo, commit, tmp_path / "cache") == checked_out

@@ -191,6 +191,28 @@ def test_every_shipped_campaign_labels_its_runs_with_their_sender() -> None:
     assert not systems & {"ecgp", "ecgp-none", "ecgp-scream", "gtfrc"}
 
 
+def test_a_published_commits_campaign_reads_its_days_system_label(tmp_path: Path) -> None:
+    """``dataset reproduce`` reads the campaign file of the commit that made a dataset:
+    ``ecgp`` (cga-cg's label before 2026-11-29) is read as today's ``cga-cg`` there, and
+    refused in a campaign of today's."""
+    from cganalysis.experiment.campaign import load_campaign
+
+    doc = yaml.safe_load((RUNS.parent / "campaigns" / "tma2024-sim-bbr3.yaml").read_text())
+    assert doc["run"]["cg"]["source"] == "cga-cg"
+    doc["run"].update(testbed="sim", labels={"system": "ecgp"}, competitor={"cca": "cubic"})
+    doc.update(
+        factors={"qdisc": {"pfifo": {}}},
+        run_id="{campaign}-{qdisc}-r{repetition:02d}",
+        repetitions=1,
+    )
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"key labels\.system: 'ecgp' does not name"):
+        load_campaign(path)
+    (old,) = load_campaign(path, published=True).runs
+    assert old.config.all_labels()["system"] == "cga-cg"
+
+
 def test_bad_yaml_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [unclosed\n")

@@ -3,9 +3,12 @@
 
 A run's packets depend on the code that made it (meta.json's ``controller.git.commit``):
 the commit is extracted from the repository (``git archive``, no work tree is touched)
-into a cache folder of its own, given this installation's native extension where the
-Rust sources are the same at both commits (else refused in one line: that commit's
-extension must be built), and its own ``cganalysis experiment`` makes the run.
+into a cache folder of its own, and its own ``cganalysis experiment`` makes the run. Where
+its Rust sources (``native/``) are this checkout's, it is given this installation's native
+extension and programs; where they differ, they are built from the commit's sources
+(``cargo build --locked --release``, a target folder shared by the commits of one cache),
+and the run uses them: the extension in its package, ``cga-cg`` through ``$CGA_CG_BIN``,
+the simulation's random source through ``$CGA_SIMRNG_LIB``.
 
 Code from before the guest's fixed paths (:mod:`cganalysis.testbed.sim.code`)
 imported the package from wherever the venv named it on the host, and those paths reach
@@ -21,16 +24,33 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cganalysis.cg.binary import BINARY_ENV, BINARY_NAME
 from cganalysis.errors import ConfigError
 from cganalysis.testbed.sim import code as simcode
+from cganalysis.testbed.sim.config import SIMRNG_ENV
 
 #: Prints where the package an interpreter imports is.
 WHERE = "import cganalysis, os; print(os.path.dirname(cganalysis.__file__))"
 #: What the native extension is built from: equal at both commits, this one's is reused.
 RUST_SOURCES = ("native", "Cargo.toml", "Cargo.lock")
+#: The workspace's packages a sim run uses, built from a commit's sources where they differ.
+CRATES = ("cga-native", "cga-cg", "cga-simrng")
+#: What each build is called, in ``target/release`` and in the checkout's ``bin`` folder.
+EXTENSION = "lib_native.so"
+SIMRNG = "libcga_simrng.so"
+
+
+@dataclass(frozen=True)
+class CheckedOut:
+    """A commit's code, extracted: its folder, and the environment its runs need (its own
+    native programs where its Rust sources are not this checkout's)."""
+
+    path: Path
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def _git(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -49,19 +69,26 @@ def recorded_commit(meta: dict[str, Any], where: str) -> str:
     return commit
 
 
-def check_out(root: Path, commit: str, cache: Path) -> Path:
+def check_out(root: Path, commit: str, cache: Path) -> CheckedOut:
     """``commit`` of the repository at ``root``, extracted into ``cache/COMMIT`` (once)
-    with this installation's native extension; readable by every user (the sim kernel's
-    user reads it)."""
+    with its native extension and programs (:data:`CRATES`: this installation's, or built
+    from its sources); readable by every user (the sim kernel's user reads it)."""
     if _git(root, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
         raise ConfigError(
             f"the dataset's code, commit {commit[:12]}, is not in {root}'s history (a shallow "
             f"clone?): `git -C {root} fetch --unshallow` (or fetch that commit), then again"
         )
-    _refuse_other_rust(root, commit)
+    own = bool(_git(root, "diff", "--name-only", commit, "--", *RUST_SOURCES).stdout.split())
     dest = cache / commit
-    if (dest / "src" / "cganalysis").is_dir():
-        return dest
+    if not (dest / "src" / "cganalysis").is_dir():
+        _extract(root, commit, cache, own)
+    if not own:
+        return CheckedOut(dest)
+    built = dest / "bin"
+    return CheckedOut(dest, {BINARY_ENV: str(built / BINARY_NAME), SIMRNG_ENV: str(built / SIMRNG)})
+
+
+def _extract(root: Path, commit: str, cache: Path, own: bool) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{commit[:12]}-", dir=cache))
     try:
@@ -72,24 +99,44 @@ def check_out(root: Path, commit: str, cache: Path) -> Path:
         subprocess.run(["tar", "-x", "-C", str(tmp)], stdin=archive.stdout, check=True)
         if archive.wait() != 0:
             raise ConfigError(f"git archive {commit[:12]} failed in {root}")
-        from cganalysis import _native
+        package = tmp / "src" / "cganalysis"
+        if own:
+            release = _build(tmp, commit, cache / ".target")
+            (tmp / "bin").mkdir()
+            shutil.copy2(release / EXTENSION, package / "_native.abi3.so")
+            shutil.copy2(release / BINARY_NAME, tmp / "bin" / BINARY_NAME)
+            shutil.copy2(release / SIMRNG, tmp / "bin" / SIMRNG)
+        else:
+            from cganalysis import _native
 
-        shutil.copy2(_native.__file__, tmp / "src" / "cganalysis" / Path(_native.__file__).name)
+            shutil.copy2(_native.__file__, package / Path(_native.__file__).name)
         subprocess.run(["chmod", "-R", "a+rX", str(tmp)], check=True)
-        tmp.rename(dest)
+        tmp.rename(cache / commit)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return dest
 
 
-def _refuse_other_rust(root: Path, commit: str) -> None:
-    changed = _git(root, "diff", "--name-only", commit, "--", *RUST_SOURCES).stdout.split()
-    if changed:
+def _build(tree: Path, commit: str, target: Path) -> Path:
+    """Builds :data:`CRATES` from ``tree`` (the lock's versions, offline where the crates
+    are fetched already) into ``target``; returns its ``release`` folder."""
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    if not Path(cargo).is_file():
         raise ConfigError(
             f"the dataset's code, commit {commit[:12]}, has other Rust sources than this "
-            f"checkout ({changed[0]}, ...): its native extension is not this one; build it "
-            f"(a checkout at {commit[:12]}, `bash scripts/install.sh`) and reproduce from there"
+            "checkout, and building them needs cargo, which is not on the PATH: "
+            "`bash scripts/install.sh` installs it"
         )
+    argv = [cargo, "build", "--quiet", "--locked", "--release"]
+    argv += [arg for crate in CRATES for arg in ("-p", crate)]
+    built = subprocess.run(
+        argv, cwd=tree, env={**os.environ, "CARGO_TARGET_DIR": str(target)}, check=False
+    )
+    if built.returncode != 0:
+        raise ConfigError(
+            f"the dataset's code, commit {commit[:12]}: `cargo build` of its Rust sources "
+            f"failed (status {built.returncode}, its output above)"
+        )
+    return target / "release"
 
 
 def canonical(meta: dict[str, Any]) -> bool:

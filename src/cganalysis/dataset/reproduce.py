@@ -17,6 +17,7 @@ grammar, the campaign file's path against the repository's ``configs/`` folder.
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import sys
@@ -25,14 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cganalysis.cg.binary import BINARY_ENV, BINARY_NAME
 from cganalysis.dataset import reprocode
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaign import load_campaign
-from cganalysis.experiment.insim import guest_env
+from cganalysis.experiment.insim import guest_builds, guest_env
 from cganalysis.io import read_json_object, write_json
 from cganalysis.metrics.io import RunFiles, metrics_of_runs
 from cganalysis.rawnames import check_name
-from cganalysis.testbed.sim.config import find_sim_kernel, find_simrng, load_options
+from cganalysis.testbed.sim.config import SIMRNG_ENV, find_sim_kernel, find_simrng, load_options
 from cganalysis.testbed.sim.identity import differences, identity
 
 #: meta.json's ``config.source`` for a campaign's run: ``FILE (run RUN_ID)``.
@@ -213,15 +215,20 @@ def write_report(outcomes: list[Outcome], path: Path) -> None:
     write_json({"runs": [o.to_dict() for o in outcomes]}, path)
 
 
-def current_sim(cfg: Any, repetition: int | None, meta: dict[str, Any]) -> dict[str, Any]:
+def current_sim(
+    cfg: Any, repetition: int | None, meta: dict[str, Any], code: reprocode.CheckedOut
+) -> dict[str, Any]:
     """This host's side of ``testbed.sim`` for ``cfg``: the options and the identity a run
-    would record, without running it (with the old code's host paths for a run made
-    before the fixed ones)."""
+    would record, without running it (the checked-out code's own native programs where it
+    has them; the old code's host paths for a run made before the fixed ones)."""
     from cganalysis.testbed.sim.code import guest_code
 
     sim = load_options(cfg.testbed.path)
     kernel = find_sim_kernel(sim)
-    ident = identity(kernel.path, find_simrng(), guest_code(), guest_env(cfg)["PATH"])
+    simrng = Path(code.env[SIMRNG_ENV]) if SIMRNG_ENV in code.env else find_simrng()
+    builds = {BINARY_NAME: code.env[BINARY_ENV]} if BINARY_ENV in code.env else None
+    env = guest_env(cfg)
+    ident = identity(kernel.path, simrng, guest_code(), env["PATH"], builds or guest_builds(env))
     if not reprocode.canonical(meta):
         ident["interpreter"]["path"] = sys.executable
         ident["package_path"] = reprocode.venv_package()
@@ -249,14 +256,15 @@ def reproduce_run(
     meta = sim_meta(dataset, run_id)
     where = str(dataset / "meta" / f"{run_id}.json")
     commit = reprocode.recorded_commit(meta, where)
-    code = reprocode.check_out(root, commit, cache or out_dir / ".code")
+    checked_out = reprocode.check_out(root, commit, cache or out_dir / ".code")
+    code = checked_out.path
     path, rid = campaign_file(code, meta, where)
-    planned = load_campaign(path).run(rid)
+    planned = load_campaign(path, published=True).run(rid)
     cfg = planned.config
     outcome = Outcome(run_id)
     recorded_sim = (meta.get("testbed") or {}).get("sim") or {}
     outcome.inputs_differ = code_difference(meta) + differences(
-        recorded_sim, current_sim(cfg, planned.repetition, meta)
+        recorded_sim, current_sim(cfg, planned.repetition, meta, checked_out)
     )
     progress(f"{run_id}: the code of commit {commit[:12]} ({code})")
     for line in outcome.inputs_differ:
@@ -272,7 +280,12 @@ def reproduce_run(
     calibration = dataset / "calibration" / f"{run_id}.json"
     if calibration.is_file():
         argv += ["--calibration", str(calibration.absolute())]
-    made_by = subprocess.run(reprocode.experiment_argv(code, argv, meta), cwd=code, check=False)
+    made_by = subprocess.run(
+        reprocode.experiment_argv(code, argv, meta),
+        cwd=code,
+        env={**os.environ, **checked_out.env},
+        check=False,
+    )
     if made_by.returncode != 0:
         raise ConfigError(
             f"{run_id}: the dataset's code (commit {commit[:12]}) did not make the run "

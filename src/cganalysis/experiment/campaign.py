@@ -39,6 +39,7 @@ from typing import Any
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaignrules import beside, check_run_count, check_run_id_template
 from cganalysis.experiment.config import RunConfig, parse_run
+from cganalysis.experiment.labelkeys import canonical_system
 from cganalysis.io import read_yaml
 from cganalysis.testbed.spec.validate import TOKEN, Section, check_name
 
@@ -124,7 +125,11 @@ def _variant(path: Path, data: Mapping[str, Any]) -> tuple[dict[str, Any], Any, 
     return doc, sec.raw("overlay", {}), other_path.parent
 
 
-def load_campaign(path: Path) -> CampaignPlan:
+def load_campaign(path: Path, *, published: bool = False) -> CampaignPlan:
+    """The campaign file at ``path``, every run checked. ``published``: the file as the
+    commit of a published dataset wrote it (``dataset reproduce``), whose runs' ``system``
+    labels may have the spelling of their day (``labelkeys.LEGACY_SYSTEMS``): read in
+    today's, as the dataset's tables read them."""
     data = read_yaml(path)
     overlay: Any = {}
     run_dir = path.parent
@@ -187,6 +192,8 @@ def load_campaign(path: Path) -> CampaignPlan:
             doc = deep_merge(merged, {})
             if isinstance(doc, dict):
                 doc.setdefault("name", name)
+                if published:
+                    _todays_system_label(doc)
             cfg = parse_run(doc, f"{where} (run {run_id})", base_dir)
             runs.append(PlannedRun(name, run_id, rep, levels_chosen, cfg))
     if not runs:
@@ -196,6 +203,12 @@ def load_campaign(path: Path) -> CampaignPlan:
     if dupes:
         raise ConfigError(f"{where}: run ids repeat ({dupes[0]}); put every factor in run_id")
     return CampaignPlan(name, path, tuple(runs))
+
+
+def _todays_system_label(doc: dict[str, Any]) -> None:
+    labels = doc.get("labels")
+    if isinstance(labels, dict) and isinstance(labels.get("system"), str):
+        labels["system"] = canonical_system(labels["system"])
 
 
 def _parse_exclude(

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cganalysis.cg.binary import BINARY_ENV, BINARY_NAME
 from cganalysis.errors import ConfigError
 from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
@@ -73,6 +74,12 @@ def guest_env(cfg: RunConfig) -> dict[str, str]:
     }
 
 
+def guest_builds(env: dict[str, str]) -> dict[str, str]:
+    """The programs the guest runs from a file of their own (``$CGA_CG_BIN``, a build), not
+    from its PATH: the run's identity records those files."""
+    return {BINARY_NAME: env[BINARY_ENV]} if env.get(BINARY_ENV) else {}
+
+
 def run_in_sim(mode: Mode, cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     """Returns meta.json (or calibration.json)."""
     out = out.absolute()
@@ -111,7 +118,7 @@ def _run(
         # The guest's own span: the schedule, calibration and set-up (a generous bound).
         sim_s = schedule.duration_s + 60.0
         opts.progress(f"sim: booting a kernel on simulated time (seed {seed})")
-        facts = run_guest(ctl, sim, seed, sim_s, opts.progress, env["PATH"])
+        facts = run_guest(ctl, sim, seed, sim_s, opts.progress, env["PATH"], guest_builds(env))
         simuser.take_back(ctl, simuser.host_user())
         result_file = ctl / "result.json"
         if not result_file.is_file():

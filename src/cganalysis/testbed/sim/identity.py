@@ -31,6 +31,7 @@ import hashlib
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,13 @@ def cpu() -> dict[str, Any]:
     }
 
 
-def programs(path: str) -> dict[str, dict[str, str]]:
-    """Each of :data:`GUEST_PROGRAMS` found on ``path`` (the guest's PATH): where it is and
-    its SHA-256 (a version string can hide a rebuild)."""
+def programs(path: str, builds: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """Each of :data:`GUEST_PROGRAMS` found on ``path`` (the guest's PATH), or the file
+    ``builds`` names for it (a build the guest is told to run instead, ``$CGA_CG_BIN``):
+    where it is and its SHA-256 (a version string can hide a rebuild)."""
     out: dict[str, dict[str, str]] = {}
     for name in GUEST_PROGRAMS:
-        found = shutil.which(name, path=path)
+        found = (builds or {}).get(name) or shutil.which(name, path=path)
         if found is None:
             continue
         real = Path(found).resolve()
@@ -69,10 +71,16 @@ def programs(path: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def identity(kernel_path: Path, simrng: Path, code: GuestCode, guest_path: str) -> dict[str, Any]:
+def identity(
+    kernel_path: Path,
+    simrng: Path,
+    code: GuestCode,
+    guest_path: str,
+    builds: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Everything above but the code's commit (meta.json's ``controller.git``). The paths
     compared are the guest's (:mod:`cganalysis.testbed.sim.code`'s fixed ones); the host's
-    are information."""
+    are information. ``builds``: :func:`programs`'."""
     return {
         "kernel_sha256": sha256_file(kernel_path.resolve()),
         "simrng_sha256": sha256_file(simrng.resolve()),
@@ -81,7 +89,7 @@ def identity(kernel_path: Path, simrng: Path, code: GuestCode, guest_path: str) 
             "sha256": sha256_file(code.interpreter),
             "version": _version(code.interpreter),
         },
-        "programs": programs(guest_path),
+        "programs": programs(guest_path, builds),
         "cpu": cpu(),
         "package_path": f"{simcode.SOURCE}/cganalysis",
         "host_paths": code.host_paths(),
@@ -125,7 +133,14 @@ def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
         ("the interpreter's path", rec_py.get("path"), cur_py.get("path")),
         ("the package's path", rec_id.get("package_path"), cur_id.get("package_path")),
     ):
-        if a is not None and a != b:
+        if a is not None and a != b and not str(a).startswith("/"):
+            # Runs made before the fixed paths recorded the interpreter as it was started
+            # (`python`): where its venv was is unknown, so the difference cannot be told.
+            lines.append(
+                f"{what}: recorded as {a!r}, not a path (the run's venv folder is unknown); "
+                f"{b} here: the run is the same only where that is the venv that made it"
+            )
+        elif a is not None and a != b:
             lines.append(f"{what}: {a} recorded, {b} here (paths reach the guest's randomness)")
     rec_p, cur_p = rec_id.get("programs") or {}, cur_id.get("programs") or {}
     for name in sorted(set(rec_p) | set(cur_p)):

@@ -36,7 +36,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -140,10 +140,12 @@ def run_guest(
     sim_s: float,
     progress: Callable[[str], None],
     guest_path: str,
+    builds: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Boots the kernel on job folder ``ctl`` (job.json written by the caller) and waits for
     it to power off; ``sim_s`` (a bound on the job's simulated length) sets the wall-time
-    limit; ``guest_path`` is the guest's PATH. Returns the facts: kernel, clock, seed, wall
+    limit; ``guest_path`` is the guest's PATH, ``builds`` the programs it runs from files
+    of their own (:func:`simidentity.programs`). Returns the facts: kernel, clock, seed, wall
     time, and the run's identity (:mod:`simidentity`)."""
     kernel = find_sim_kernel(opts)
     lib = find_simrng()
@@ -161,7 +163,8 @@ def run_guest(
     # (simcode), each reached through a mount of its own; a private folder above the
     # kernel is shown in the kernel's namespace (reveals).
     code = simcode.guest_code()
-    shown, missing = simuser.reveals(user, [kernel.path, lib])
+    own_builds = [Path(p) for p in (builds or {}).values()]
+    shown, missing = simuser.reveals(user, [kernel.path, lib, *own_builds])
     missing += simuser.unreadable(user, [Path(host) for host, _ in code.binds()])
     if missing:
         raise TestbedError(
@@ -169,7 +172,7 @@ def run_guest(
             f"who cannot read {missing[0]}: make it readable by every user (chmod o+rX), or "
             "keep the kernel outside nested private folders"
         )
-    ident = simidentity.identity(kernel.path, lib, code, guest_path)
+    ident = simidentity.identity(kernel.path, lib, code, guest_path, builds)
     argv = [
         *simuser.namespace_argv(user), "sh", "-c", NAMESPACE_SCRIPT, "sh", str(ctl),
         *_counted(code.binds()), *_counted(code.files()), *_counted(shown),
