@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import struct
 import subprocess
@@ -351,3 +352,18 @@ def test_a_commit_of_other_rust_sources_runs_with_its_own_builds(tmp_path: Path)
     assert (cg.stat().st_mode & 0o005) == 0o005  # the sim kernel's user runs it
     # Extracted once: a second call reuses it (and its builds).
     assert reprocode.check_out(repo, commit, tmp_path / "cache") == checked_out
+
+
+def test_a_calibration_is_passed_only_to_a_run_that_was_given_one() -> None:
+    """A trace-driven run skipped calibration: the dataset keeps the reason under
+    calibration/, which must not be handed to the run made again (it would be refused as
+    the calibration of another bottleneck)."""
+    given = REPO / "datasets/tma2024-sim-2026-11-29/meta/tma2024-sim-pfifo-cubic-r01.json"
+    trace = (
+        REPO / "datasets/tma2024-sim-cellular-scaled-2026-11-29/meta/"
+        "tma2024-sim-cellular-scaled-mean30-cga-cg-none-r01.json"
+    )
+    assert reproduce.calibration_given(json.loads(given.read_text())) is True
+    skipped = json.loads(trace.read_text())
+    assert "skipped" in skipped["calibration"]
+    assert reproduce.calibration_given(skipped) is False

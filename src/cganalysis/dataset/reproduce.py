@@ -215,6 +215,14 @@ def write_report(outcomes: list[Outcome], path: Path) -> None:
     write_json({"runs": [o.to_dict() for o in outcomes]}, path)
 
 
+def calibration_given(meta: dict[str, Any]) -> bool:
+    """Whether the run was given a calibration (its command line's ``--calibration``): the
+    dataset keeps what it used under ``calibration/``. A run that calibrated itself, or
+    skipped calibration (a trace-driven link, whose record is the reason), was given none."""
+    argv = (meta.get("controller") or {}).get("argv") or []
+    return "--calibration" in argv
+
+
 def current_sim(
     cfg: Any, repetition: int | None, meta: dict[str, Any], code: reprocode.CheckedOut
 ) -> dict[str, Any]:
@@ -277,8 +285,13 @@ def reproduce_run(
         "experiment", str(path.relative_to(code)), "--run", rid, "--campaign", campaign,
         "-o", str(run_dir), "--time-scale", repr(recorded_scale / cfg.schedule.time_scale),
     ]  # fmt: skip
-    calibration = dataset / "calibration" / f"{run_id}.json"
-    if calibration.is_file():
+    if calibration_given(meta):
+        calibration = dataset / "calibration" / f"{run_id}.json"
+        if not calibration.is_file():
+            raise ConfigError(
+                f"{where}: the run was given a calibration (controller.argv), and the dataset "
+                f"has none for it ({calibration} is missing): it cannot be made again as it was"
+            )
         argv += ["--calibration", str(calibration.absolute())]
     made_by = subprocess.run(
         reprocode.experiment_argv(code, argv, meta),
