@@ -1,7 +1,8 @@
 """Checking a JSON (or YAML) document against its JSON schema: one message for every format.
 
-The formats declared as JSON schemas (meta.json and the metrics JSON in
-:mod:`cganalysis.metrics.docschema`, the plotting style in :mod:`cganalysis.report.style`)
+The formats declared as JSON schemas (meta.json and the metrics JSON, derived from their
+records: :mod:`cganalysis.metrics.runmeta`, :mod:`cganalysis.metrics.docschema`; the
+plotting style in :mod:`cganalysis.report.style`)
 are checked here, by the code that writes them and by the code that reads them, and a
 document that breaks its schema gives one line naming the file and the first key at fault.
 """

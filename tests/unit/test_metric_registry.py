@@ -10,11 +10,19 @@ from typing import Any
 import polars as pl
 
 from cganalysis.metrics.compute import run_metrics
-from cganalysis.metrics.docschema import METRICS_JSON_SCHEMA, ROLE_SCHEMA
-from cganalysis.metrics.registry import METRICS_ROLES, METRICS_RUNS, ROLE_METRICS, RUN_METRICS
+from cganalysis.metrics.docschema import METRICS_JSON_SCHEMA
+from cganalysis.metrics.document import ROLE_SCHEMA
+from cganalysis.metrics.registry import (
+    JSON_OF_KIND,
+    METRICS_ROLES,
+    METRICS_RUNS,
+    ROLE_METRICS,
+    RUN_METRICS,
+)
 from cganalysis.metrics.roles import parse_rules
 from cganalysis.metrics.rows import role_rows, run_rows
-from cganalysis.metrics.spec import Step, Window, choose_capacity, spec_from_values
+from cganalysis.metrics.spec import Window, choose_capacity, spec_from_values
+from cganalysis.metrics.steps import Step
 from tests.conftest import REPO
 from tests.unit.synthetic import T0_NS, cbr, table
 
@@ -60,6 +68,11 @@ def test_the_schema_and_the_table_rows_derive_from_the_registry() -> None:
     assert ROLE_SCHEMA["required"] == [m.key for m in ROLE_METRICS if m.required]
     assert set(ROLE_SCHEMA["properties"]) == {m.key for m in ROLE_METRICS}
     assert {m.key for m in RUN_METRICS} <= set(METRICS_JSON_SCHEMA["properties"])
+    # The document's record declares the top-level metrics with their kind's range (the
+    # total utilisation is a sum, never null).
+    for m in RUN_METRICS:
+        if m.key != "utilisation_total":
+            assert METRICS_JSON_SCHEMA["properties"][m.key] == JSON_OF_KIND[m.kind], m.key
     assert [c for c in METRICS_ROLES if c in {m.key for m in ROLE_METRICS}] == [
         m.key for m in ROLE_METRICS if m.column
     ]

@@ -14,7 +14,8 @@ from cganalysis.errors import ConfigError
 from cganalysis.metrics.compute import run_metrics
 from cganalysis.metrics.docschema import validate_metrics
 from cganalysis.metrics.roles import parse_rules
-from cganalysis.metrics.spec import RunSpec, Step, Window, choose_capacity, spec_from_values
+from cganalysis.metrics.spec import RunSpec, Window, choose_capacity, spec_from_values
+from cganalysis.metrics.steps import Step
 from cganalysis.metrics.timebase import prepare
 from cganalysis.metrics.timeseries import run_timeseries
 from tests.unit.synthetic import T0_NS, cbr, flow, table

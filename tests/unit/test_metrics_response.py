@@ -11,7 +11,7 @@ from cganalysis.metrics.response import (
     events_from_schedule,
     first_of,
 )
-from cganalysis.metrics.spec import ResponseSettings, Step
+from cganalysis.metrics.steps import ResponseSettings, Step
 
 BIN = 0.5
 

@@ -8,14 +8,8 @@ from typing import Any
 import pytest
 
 from cganalysis.errors import ConfigError
-from cganalysis.metrics.spec import (
-    Step,
-    Window,
-    choose_capacity,
-    parse_step,
-    parse_window,
-    spec_from_meta,
-)
+from cganalysis.metrics.spec import Window, choose_capacity, parse_window, spec_from_meta
+from cganalysis.metrics.steps import Step, parse_step
 
 
 def test_parse_window() -> None:

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 
 from cganalysis.metrics.delay import delay_cdf
 from cganalysis.metrics.registry import METRICS_RUNS
-from cganalysis.metrics.spec import Step
+from cganalysis.metrics.steps import Step
 from cganalysis.report.figures import (
     adaptation_heatmaps,
     adaptiveness_scatter,

@@ -15,4 +15,5 @@ COMMANDS: dict[str, str] = {
     "dataset": "export a campaign as a publication dataset (parquet, metrics, datasheet)",
     "compare": "a new run or campaign against a reference dataset, cell by cell, with its spread",
     "trace": "cellular link traces (mahimahi format): generate from the model, statistics, find",
+    "schema": "the JSON schema of a run's metrics document or meta.json, derived from their types",
 }

@@ -19,13 +19,12 @@ from cganalysis.metrics.roles import parse_rules
 from cganalysis.metrics.spec import (
     DEFAULT_BIN_S,
     LABEL_KEYS,
-    ResponseSettings,
     RunSpec,
     choose_capacity,
-    parse_step,
     parse_window,
     spec_from_values,
 )
+from cganalysis.metrics.steps import ResponseSettings, parse_step
 
 
 def add_parser(sub: Any) -> None:

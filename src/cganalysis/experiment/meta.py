@@ -15,22 +15,29 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from cganalysis.cg import ecgp
 from cganalysis.experiment import rundir
 from cganalysis.experiment.config import RunConfig
 from cganalysis.experiment.record import RunRecord
+from cganalysis.experiment.schedule import Schedule
 from cganalysis.experiment.sources import SOURCES
+from cganalysis.jsonrecord import to_json
 from cganalysis.matching import match_files
-from cganalysis.metrics.docschema import validate_meta
+from cganalysis.metrics.runmeta import (
+    META_VERSION,
+    Analysis,
+    RunMeta,
+    ScheduleDetail,
+    validate_meta,
+)
+from cganalysis.metrics.steps import Step
 from cganalysis.testbed.measure import provenance
 
 if TYPE_CHECKING:
     from cganalysis.experiment.plan import Plan, RunOptions
     from cganalysis.experiment.session import Session
-
-META_VERSION = 1
 
 
 def roles(cfg: RunConfig) -> dict[str, str]:
@@ -145,6 +152,26 @@ def trace_keys(scale: float, trace: str, record: RunRecord) -> dict[str, Any]:
     }
 
 
+def schedule_steps(sched: Schedule) -> tuple[Step, ...]:
+    """The schedule as the metrics read it (``rate_mbps`` in Mbit/s, None = bulk)."""
+    return tuple(Step(**s) for s in sched.meta())
+
+
+def schedule_detail(sched: Schedule) -> ScheduleDetail:
+    """The schedule the runner played: the flows' starts (metrics/starts.py) and scale."""
+    fw = sched.fairness_window_s
+    return ScheduleDetail(
+        preset=sched.preset,
+        duration_s=sched.duration_s,
+        time_scale=sched.time_scale,
+        cg_start_s=sched.cg_start_s,
+        cg_stop_s=sched.cg_stop_s,
+        steps=schedule_steps(sched),
+        window_s=sched.window_s,
+        fairness_window_s=None if fw is None else fw,
+    )
+
+
 def build_meta(
     cfg: RunConfig,
     p: Plan,
@@ -153,6 +180,22 @@ def build_meta(
     record: RunRecord,
     workdir: Path,
 ) -> dict[str, Any]:
+    """The run's meta.json (:class:`RunMeta`), checked against the schema the metrics read
+    it with: a run whose metadata they would refuse is a bug to see now, not a surprise at
+    analysis time."""
+    meta: dict[str, Any] = to_json(run_meta(cfg, p, opts, session, record, workdir))
+    validate_meta(meta, "meta.json (as written by the runner)")
+    return meta
+
+
+def run_meta(
+    cfg: RunConfig,
+    p: Plan,
+    opts: RunOptions,
+    session: Session,
+    record: RunRecord,
+    workdir: Path,
+) -> RunMeta:
     sched = p.schedule
     calib = record.calibration or {}
     configured = cfg.bottleneck.forward.rate_mbit
@@ -165,19 +208,18 @@ def build_meta(
     flags = list(calib.get("flags", [])) + record.flags
     flags += SOURCES[cfg.cg.source].post_run_flags(cg_source, workdir)
     labels = cfg.all_labels()
-    meta: dict[str, Any] = {
-        "meta_version": META_VERSION,
-        "run_id": opts.run_id,
-        **({"campaign": opts.campaign} if opts.campaign else {}),
-        **({"repetition": opts.repetition} if opts.repetition is not None else {}),
-        **labels,
-        # The same labels as one mapping: readers need not know which top-level keys are
-        # labels (campaign factors such as `link` or `cg` add their own).
-        "labels": dict(labels),
-        "start_ns": record.times.start_ns,
-        **({"capacity_mbps": configured} if configured else {}),
-        **({"capacity_measured_mbps": measured} if measured and not trace else {}),
-        "capacity_configured_mbps": configured,
+    capacity_source: Literal["measured", "configured"] = "measured" if measured else "configured"
+    return RunMeta(
+        meta_version=META_VERSION,
+        run_id=opts.run_id,
+        campaign=opts.campaign or None,
+        repetition=opts.repetition,
+        label_keys=labels,
+        labels=dict(labels),
+        start_ns=record.times.start_ns,
+        capacity_mbps=configured or None,
+        capacity_measured_mbps=measured if measured and not trace else None,
+        capacity_configured_mbps=configured,
         **(
             trace_keys(cfg.bottleneck.forward.trace_scale, trace, record)
             if trace
@@ -186,45 +228,41 @@ def build_meta(
                 "at layer 2 (egress capture); the metrics use it for utilisation and fairness"
             }
         ),
-        "roles": roles(cfg),
-        "schedule": sched.meta(),
-        "analysis": {
-            "window_s": list(sched.window_s),
-            **(
-                {"fairness_window_s": list(sched.fairness_window_s)}
-                if sched.fairness_window_s
-                else {}
-            ),
-            **({} if trace else {"capacity_source": "measured" if measured else "configured"}),
-        },
-        "flags": flags,
-        "cg_source": cg_source,
-        "checks": checks,
-        "calibration": calib,
-        "delivered_busy_mbps": busy,
-        "bottleneck_backend": record.bottleneck_backend,
-        "bottleneck_backend_reason": p.resolution.reason,
-        "shaper": record.shaper,
-        "delay_via": p.resolution.delay_via,
-        "config": cfg.to_dict(),
-        "schedule_detail": sched.to_dict(),
-        "steps": record.steps,
-        "counters": record.counters,
-        "qdisc_stats_records": record.qdisc_stats_records,
-        "qdisc_before": record.qdisc_before,
-        "qdisc_after": record.qdisc_after,
-        "bottleneck_commands": record.bottleneck_commands,
-        "delay_commands": record.delay_commands,
-        "hosts": record.hosts,
+        roles=roles(cfg),
+        schedule=schedule_steps(sched),
+        analysis=Analysis(
+            window_s=sched.window_s,
+            fairness_window_s=sched.fairness_window_s or None,
+            capacity_source=None if trace else capacity_source,
+        ),
+        flags=flags,
+        cg_source=cg_source,
+        checks=checks,
+        calibration=calib,
+        delivered_busy_mbps=busy,
+        bottleneck_backend=record.bottleneck_backend,
+        bottleneck_backend_reason=p.resolution.reason,
+        shaper=record.shaper,
+        delay_via=p.resolution.delay_via,
+        config=cfg.to_dict(),
+        schedule_detail=schedule_detail(sched),
+        steps=record.steps,
+        counters=record.counters,
+        qdisc_stats_records=record.qdisc_stats_records,
+        qdisc_before=record.qdisc_before,
+        qdisc_after=record.qdisc_after,
+        bottleneck_commands=record.bottleneck_commands,
+        delay_commands=record.delay_commands,
+        hosts=record.hosts,
         # Where it ran, by name (a pool's member, or the run file's testbed) and in detail.
-        "testbed": {
+        testbed={
             **(record.testbed or {}),
             "name": cfg.testbed.label,
             "file": None if cfg.testbed.path is None else str(cfg.testbed.path),
             **({"pool": list(cfg.testbed.pool)} if cfg.testbed.pool else {}),
         },
-        "topology": record.topology,
-        "captures": {
+        topology=record.topology,
+        captures={
             t.point: {
                 "file": Path(t.path).name,
                 "dev": t.dev,
@@ -233,11 +271,8 @@ def build_meta(
             }
             for t in session.taps
         },
-        "times": asdict(record.times),
-        "controller": {**provenance.controller(), "argv": sys.argv},
-    }
-    meta["files"] = rundir.inventory(workdir)
-    # The metrics read it with this schema: a run whose metadata they would refuse is a bug
-    # to see now, not a surprise at analysis time.
-    validate_meta(meta, "meta.json (as written by the runner)")
-    return meta
+        times=asdict(record.times),
+        controller={**provenance.controller(), "argv": sys.argv},
+        # Last, once every other file of the run is written.
+        files=rundir.inventory(workdir),
+    )

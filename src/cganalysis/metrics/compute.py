@@ -1,9 +1,10 @@
-"""One run's metrics, as the JSON document ``cganalysis metrics`` writes.
+"""One run's metrics, as the typed record :class:`~.document.MetricsDocument`; ``cganalysis
+metrics`` writes it as JSON (:func:`run_metrics`).
 
-The document's layout is described in docs/metrics.md and checked by
-:data:`cganalysis.metrics.docschema.METRICS_JSON_SCHEMA`. Percentages are in [0, 100],
-rates and utilisations are ratios in [0, 1] (the fairness ratio in [-1, 1]); ``null`` marks a
-value that does not apply (no competing flow, no delivered packet, ...).
+The document's layout is described in docs/metrics.md and its records in :mod:`.document`
+(the JSON schema is derived from them). Percentages are in [0, 100], rates and utilisations
+are ratios in [0, 1] (the fairness ratio in [-1, 1]); ``None`` (``null``) marks a value that
+does not apply (no competing flow, no delivered packet, ...).
 """
 
 from __future__ import annotations
@@ -15,8 +16,22 @@ import numpy as np
 import polars as pl
 
 from cganalysis.errors import ConfigError
+from cganalysis.jsonrecord import to_json
 from cganalysis.metrics.bitrate import bitrate_series, n_bins
 from cganalysis.metrics.capacity import LinkCapacity
+from cganalysis.metrics.document import (
+    SCHEMA_VERSION,
+    BitrateLevel,
+    CapacityUsed,
+    EventOutcome,
+    ExcludedReverse,
+    Fairness,
+    Inputs,
+    MetricsDocument,
+    Phase,
+    Phases,
+    ScheduleSource,
+)
 from cganalysis.metrics.fairness import jain_index, xu_fairness_ratio
 from cganalysis.metrics.response import (
     Adaptation,
@@ -27,11 +42,10 @@ from cganalysis.metrics.response import (
 )
 from cganalysis.metrics.roles import OTHER
 from cganalysis.metrics.rolestats import CG, COMPETITOR, MAIN_ROLES, roles_block
-from cganalysis.metrics.spec import BitratePoint, RunSpec, Step, Window
+from cganalysis.metrics.spec import BitratePoint, RunSpec, Window
 from cganalysis.metrics.starts import start_checks, start_flags
+from cganalysis.metrics.steps import Step
 from cganalysis.metrics.timebase import NS_PER_S, Prepared, Resolved, prepare, resolve_window
-
-SCHEMA_VERSION = 1
 
 
 def link_capacity(spec: RunSpec, trace_ms: np.ndarray | None) -> LinkCapacity:
@@ -94,29 +108,24 @@ def infer_schedule(prepared: Prepared, bin_s: float) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def _level(level: Level | None) -> dict[str, float] | None:
+def _level(level: Level | None) -> BitrateLevel | None:
     if level is None:
         return None
-    return {
-        "mean_mbps": level.mean_mbps,
-        "std_mbps": level.std_mbps,
-        "from_s": level.start_s,
-        "to_s": level.end_s,
-    }
+    return BitrateLevel(level.mean_mbps, level.std_mbps, level.start_s, level.end_s)
 
 
-def _adaptation(a: Adaptation) -> dict[str, Any]:
-    return {
-        "t_s": a.event.t_s,
-        "kind": a.event.kind,
-        "rate_before_mbps": a.event.rate_before_mbps,
-        "rate_after_mbps": a.event.rate_after_mbps,
-        "baseline": _level(a.baseline),
-        "target": _level(a.target),
-        "time_s": a.time_s,
-        "status": a.status,
-        "note": a.note,
-    }
+def _adaptation(a: Adaptation) -> EventOutcome:
+    return EventOutcome(
+        t_s=a.event.t_s,
+        kind=a.event.kind,
+        rate_before_mbps=a.event.rate_before_mbps,
+        rate_after_mbps=a.event.rate_after_mbps,
+        baseline=_level(a.baseline),
+        target=_level(a.target),
+        time_s=a.time_s,
+        status=a.status,
+        note=a.note,
+    )
 
 
 def fairness_block(
@@ -128,7 +137,7 @@ def fairness_block(
     capacity: LinkCapacity,
     spans: Sequence[tuple[float, float]],
     warnings: list[str],
-) -> dict[str, Any] | None:
+) -> Fairness | None:
     """Xu's ratio and Jain's index over the competition bins, or None when not applicable."""
     if prepared.role(COMPETITOR).height == 0:
         return None
@@ -163,18 +172,18 @@ def fairness_block(
         r = series.filter(pl.col("role") == role).sort("t_s").get_column("rate_mbps").to_numpy()
         means[role] = float(r[inside].mean())
     cap_mbps = float(cap.get_column("capacity_mbps").to_numpy()[inside].mean())
-    return {
-        "bins": int(inside.sum()),
-        "from_s": float(t[inside].min()),
-        "to_s": float(t[inside].max() + spec.bin_s),
-        "cg_mean_mbps": means[CG],
-        "competitor_mean_mbps": means[COMPETITOR],
-        "capacity_mbps": cap_mbps,
-        "fairness_ratio": xu_fairness_ratio(means[CG], means[COMPETITOR], cap_mbps)
+    return Fairness(
+        bins=int(inside.sum()),
+        from_s=float(t[inside].min()),
+        to_s=float(t[inside].max() + spec.bin_s),
+        cg_mean_mbps=means[CG],
+        competitor_mean_mbps=means[COMPETITOR],
+        capacity_mbps=cap_mbps,
+        fairness_ratio=xu_fairness_ratio(means[CG], means[COMPETITOR], cap_mbps)
         if cap_mbps > 0
         else None,
-        "jain_index": jain_index([means[CG], means[COMPETITOR]]),
-    }
+        jain_index=jain_index([means[CG], means[COMPETITOR]]),
+    )
 
 
 def phases_block(
@@ -185,16 +194,16 @@ def phases_block(
     capacity: LinkCapacity,
     spans: Sequence[tuple[float, float]],
     warnings: list[str],
-) -> dict[str, Any]:
+) -> Phases:
     """Per-role stats without and with the competitor (Xu Tables 2-6)."""
     if not spans:
-        return {}
+        return Phases()
     first_on, first_off = spans[0]
     wanted = {
         "before_competitor": (prepared.data_start_s, first_on),
         "with_competitor": (first_on, first_off),
     }
-    out: dict[str, Any] = {}
+    out: dict[str, Phase] = {}
     for name, (a, b) in wanted.items():
         try:
             r = whole_bins(
@@ -203,11 +212,8 @@ def phases_block(
         except ConfigError as err:
             warnings.append(f"phase {name} skipped: {err}")
             continue
-        out[name] = {
-            "window_s": [r.start_s, r.end_s],
-            "roles": roles_block(prepared, r, spec, point, capacity),
-        }
-    return out
+        out[name] = Phase((r.start_s, r.end_s), roles_block(prepared, r, spec, point, capacity))
+    return Phases(**out)
 
 
 def run_metrics(
@@ -218,8 +224,24 @@ def run_metrics(
     packets_path: str | None = None,
     prepared: Prepared | None = None,
 ) -> dict[str, Any]:
-    """Every metric of one run, as a JSON-ready dict. ``prepared``: ``prepare(packets,
-    spec)`` when the caller has it already (the time series reads it too)."""
+    """Every metric of one run, as the JSON document (:func:`metrics_record`'s)."""
+    record = metrics_record(
+        packets, spec, trace_ms=trace_ms, packets_path=packets_path, prepared=prepared
+    )
+    document: dict[str, Any] = to_json(record)
+    return document
+
+
+def metrics_record(
+    packets: pl.DataFrame,
+    spec: RunSpec,
+    *,
+    trace_ms: np.ndarray | None = None,
+    packets_path: str | None = None,
+    prepared: Prepared | None = None,
+) -> MetricsDocument:
+    """Every metric of one run. ``prepared``: ``prepare(packets, spec)`` when the caller
+    has it already (the time series reads it too)."""
     if prepared is None:
         prepared = prepare(packets, spec)
     capacity = link_capacity(spec, trace_ms)
@@ -234,7 +256,8 @@ def run_metrics(
     )
     warnings.extend(window.warnings)
 
-    schedule, schedule_source = spec.schedule, "meta" if spec.source != "flags" else "flags"
+    schedule = spec.schedule
+    schedule_source: ScheduleSource = "meta" if spec.source != "flags" else "flags"
     if not schedule:
         schedule = infer_schedule(prepared, spec.bin_s)
         schedule_source = "inferred" if schedule else "none"
@@ -292,64 +315,60 @@ def run_metrics(
     starts = start_checks(prepared, spec.planned_starts)
     cap = spec.capacity
     excluded = prepared.excluded
-    doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "run": dict(spec.labels),
-        "inputs": {
-            "packets": packets_path,
-            "spec_source": spec.source,
-            "mode": prepared.mode,
-            "t0_ns": prepared.t0_ns,
-            "t0_source": prepared.t0_source,
-            "data_span_s": [prepared.data_start_s, prepared.data_end_s],
-            "capacity": {
-                "source": cap.source,
-                "mbps": capacity.mean_mbps(window.start_s, window.end_s),
-                "configured_mbps": cap.configured_mbps,
-                "measured_mbps": cap.measured_mbps,
-                "trace": None if cap.trace is None else str(cap.trace),
-                "trace_scale": cap.trace_scale if cap.trace else None,
-                "trace_offset_s": cap.trace_offset_s if cap.trace else None,
-            },
-            "window_s": [spec.window.start_s, spec.window.end_s],
-            "window_effective_s": [window.start_s, window.end_s],
-            "bin_s": spec.bin_s,
-            "bitrate_point": point,
-            "direction": spec.direction,
-            "rules": [str(r) for r in spec.rules] + [f"{OTHER}=(unmatched)"],
-            "schedule": [{"t_s": s.t_s, "rate_mbps": s.rate_mbps} for s in schedule],
-            "schedule_source": schedule_source,
-            "fairness_window_s": None
-            if spec.fairness_window is None
-            else [spec.fairness_window.start_s, spec.fairness_window.end_s],
-            "response": {
-                "before_s": spec.response.before_s,
-                "settle_s": spec.response.settle_s,
-                "smooth_s": spec.response.smooth_s,
-            },
-            "delay_thresholds_ms": list(spec.delay_thresholds_ms),
-            "excluded_reverse": {
-                "flows": excluded.height,
-                "packets": int(excluded.get_column("packets").sum()) if excluded.height else 0,
-                "bytes": int(excluded.get_column("bytes").sum()) if excluded.height else 0,
-            },
-        },
-        "roles": roles,
-        "utilisation_total": total,
-        "fairness_ratio": None if fairness is None else fairness["fairness_ratio"],
-        "jain_index": None if fairness is None else fairness["jain_index"],
-        "fairness": fairness,
-        "response_time_s": None if response is None else response.time_s,
-        "response_status": "not_applicable" if response is None else response.status,
-        "recovery_time_s": None if recovery is None else recovery.time_s,
-        "recovery_status": "not_applicable" if recovery is None else recovery.status,
-        "events": [_adaptation(a) for a in adaptations],
-        "phases": phases_block(
+    inputs = Inputs(
+        packets=packets_path,
+        spec_source=spec.source,
+        mode=prepared.mode,
+        t0_ns=prepared.t0_ns,
+        t0_source=prepared.t0_source,
+        data_span_s=(prepared.data_start_s, prepared.data_end_s),
+        capacity=CapacityUsed(
+            source=cap.source,
+            mbps=capacity.mean_mbps(window.start_s, window.end_s),
+            configured_mbps=cap.configured_mbps,
+            measured_mbps=cap.measured_mbps,
+            trace=None if cap.trace is None else str(cap.trace),
+            trace_scale=cap.trace_scale if cap.trace else None,
+            trace_offset_s=cap.trace_offset_s if cap.trace else None,
+        ),
+        window_s=(spec.window.start_s, spec.window.end_s),
+        window_effective_s=(window.start_s, window.end_s),
+        bin_s=spec.bin_s,
+        bitrate_point=point,
+        direction=spec.direction,
+        rules=[str(r) for r in spec.rules] + [f"{OTHER}=(unmatched)"],
+        schedule=list(schedule),
+        schedule_source=schedule_source,
+        fairness_window_s=None
+        if spec.fairness_window is None
+        else (spec.fairness_window.start_s, spec.fairness_window.end_s),
+        response=spec.response,
+        delay_thresholds_ms=list(spec.delay_thresholds_ms),
+        excluded_reverse=ExcludedReverse(
+            flows=excluded.height,
+            packets=int(excluded.get_column("packets").sum()) if excluded.height else 0,
+            bytes=int(excluded.get_column("bytes").sum()) if excluded.height else 0,
+        ),
+    )
+    return MetricsDocument(
+        schema_version=SCHEMA_VERSION,
+        run=dict(spec.labels),
+        inputs=inputs,
+        roles=roles,
+        utilisation_total=total,
+        fairness_ratio=None if fairness is None else fairness.fairness_ratio,
+        jain_index=None if fairness is None else fairness.jain_index,
+        fairness=fairness,
+        response_time_s=None if response is None else response.time_s,
+        response_status="not_applicable" if response is None else response.status,
+        recovery_time_s=None if recovery is None else recovery.time_s,
+        recovery_status="not_applicable" if recovery is None else recovery.status,
+        events=[_adaptation(a) for a in adaptations],
+        phases=phases_block(
             prepared, spec=spec, point=point, capacity=capacity, spans=spans, warnings=warnings
         ),
-        "warnings": warnings,
-        "flow_starts": [c.to_json() for c in starts],
+        warnings=warnings,
+        flow_starts=[c.record() for c in starts],
         # The run's own flags, then the metrics' (a flow that did not start on time).
-        "flags": [*spec.run_flags, *start_flags(starts)],
-    }
-    return doc
+        flags=[*spec.run_flags, *start_flags(starts)],
+    )

@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,8 +20,10 @@ import polars as pl
 from cganalysis.dependencies import software
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object, write_json, write_parquet
-from cganalysis.metrics.compute import link_capacity, run_metrics
-from cganalysis.metrics.docschema import validate_meta, validate_metrics
+from cganalysis.jsonrecord import to_json
+from cganalysis.metrics.compute import link_capacity, metrics_record
+from cganalysis.metrics.docschema import validate_metrics
+from cganalysis.metrics.runmeta import validate_meta
 from cganalysis.metrics.spec import RunSpec, spec_from_meta
 from cganalysis.metrics.timebase import (
     METRIC_COLUMNS,
@@ -118,11 +120,11 @@ def metrics_to_files(
     trace = read_trace(spec.capacity.trace) if spec.capacity.trace is not None else None
     with Progress("computing the metrics", show=show):
         prepared = prepare(packets, spec)
-        doc = run_metrics(
+        record = metrics_record(
             packets, spec, trace_ms=trace, packets_path=str(packets_path), prepared=prepared
         )
     # The versions that computed these numbers (and the lock): provenance, not a metric.
-    doc["software"] = software()
+    doc: dict[str, Any] = to_json(replace(record, software=software()))
     write_metrics(doc, output)
     if timeseries is not None:
         with Progress("computing the time series", show=show):

@@ -3,7 +3,7 @@ declared once, with its kind (range and unit) and whether the tables need it.
 
 From it derive: the role block's computation, family by family
 (:mod:`cganalysis.metrics.rolestats`), the document's JSON schema
-(:mod:`cganalysis.metrics.docschema`), the table rows' columns (:data:`METRICS_ROLES`,
+(:mod:`cganalysis.metrics.document`), the table rows' columns (:data:`METRICS_ROLES`,
 :data:`METRICS_RUNS`, filled by :mod:`cganalysis.metrics.rows`) and the list in
 docs/metrics.md, section 6 (a test compares them). Adding a metric: docs/architecture.md.
 """

@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from cganalysis.metrics.bitrate import smooth
-from cganalysis.metrics.spec import ResponseSettings, Step
+from cganalysis.metrics.steps import ResponseSettings, Step
 
 EventKind = Literal["arrival", "step", "departure"]
 Status = Literal["reached", "never", "not_applicable"]

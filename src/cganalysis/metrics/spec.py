@@ -2,7 +2,7 @@
 
 A :class:`RunSpec` comes from a run's ``meta.json`` (:func:`spec_from_meta`, keys documented
 in ``docs/metrics.md`` and checked against
-:data:`cganalysis.metrics.docschema.META_SCHEMA`) or from command-line flags
+:data:`cganalysis.metrics.runmeta.META_SCHEMA`) or from command-line flags
 (:func:`spec_from_values`). Every time is in seconds from the run's origin ``t0``: the
 ``start_ns`` of the metadata when given, else the first packet seen at ingress.
 """
@@ -17,9 +17,10 @@ from typing import Any, Literal
 
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.delay import DEFAULT_DELAY_THRESHOLDS_MS
-from cganalysis.metrics.docschema import validate_meta
 from cganalysis.metrics.roles import RoleRule, rules_from_mapping
+from cganalysis.metrics.runmeta import validate_meta
 from cganalysis.metrics.starts import PlannedStart, planned_starts
+from cganalysis.metrics.steps import ResponseSettings, Step
 from cganalysis.traces.find import find_trace
 
 CapacitySource = Literal["configured", "measured", "trace"]
@@ -78,36 +79,6 @@ def parse_window(text: str, flag: str = "--window") -> Window:
 
 
 @dataclass(frozen=True)
-class Step:
-    """From ``t_s`` on, the competing flow's target rate: None unlimited (bulk), 0 off."""
-
-    t_s: float
-    rate_mbps: float | None
-
-    @property
-    def on(self) -> bool:
-        return self.rate_mbps is None or self.rate_mbps > 0
-
-
-def parse_step(text: str, flag: str = "--step") -> Step:
-    """``T:RATE`` with RATE in Mbit/s, ``bulk`` (unlimited) or ``off``."""
-    t, sep, rate = text.partition(":")
-    rate = rate.strip().lower()
-    try:
-        if not sep:
-            raise ValueError
-        value = None if rate == "bulk" else 0.0 if rate == "off" else float(rate)
-        if value is not None and value < 0:
-            raise ValueError
-        return Step(float(t), value)
-    except ValueError:
-        raise ConfigError(
-            f"{flag} {text!r}: expected T:RATE, T in seconds from the run's start and RATE "
-            "the competing flow's target in Mbit/s, 'bulk' (unlimited) or 'off'; e.g. 60:10"
-        ) from None
-
-
-@dataclass(frozen=True)
 class Capacity:
     """The bottleneck's capacity: a constant, or a mahimahi trace (see capacity.py)."""
 
@@ -119,16 +90,6 @@ class Capacity:
     trace_scale: float = 1.0
     trace_offset_s: float = 0.0  # when the trace's time 0 was, in seconds from t0
     trace_bytes_per_opportunity: int = 1500
-
-
-@dataclass(frozen=True)
-class ResponseSettings:
-    """Xu & Claypool section 4.2: 60 s before the arrival, the last 60 s before departure."""
-
-    before_s: float = 60.0
-    settle_s: float = 60.0
-    #: Centred moving average applied to the bitrate series before searching (0: none).
-    smooth_s: float = 0.0
 
 
 def _response_settings(meta: Mapping[str, Any], analysis: Mapping[str, Any]) -> ResponseSettings:

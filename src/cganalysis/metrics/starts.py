@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import polars as pl
+
+from cganalysis.jsonrecord import Json, absent, optional
 
 if TYPE_CHECKING:
     from cganalysis.metrics.timebase import Prepared
@@ -92,6 +94,19 @@ def planned_starts(
     return tuple(out)
 
 
+@dataclass(frozen=True, kw_only=True)
+class FlowStart:
+    """A flow the testbed started, against its first packet at the ingress tap."""
+
+    role: str
+    name: str | None = absent("may be absent: the tables do not read it")
+    scheduled_s: float
+    first_packet_s: float | None
+    late_s: float | None = optional("may be absent: the tables do not read it")
+    allowed_s: Annotated[float, Json({"minimum": 0})]
+    ok: bool
+
+
 @dataclass(frozen=True)
 class StartCheck:
     """One planned start against the first packet seen for it (None: none seen)."""
@@ -127,17 +142,18 @@ class StartCheck:
             )
         return None
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self) -> FlowStart:
+        """The check as the metrics document's ``flow_starts`` hold it."""
         late = self.late_s
-        return {
-            "role": self.planned.role,
-            "name": self.planned.name,
-            "scheduled_s": self.planned.t_s,
-            "first_packet_s": self.first_s,
-            "late_s": None if late is None else round(late, 6),
-            "allowed_s": self.allowed_s,
-            "ok": self.ok,
-        }
+        return FlowStart(
+            role=self.planned.role,
+            name=self.planned.name,
+            scheduled_s=self.planned.t_s,
+            first_packet_s=self.first_s,
+            late_s=None if late is None else round(late, 6),
+            allowed_s=self.allowed_s,
+            ok=self.ok,
+        )
 
 
 def check_starts(

@@ -11,7 +11,7 @@ import polars as pl
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.io import read_metrics
 from cganalysis.metrics.rows import role_rows, run_rows
-from cganalysis.metrics.spec import Step
+from cganalysis.metrics.steps import Step
 from cganalysis.schemas import RUN_TIMESERIES
 from cganalysis.tablefile import read_table
 

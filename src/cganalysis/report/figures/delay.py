@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from cganalysis.metrics.spec import Step
+from cganalysis.metrics.steps import Step
 from cganalysis.report.style import Style
 
 

@@ -11,7 +11,7 @@ import polars as pl
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from cganalysis.metrics.spec import Step
+from cganalysis.metrics.steps import Step
 from cganalysis.report.style import Style
 from cganalysis.report.tables import num2
 
