@@ -3,10 +3,12 @@
 `snakemake --profile profiles/quick` in a temporary workspace runs the six
 TMA 2024 runs (pfifo / HTB / DualPI2 x Cubic / BBR, cga-cg SCReAM L4S, 50 Mbit/s, 15 ms
 each way, schedules scaled to 30 s; ~6 min here), then packets, metrics, figures and
-Table II. A deliberately broken extra campaign (a CCA the kernel lacks) checks that a
-failed run is reported, leaves nothing in data/raw and does not stop the others; a second
-dry run checks that the campaign resumes (nothing left to do). Assertions are on the
-shape of the results, not on numbers.
+Table II, all of it as an ordinary user (issue 58): the suite runs as root in CI, so
+Snakemake runs as ``nobody`` (setpriv) in a workspace that user owns, and every file the
+workflow makes is that user's. A deliberately broken extra campaign (a CCA the kernel
+lacks) checks that a failed run is reported, leaves nothing in data/raw and does not stop
+the others; a second dry run checks that the campaign resumes (nothing left to do).
+Assertions are on the shape of the results, not on numbers.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from tests.conftest import REPO, need_root, need_tool
 from tests.integration.experiment_helpers import TOOLS
+from tests.support.nobody import NOBODY, RUNTIME_DIR, as_nobody, nobody_env, nobody_folder
 from tests.support.reportcheck import check_report
 
 QUICK = ["snakemake", "--profile", "profiles/quick"]
@@ -33,6 +36,7 @@ factors:
 
 
 def _workspace(tmp: Path) -> Path:
+    tmp.mkdir()
     for name in ("Snakefile", "workflow", "configs", "profiles"):
         (tmp / name).symlink_to(REPO / name)
     # A campaign's base is a file beside it (docs/security.md).
@@ -43,16 +47,18 @@ def _workspace(tmp: Path) -> Path:
         "    [configs/campaigns/tma2024.yaml, configs/campaigns/tma2024-cellular.yaml,"
         " broken.yaml]\n"
     )
+    os.chown(tmp, NOBODY, NOBODY)  # what the workflow makes there is nobody's
     return tmp
 
 
 def _snakemake(work: Path, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
+    """Snakemake as ``nobody``, its home beside the workspace."""
     return subprocess.run(
-        [*QUICK, *args],
+        as_nobody(*QUICK, *args),
         cwd=work,
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        env={**nobody_env(work.parent / "user"), "PYTHONWARNINGS": "ignore"},
         timeout=timeout_s,
         check=False,
     )
@@ -64,10 +70,20 @@ def _cg(work: Path, run_id: str) -> dict[str, float]:
     return cg
 
 
-def test_quick_tma2024_campaign(tmp_path: Path) -> None:
-    need_root()
-    need_tool("snakemake", "cganalysis", "cga-cg", "cga-emu", "chromium", *TOOLS)
-    work = _workspace(tmp_path)
+def _nobodys_in_tmp() -> set[str]:
+    return {p.name for p in Path("/tmp").iterdir() if p.lstat().st_uid == NOBODY}
+
+
+def test_quick_tma2024_campaign() -> None:
+    need_root()  # to drop to nobody
+    need_tool("snakemake", "cganalysis", "cga-cg", "cga-emu", "chromium", "setpriv", *TOOLS)
+    with nobody_folder() as top:
+        _campaign(top)
+
+
+def _campaign(top: Path) -> None:
+    before = _nobodys_in_tmp()
+    work = _workspace(top / "work")
     # The quick profile's configfiles, plus a broken campaign next to the default ones.
     done = _snakemake(
         work,
@@ -81,6 +97,11 @@ def test_quick_tma2024_campaign(tmp_path: Path) -> None:
     # CCA), is reported, and the others all finish.
     assert done.returncode != 0, log[-3000:]
     assert "Error in rule calibrate" in log or "Error in rule experiment" in log, log[-3000:]
+    # Every file of the campaign, raw runs to figures, is the user's; outside the workspace
+    # and its home that user wrote nothing but its runtime folder (locks, state files).
+    made = [p for d in ("data", "results", "logs") for p in (work / d).rglob("*")]
+    assert made and {p.lstat().st_uid for p in made} == {NOBODY}
+    assert _nobodys_in_tmp() - before <= {RUNTIME_DIR.name}, _nobodys_in_tmp() - before
     broken_logs = list((work / "logs").glob("*/broken-quick/*.log"))
     assert broken_logs and any("vegas" in p.read_text() for p in broken_logs)
     # Nothing of the failed run is left in data/raw (runs and calibrations are built aside

@@ -10,13 +10,11 @@ set-up commands, the same kind of packet table, every file the user's.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,12 +25,9 @@ import pytest
 from cganalysis.matching import match_files
 from tests.conftest import need_root, need_tool
 from tests.integration.experiment_helpers import TOOLS, cli, namespaces, short_run, write
+from tests.support.nobody import NOBODY, RUNTIME_DIR, as_nobody, nobody_env, nobody_folder
 
 pytestmark = [pytest.mark.root, pytest.mark.tools, pytest.mark.slow]
-
-NOBODY = 65534
-#: What ``nobody`` runs the command line with (setpriv keeps the rest of the environment).
-DROP = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 
 
 @pytest.fixture
@@ -41,22 +36,16 @@ def top() -> Iterator[Path]:
     need_root()
     need_tool(*TOOLS, "setpriv", "unshare")
     Path("/run/netns").mkdir(exist_ok=True)  # what `ip netns` or install.sh makes as root
-    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
-        path = Path(folder)
-        path.chmod(0o755)
-        (path / "user").mkdir()
-        os.chown(path / "user", NOBODY, NOBODY)
+    with nobody_folder() as path:
         yield path
 
 
 def _env(top: Path) -> dict[str, str]:
-    env = {**os.environ, "HOME": str(top / "user"), "XDG_CACHE_HOME": str(top / "user")}
-    env.pop("XDG_RUNTIME_DIR", None)  # nobody's runtime folder: /tmp/cganalysis-65534
-    return env
+    return nobody_env(top / "user")
 
 
 def _as_nobody(*args: str | Path) -> list[str]:
-    return [*DROP, sys.executable, "-m", "cganalysis.cli", *map(str, args)]
+    return as_nobody(sys.executable, "-m", "cganalysis.cli", *args)
 
 
 def _gone(pid: int) -> bool:
@@ -103,9 +92,9 @@ def test_an_ordinary_user_gets_root_s_kind_of_run(top: Path) -> None:
         assert flows == [30002], flows  # the CG stream, and TCP beside it
         assert m.packets.filter(m.packets["proto"] == 6).height > 1000
     # Its lock and (removed) state file were in its own runtime folder.
-    assert (Path(f"/tmp/cganalysis-{NOBODY}") / "locks" / "netns.lock").is_file()
+    assert (RUNTIME_DIR / "locks" / "netns.lock").is_file()
     tag = user_bed["tag"]
-    assert not (Path(f"/tmp/cganalysis-{NOBODY}") / "testbeds" / f"{tag}.json").exists()
+    assert not (RUNTIME_DIR / "testbeds" / f"{tag}.json").exists()
 
 
 def test_testbed_clean_ends_what_a_killed_rootless_run_left(top: Path) -> None:
@@ -124,7 +113,7 @@ def test_testbed_clean_ends_what_a_killed_rootless_run_left(top: Path) -> None:
         assert time.monotonic() < deadline and runner.poll() is None, "".join(lines)
         lines.append(runner.stderr.readline())
     tag = json.loads(next(x for x in lines if "testbed up:" in x).split("testbed up:", 1)[1])["tag"]
-    state = Path(f"/tmp/cganalysis-{NOBODY}/testbeds/{tag}.json")
+    state = RUNTIME_DIR / "testbeds" / f"{tag}.json"
     userns = json.loads(state.read_text())["user_namespace"]
     runner.send_signal(signal.SIGKILL)  # no teardown at all
     runner.wait(10)
@@ -206,3 +195,4 @@ def test_an_ordinary_user_calibrates_a_netns_bottleneck(top: Path) -> None:
     calib = json.loads((out / "calibration.json").read_text())
     assert calib["capacity_measured_mbps"] > 0.5 * calib["configured_mbps"], calib
     assert {p.stat().st_uid for p in [out, *out.iterdir()]} == {NOBODY}
+
