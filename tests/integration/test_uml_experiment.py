@@ -7,7 +7,10 @@ HTB, SFQ and netem are the Linux kernel's own, which this machine's kernel lacks
 run directory is an ordinary one: the metadata name the router's kernel, the captures
 measure exactly the bottleneck (every egress packet has its ingress twin, the packets lost
 between the taps are the qdisc's drops), the delay hop is off the capture span and in the
-round trip, and the CG flow stays out of the TCP flow's queue.
+round trip, and the CG flow stays out of the TCP flow's queue. The run is an ordinary
+user's (issue 58: ``nobody``, dropped to with setpriv, since CI runs the suite as root): the
+testbed enters a user namespace that owns its network namespaces, and the UML kernel is one
+of that user's processes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import yaml
 from cganalysis.matching import match_files
 from tests.conftest import REPO, need_root, need_tool
 from tests.integration.experiment_helpers import TOOLS, assert_flows_started
+from tests.support.nobody import NOBODY, RUNTIME_DIR, as_nobody, nobody_env, nobody_folder
 
 RUN = REPO / "configs" / "runs" / "quick-htb-sfq-uml.yaml"
 
@@ -55,8 +59,8 @@ def _cli(
 
 
 def _uml_pids() -> set[int]:
-    """Every user-mode Linux process of this project on the machine (its kernels are
-    started with ``umid=cga-...``)."""
+    """Every user-mode Linux process of the uml testbed on the machine (its kernels are
+    started with ``umid=cga-cga-uml-...``; the sim testbed's, ``umid=cga-sim``, are not)."""
     out = set()
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
@@ -64,26 +68,40 @@ def _uml_pids() -> set[int]:
                 cmd = (d / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"umid=cga-" in cmd:
+            if b"umid=cga-cga-uml-" in cmd:
                 out.add(int(d.name))
     return out
 
 
-def test_experiment_runs_on_the_uml_router(tmp_path: Path) -> None:
+def test_experiment_runs_on_the_uml_router() -> None:
     _need_uml("built")
+    need_tool("unshare")
+    with nobody_folder() as top:
+        _run_as_nobody(top / "user")
+
+
+def _run_as_nobody(home: Path) -> None:
     before = _uml_pids()
-    out = tmp_path / "uml-htb-sfq"
-    res = _cli("experiment", RUN, "-o", out, "--max-duration-s", "16")
+    out = home / "uml-htb-sfq"
+    res = subprocess.run(
+        as_nobody(sys.executable, "-m", "cganalysis.cli", "experiment", RUN, "-o", out,
+                  "--max-duration-s", "16"),
+        capture_output=True, text=True, timeout=300, check=False, env=nobody_env(home),
+    )  # fmt: skip
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert {p.stat().st_uid for p in [out, *out.iterdir()]} == {NOBODY}
     meta = json.loads((out / "meta.json").read_text())
     tb = meta["testbed"]
     assert tb["backend"] == "uml" and tb["uml"]["kernel"]["origin"] == "built"
-    # The router's kernel runs at real-time priority where the host allows it (as root on
-    # an ordinary host it does), so the traffic generators beside it cannot delay its timers.
-    fifo_allowed = subprocess.run(["chrt", "--fifo", "1", "true"], check=False).returncode == 0
-    assert tb["uml"]["scheduling"] == (
-        "fifo 20" if fifo_allowed else "normal, nice -20 (SCHED_FIFO refused)"
+    assert tb["user_namespace"] is True
+    # The router's kernel runs at real-time priority where the host allows it (an ordinary
+    # user: its RLIMIT_RTPRIO), so the traffic generators beside it cannot delay its timers.
+    chrt = subprocess.run(
+        as_nobody("chrt", "--fifo", "1", "true"), capture_output=True, check=False
     )
+    fifo_allowed = chrt.returncode == 0
+    refused = "normal (SCHED_FIFO and a negative nice refused)"  # nobody's on most hosts
+    assert tb["uml"]["scheduling"] == ("fifo 20" if fifo_allowed else refused)
     release = tb["uml"]["release"]
     assert release != os.uname().release and release in meta["hosts"]["router"]["kernel"]
     assert release not in meta["hosts"]["server"]["kernel"]
@@ -132,24 +150,34 @@ def test_experiment_runs_on_the_uml_router(tmp_path: Path) -> None:
     assert _uml_pids() <= before, "a UML kernel outlived the run"
 
 
-def test_interrupted_and_killed_runs_leave_no_uml(tmp_path: Path) -> None:
-    """SIGTERM: teardown powers the kernel off. SIGKILL: the kernel dies with its owner
-    (setpriv --pdeathsig), and `cganalysis testbed clean` removes the namespaces left."""
+def test_interrupted_and_killed_runs_leave_no_uml() -> None:
+    """An ordinary user's runs. SIGTERM: teardown powers the kernel off. SIGKILL: the kernel
+    dies with its owner (setpriv --pdeathsig), and `cganalysis testbed clean`, run by that
+    user, ends the processes left in the run's user namespace (its network namespaces die
+    with them) and removes the kernel's control folder."""
     _need_uml()
+    need_tool("unshare")
+    with nobody_folder() as top:
+        _kill_runs_as_nobody(top / "user")
+
+
+def _kill_runs_as_nobody(home: Path) -> None:
     before = _uml_pids()
     for sig in (signal.SIGTERM, signal.SIGKILL):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cganalysis.cli", "experiment", str(RUN), "-o",
-             str(tmp_path / sig.name)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            as_nobody(sys.executable, "-m", "cganalysis.cli", "experiment", RUN, "-o",
+                      home / sig.name),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=nobody_env(home),
         )  # fmt: skip
         assert proc.stdout is not None
         deadline = time.monotonic() + 120
+        lines = []
         for line in proc.stdout:
+            lines.append(line)
             if "traffic:" in line or time.monotonic() > deadline:
                 break
         ours = _uml_pids() - before
-        assert ours, "no UML kernel under the run"
+        assert ours, "no UML kernel under the run: " + "".join(lines)[-2000:]
         proc.send_signal(sig)
         proc.wait(60)
         assert proc.returncode != 0
@@ -157,14 +185,34 @@ def test_interrupted_and_killed_runs_leave_no_uml(tmp_path: Path) -> None:
         while _uml_pids() & ours and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not _uml_pids() & ours, f"UML outlived a {sig.name}"
-        assert not (tmp_path / sig.name).exists()
-    clean = _cli("testbed", "clean")
+        assert not (home / sig.name).exists()
+    up = next(ln for ln in lines if "testbed up:" in ln).split("testbed up:", 1)[1]
+    tag = json.loads(up)["tag"]
+    userns = json.loads((RUNTIME_DIR / "testbeds" / f"{tag}.json").read_text())["user_namespace"]
+    clean = subprocess.run(
+        as_nobody(sys.executable, "-m", "cganalysis.cli", "testbed", "clean"),
+        capture_output=True, text=True, timeout=60, check=False, env=nobody_env(home),
+    )  # fmt: skip
     assert clean.returncode == 0, clean.stderr
+    assert f"process(es) of run {tag}'s user namespace" in clean.stdout, clean.stdout
     assert "UML control folder" in clean.stdout, clean.stdout
-    left = subprocess.run(
-        ["ip", "netns", "list"], capture_output=True, text=True, check=True
-    ).stdout
-    assert not [ln for ln in left.splitlines() if f"cgatb-{proc.pid}-" in ln], left
+    deadline = time.monotonic() + 5
+    while _in_user_namespace(userns) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _in_user_namespace(userns), "processes of the killed run were left"
+
+
+def _in_user_namespace(inode: int) -> list[int]:
+    """The live processes in the user namespace ``inode``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            inside = d.name.isdigit() and (d / "ns" / "user").stat().st_ino == inode
+            if inside and (d / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
 
 
 def test_refusals_name_what_to_do(tmp_path: Path) -> None:

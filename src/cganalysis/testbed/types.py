@@ -39,8 +39,9 @@ Clean = Callable[[dict[str, Any], bool], Iterable[str]]
 @dataclass(frozen=True)
 class TestbedType:
     name: str
-    #: Server and client are network namespaces of this machine: the run needs root and
-    #: this machine's tools, and takes this machine's lock (same cores, same timers).
+    #: Server and client are network namespaces of this machine: the run needs root (or a
+    #: user namespace: netns/userns.py) and this machine's tools, and takes this machine's
+    #: lock (same cores, same timers).
     local: bool
     #: A run file may say just the name (``testbed: uml``), without a testbed file.
     bare: bool
@@ -105,14 +106,10 @@ def _probing_this_machine(kind: str) -> Iterator[Host]:
     from cganalysis.testbed.netns import userns
     from cganalysis.testbed.shared.hosts import NetnsHost, TestbedError
 
-    if os.geteuid() != 0 and not (kind == "netns" and userns.inside()):
+    if os.geteuid() != 0 and not userns.inside():
         raise TestbedError(
-            f"the {kind} testbed needs root (network namespaces, tc); run as root or through sudo"
-            + (
-                " (`cganalysis experiment` makes a user namespace for it)"
-                if kind == "netns"
-                else ""
-            )
+            f"the {kind} testbed needs root (network namespaces, tc) or a user namespace of "
+            "its own: `cganalysis experiment` makes one for an ordinary user"
         )
     yield NetnsHost("this host", None, Path("/"))
 

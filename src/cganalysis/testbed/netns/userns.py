@@ -1,4 +1,4 @@
-"""The ``netns`` testbed run by an ordinary user, inside a user namespace of its own.
+"""The ``netns`` and ``uml`` testbeds run by an ordinary user, in a user namespace of its own.
 
 An ordinary user may make a user namespace and, in it, network namespaces, veths, qdiscs
 and packet sockets: CAP_NET_ADMIN, CAP_NET_RAW (and CAP_SYS_ADMIN for ``ip netns``'s
@@ -19,6 +19,13 @@ so signals, Ctrl-C and its run's lock behave as before), as::
   names its namespaces there, unseen by the host and by root's ``ip netns``. Everything dies
   with the user namespace's last process; ``testbed clean`` ends those of a run that was
   killed (:func:`leftover_processes`).
+
+The ``uml`` testbed is the netns testbed's server and client with a user-mode Linux
+kernel as the router, an ordinary process started in the router's namespace: its raw
+sockets on the veths need CAP_NET_RAW there, which the user namespace gives it, and
+nothing of the host's. Only its real-time priority stays the host's to grant (RLIMIT_RTPRIO,
+e.g. ``rtprio`` in /etc/security/limits.conf); without it the kernel runs at the ordinary
+scheduler (recorded in meta.json).
 
 Root keeps its own path (the host's ``/run/netns``), unchanged.
 """
@@ -63,9 +70,13 @@ _ALLOW = {
 }
 
 
+#: The testbeds whose hosts are network namespaces of this machine.
+KINDS = ("netns", "uml")
+
+
 def needed(kinds: list[str]) -> bool:
     """Whether a run on testbeds of ``kinds`` must first enter a user namespace."""
-    return "netns" in kinds and os.geteuid() != 0 and not inside()
+    return any(k in KINDS for k in kinds) and os.geteuid() != 0 and not inside()
 
 
 def inside() -> bool:
@@ -79,15 +90,15 @@ def inside() -> bool:
     return os.geteuid() != 0 and int(effective, 16) & need == need
 
 
-def reexec(program_argv: list[str]) -> NoReturn:
+def reexec(program_argv: list[str], kind: str = "netns") -> NoReturn:
     """Becomes ``python -m cganalysis.cli PROGRAM_ARGV`` inside a new user namespace (same
     pid), or raises in one line why the host does not allow it."""
     if not NETNS_RUN_DIR.is_dir():
         raise TestbedError(
-            f"netns testbed: {NETNS_RUN_DIR} does not exist on this host, and an ordinary user "
+            f"{kind} testbed: {NETNS_RUN_DIR} does not exist on this host, and an ordinary user "
             f"cannot make it: `sudo mkdir {NETNS_RUN_DIR}` (scripts/install.sh makes it at boot)"
         )
-    check_allowed()
+    check_allowed(kind)
     os.environ[REEXEC_ENV] = str(os.getpid())
     # Every process of the run carries this mark: `testbed clean` kills only those.
     os.environ.setdefault(procmark.MARKER_ENV, procmark.new_marker())
@@ -102,7 +113,7 @@ SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 def enter(kinds: list[str], program_argv: list[str] | None) -> None:
     """For a command that sets up a testbed of ``kinds`` (an experiment, a calibration):
-    not root, on a netns testbed, this command again inside a user namespace that owns the
+    not root, on a netns or uml testbed, this command again inside a user namespace that owns the
     testbed's network namespaces; there, a private /run/netns. ``program_argv``: the
     command's own arguments (None: called as a library, which cannot be re-executed).
     The system folders of ip, tc and ethtool join PATH (after the user's own), for this
@@ -111,12 +122,12 @@ def enter(kinds: list[str], program_argv: list[str] | None) -> None:
     os.environ["PATH"] = ":".join([*filter(None, path), *(d for d in SBIN if d not in path)])
     if needed(kinds):
         if program_argv is None:  # main() called in a process that must keep running
-            raise TestbedError("a netns run as an ordinary user runs as a program only")
-        reexec(program_argv)
+            raise TestbedError("a netns or uml run as an ordinary user runs as a program only")
+        reexec(program_argv, next(k for k in kinds if k in KINDS))
     continue_inside()
 
 
-def check_allowed() -> None:
+def check_allowed(kind: str = "netns") -> None:
     """Refuses in one line, naming the host's setting and how to change it, where this user
     cannot make a user namespace with a network namespace it administers."""
     probe = subprocess.run(
@@ -137,7 +148,7 @@ def check_allowed() -> None:
     except KeyError:
         user = str(os.geteuid())
     raise TestbedError(
-        f"netns testbed: this host does not let user {user} run it in a user namespace "
+        f"{kind} testbed: this host does not let user {user} run it in a user namespace "
         f"({probe.stderr.strip()[-120:]}; {settings or 'no setting found'}): as root, "
         f"{fix} (persistently: a file in /etc/sysctl.d), or run the experiment as root"
     )

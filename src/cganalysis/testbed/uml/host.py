@@ -172,8 +172,9 @@ class UmlKernel:
 
     def _scheduling(self) -> tuple[str, list[str]]:
         """How the kernel's process is scheduled (for meta.json) and the command prefix that
-        does it: SCHED_FIFO at ``uml.realtime_priority`` where the host allows it (root,
-        no real-time group limit), else the ordinary scheduler at the highest nice."""
+        does it: SCHED_FIFO at ``uml.realtime_priority`` where the host allows it (root, or
+        an ordinary user's RLIMIT_RTPRIO; no real-time group limit), else the ordinary
+        scheduler at the highest nice this user may set."""
         prio = self.opts.realtime_priority
         if prio == 0:
             return "normal", []
@@ -184,9 +185,16 @@ class UmlKernel:
             )
             if probe.returncode == 0:
                 return f"fifo {prio}", [chrt, "--fifo", str(prio)]
-        # Not allowed here (a container without CAP_SYS_NICE, or no real-time budget for
-        # this cgroup): the best the ordinary scheduler gives.
-        return "normal, nice -20 (SCHED_FIFO refused)", ["nice", "-n", "-20"]
+        # Not allowed here (a container without CAP_SYS_NICE, an ordinary user without
+        # RLIMIT_RTPRIO, no real-time budget for this cgroup). `nice` runs its command even
+        # where it may not lower the nice value, so its effect is read back (`nice` alone
+        # prints it).
+        lowered = subprocess.run(
+            ["nice", "-n", "-20", "nice"], capture_output=True, text=True, check=False
+        )
+        if lowered.stdout.strip() == "-20":
+            return "normal, nice -20 (SCHED_FIFO refused)", ["nice", "-n", "-20"]
+        return "normal (SCHED_FIFO and a negative nice refused)", []
 
     def _read_ready(self, t0: float) -> dict[str, Any]:
         assert self.sock is not None and self.popen is not None

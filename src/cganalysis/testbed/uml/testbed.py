@@ -119,7 +119,8 @@ class UmlTestbed(NetnsTestbed):
         if layout.l2_router or layout.delay_via == "emulator":
             raise TestbedError("the uml testbed runs the bottleneck and the delay in its kernel")
         super().__init__(layout, workdir, tag)
-        self.state = state.StateFile(self.tag, {"backend": "uml"})
+        # The netns testbed's record, its user namespace included (an ordinary user's run).
+        self.state = state.StateFile(self.tag, {**self.state.data, "backend": "uml"})
         self.opts = opts or UmlOptions()
         self.kernel: UmlKernel | None = None
         self.delay = layout.delay_via == "netem"
