@@ -196,3 +196,26 @@ def test_an_ordinary_user_calibrates_a_netns_bottleneck(top: Path) -> None:
     assert calib["capacity_measured_mbps"] > 0.5 * calib["configured_mbps"], calib
     assert {p.stat().st_uid for p in [out, *out.iterdir()]} == {NOBODY}
 
+
+def test_an_ordinary_user_s_probe_tries_what_its_runs_get(top: Path) -> None:
+    """`testbed probe` by an ordinary user tries each qdisc in a user namespace of theirs,
+    as their runs use one, and boots the installed UML kernels as that user: root's
+    answers."""
+    as_root = cli("testbed", "probe", "--json")
+    assert as_root.returncode == 0, as_root.stderr
+    as_user = subprocess.run(
+        _as_nobody("testbed", "probe", "--json"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=_env(top),
+    )
+    assert as_user.returncode == 0 and "cannot be tried" not in as_user.stderr, as_user.stderr
+    root_report, user_report = json.loads(as_root.stdout), json.loads(as_user.stdout)
+
+    def accepted(report: dict[str, Any]) -> list[str]:
+        return sorted(k for k, v in report["qdiscs"].items() if v["accepted"])
+
+    assert "htb" in accepted(user_report) and accepted(user_report) == accepted(root_report)
+    assert user_report["uml_kernels"] == root_report["uml_kernels"]

@@ -43,7 +43,8 @@ def add_parser(sub: Any) -> None:
         "probe",
         help="qdiscs the kernel accepts, TCP congestion controls, iproute2 and tool versions",
         description="Reports what this host (or an ssh testbed's router) offers. Each qdisc "
-        "is tried on a veth in a scratch namespace (needs root); nothing else is touched.",
+        "is tried on a veth in a scratch namespace (an ordinary user's: in a user namespace "
+        "of theirs, as their runs are); nothing else is touched.",
     )
     pr.add_argument("--json", action="store_true", help="print JSON")
     pr.add_argument(
@@ -131,11 +132,11 @@ def run_probe(args: argparse.Namespace) -> int:
         with (t.router_probing or t.probing)(None if bare else args.testbed) as host:
             report = probe(host)
     else:
-        if not _is_root():
-            print("note: not root: qdiscs cannot be tried", file=sys.stderr)
-        report = probe(NetnsHost("this host", None, Path("/")), with_qdiscs=_is_root())
-        if _is_root():
-            report.uml_kernels = verdicts()  # booted once per kernel and CPU, then cached
+        # An ordinary user's answer is what their runs get: tried in a user namespace of
+        # theirs (this command again, in one); the host's refusal of one is the note.
+        tries = _is_root() or _in_user_namespace(args.program_argv)
+        report = probe(NetnsHost("this host", None, Path("/")), with_qdiscs=tries)
+        report.uml_kernels = verdicts()  # booted once per kernel and CPU, then cached
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -145,6 +146,21 @@ def run_probe(args: argparse.Namespace) -> int:
 
 def _is_root() -> bool:
     return os.geteuid() == 0
+
+
+def _in_user_namespace(program_argv: list[str] | None) -> bool:
+    """In a user namespace with the testbed's capabilities: there already, or this command
+    again in one (does not return); False, with a note saying why, where the host or a
+    library caller does not allow it."""
+    from cganalysis.testbed.netns import userns
+    from cganalysis.testbed.shared.hosts import TestbedError
+
+    try:
+        userns.enter(["netns"], program_argv)
+    except TestbedError as err:
+        print(f"note: qdiscs cannot be tried: {err}", file=sys.stderr)
+        return False
+    return userns.inside()
 
 
 def run_check(args: argparse.Namespace) -> int:
