@@ -6,7 +6,7 @@
 #     new enough for native/ (Debian 12's own `cargo` is too old: its newer `cargo-web` is
 #     taken, which installs as `cargo`);
 #   - the data-plane programs cga-cg and cga-emu (Rust, release build) into /usr/local/bin
-#     (the experiments run them as root, inside network namespaces);
+#     (the experiments run them inside network namespaces, as root or as the user);
 #   - the Python package, with its native extension, into the project's virtual environment
 #     `.venv` (never the system Python: Debian's and Ubuntu's are "externally managed"), its
 #     dependencies, the development tools among them, from the lock of the venv's Python
@@ -236,4 +236,4 @@ if ((vm)); then
 fi
 
 say "cganalysis $("$venv/bin/python" -c 'import cganalysis; print(cganalysis.__version__)') installed in $venv"
-say "run the workflow as root: $venv/bin/snakemake --cores 4 (or: sudo $venv/bin/snakemake ...)"
+say "run the workflow as an ordinary user: $venv/bin/snakemake --cores 4 (docs/testbed.md)"
