@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -295,7 +296,7 @@ def test_the_dataset_code_is_extracted_with_this_native_extension(tmp_path: Path
     checked_out = reprocode.check_out(repo, head.strip(), tmp_path / "cache")
     code = checked_out.path
     assert code == tmp_path / "cache" / head.strip()
-    assert checked_out.env == {}  # the same Rust sources: this installation's programs
+    assert checked_out.builds == {}  # the same Rust sources: this installation's programs
     from cganalysis import _native
 
     assert (code / "src" / "cganalysis" / Path(_native.__file__).name).is_file()
@@ -341,17 +342,53 @@ def test_a_commit_of_other_rust_sources_runs_with_its_own_builds(tmp_path: Path)
     checked_out = reprocode.check_out(repo, commit, tmp_path / "cache")
     code = checked_out.path
     assert code == tmp_path / "cache" / commit
-    cg = Path(checked_out.env["CGA_CG_BIN"])
+    cg = Path(checked_out.env()["CGA_CG_BIN"])
     assert cg == code / "bin" / "cga-cg"
     said = subprocess.run([str(cg)], capture_output=True, text=True, check=True).stdout
     assert said == "cga-cg of the dataset's commit\n"
-    simrng = Path(checked_out.env["CGA_SIMRNG_LIB"])
+    simrng = Path(checked_out.env()["CGA_SIMRNG_LIB"])
     assert simrng == code / "bin" / "libcga_simrng.so" and b"cga_seed" in simrng.read_bytes()
     extension = code / "src" / "cganalysis" / "_native.abi3.so"
     assert b"cga_commit" in extension.read_bytes()  # the commit's, not this installation's
     assert (cg.stat().st_mode & 0o005) == 0o005  # the sim kernel's user runs it
     # Extracted once: a second call reuses it (and its builds).
     assert reprocode.check_out(repo, commit, tmp_path / "cache") == checked_out
+
+    # As root the builds are shown where the installed files are (the guest's environment
+    # as the recorded run's); as another user, or without installed files, named by the
+    # variables, which is said.
+    installed = tmp_path / "installed"
+    installed.mkdir()
+    (installed / "cga-cg").write_bytes(b"#!/bin/sh\n")
+    (installed / "cga-cg").chmod(0o755)
+    placed = reproduce.place_builds(checked_out, str(installed))
+    if os.geteuid() == 0 and reproduce.SIMRNG.is_file():
+        assert placed.env == {} and placed.note is None
+        assert (cg, str(installed / "cga-cg")) in placed.binds
+        assert (simrng, str(reproduce.SIMRNG)) in placed.binds
+    else:
+        assert placed.binds == [] and placed.env == checked_out.env()
+    nowhere = reproduce.place_builds(checked_out, str(tmp_path / "empty"))
+    assert nowhere.binds == [] and nowhere.env == checked_out.env()
+    assert nowhere.note is not None and "expect other packets" in nowhere.note
+
+
+def test_the_builds_are_bound_in_a_namespace_of_the_run_s_own(tmp_path: Path) -> None:
+    """The command binds each build over its file, then runs the code; the host's file
+    is untouched."""
+    need_root()
+    target = tmp_path / "installed"
+    target.write_text("installed\n")
+    build = tmp_path / "build"
+    build.write_text("the commit's build\n")
+    meta = {"testbed": {"sim": {"identity": {"interpreter": {"path": simcode.PYTHON}}}}}
+    argv = reprocode.experiment_argv(tmp_path, ["--version"], meta, [(build, str(target))])
+    assert argv[:4] == ["unshare", "--mount", "--propagation", "private"]
+    cat = [*argv[: argv.index("--") + 1], "cat", str(target)]
+    shown = subprocess.run(cat, capture_output=True, text=True, check=True).stdout
+    assert shown == "the commit's build\n"
+    assert target.read_text() == "installed\n"
+    assert reprocode.experiment_argv(tmp_path, ["--version"], meta, [])[0] == "env"
 
 
 def test_a_calibration_is_passed_only_to_a_run_that_was_given_one() -> None:
@@ -367,3 +404,31 @@ def test_a_calibration_is_passed_only_to_a_run_that_was_given_one() -> None:
     skipped = json.loads(trace.read_text())
     assert "skipped" in skipped["calibration"]
     assert reproduce.calibration_given(skipped) is False
+
+
+def test_a_sim_job_names_no_host_path(tmp_path: Path) -> None:
+    """The testbed file and the traces reach the guest copied into its job folder, under
+    fixed names (a host path in the job would reach the guest's random pool: the same run
+    file from another folder would make other packets); meta.json keeps the host's."""
+    from cganalysis.experiment.campaign import load_campaign
+    from cganalysis.experiment.insim import staged
+    from cganalysis.testbed.sim.kernel import GUEST_JOB
+
+    campaign = REPO / "configs" / "campaigns" / "tma2024-sim-cellular-scaled.yaml"
+    cfg = load_campaign(campaign).runs[0].config
+    cfg = replace(cfg, testbed=replace(cfg.testbed, path=REPO / "configs/testbeds/sim.yaml"))
+    assert cfg.bottleneck.forward.trace is not None and cfg.bottleneck.reverse is not None
+    ctl = tmp_path / "job"
+    ctl.mkdir()
+    job = staged(cfg, ctl)
+    assert job.testbed.path == Path(GUEST_JOB) / "testbed" / "sim.yaml"
+    assert job.bottleneck.forward.trace == f"{GUEST_JOB}/traces/forward"
+    assert job.bottleneck.reverse is not None
+    assert job.bottleneck.reverse.trace == f"{GUEST_JOB}/traces/reverse"
+    assert (ctl / "traces" / "forward").read_bytes() == Path(
+        cfg.bottleneck.forward.trace
+    ).read_bytes()
+    assert (ctl / "testbed" / "sim.yaml").read_bytes() == (
+        REPO / "configs/testbeds/sim.yaml"
+    ).read_bytes()
+    assert str(REPO) not in repr(job.testbed) + repr(job.bottleneck)

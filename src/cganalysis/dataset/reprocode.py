@@ -7,8 +7,11 @@ into a cache folder of its own, and its own ``cganalysis experiment`` makes the 
 its Rust sources (``native/``) are this checkout's, it is given this installation's native
 extension and programs; where they differ, they are built from the commit's sources
 (``cargo build --locked --release``, a target folder shared by the commits of one cache),
-and the run uses them: the extension in its package, ``cga-cg`` through ``$CGA_CG_BIN``,
-the simulation's random source through ``$CGA_SIMRNG_LIB``.
+and the run uses them: the extension in its package; ``cga-cg`` and the simulation's
+random source, as root, bound over the installed files in a mount namespace of the run's
+own (the guest sees them where the recorded run's did, its environment unchanged), else
+through ``$CGA_CG_BIN`` and ``$CGA_SIMRNG_LIB`` (the guest's environment then differs from
+the recorded run's, which is said).
 
 Code from before the guest's fixed paths (:mod:`cganalysis.testbed.sim.code`)
 imported the package from wherever the venv named it on the host, and those paths reach
@@ -46,11 +49,17 @@ SIMRNG = "libcga_simrng.so"
 
 @dataclass(frozen=True)
 class CheckedOut:
-    """A commit's code, extracted: its folder, and the environment its runs need (its own
-    native programs where its Rust sources are not this checkout's)."""
+    """A commit's code, extracted: its folder, and its own builds of ``cga-cg`` and of the
+    simulation's random source where its Rust sources are not this checkout's (else
+    empty: this installation's serve)."""
 
     path: Path
-    env: dict[str, str] = field(default_factory=dict)
+    builds: dict[str, Path] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        """The variables that point a run at :attr:`builds` (where they cannot be bound)."""
+        names = {BINARY_NAME: BINARY_ENV, SIMRNG: SIMRNG_ENV}
+        return {names[name]: str(path) for name, path in self.builds.items()}
 
 
 def _git(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -84,8 +93,7 @@ def check_out(root: Path, commit: str, cache: Path) -> CheckedOut:
         _extract(root, commit, cache, own)
     if not own:
         return CheckedOut(dest)
-    built = dest / "bin"
-    return CheckedOut(dest, {BINARY_ENV: str(built / BINARY_NAME), SIMRNG_ENV: str(built / SIMRNG)})
+    return CheckedOut(dest, {name: dest / "bin" / name for name in (BINARY_NAME, SIMRNG)})
 
 
 def _extract(root: Path, commit: str, cache: Path, own: bool) -> None:
@@ -145,25 +153,39 @@ def canonical(meta: dict[str, Any]) -> bool:
     return (ident.get("interpreter") or {}).get("path") == simcode.PYTHON
 
 
-def experiment_argv(code: Path, argv: list[str], meta: dict[str, Any]) -> list[str]:
+def experiment_argv(
+    code: Path, argv: list[str], meta: dict[str, Any], binds: list[tuple[Path, str]]
+) -> list[str]:
     """The command that runs ``cganalysis ARGV`` with the checked-out code: its package
-    first on the search path; for code from before the fixed paths, in a mount namespace
-    where it is bound over the package this interpreter imports without that (what the
-    old guest imports: the venv names it), as root only."""
+    first on the search path. In a mount namespace of its own (root only), each of
+    ``binds`` (a file, the path it is shown at) and, for code from before the fixed paths,
+    the checked-out package bound over the package this interpreter imports without
+    ``PYTHONPATH`` (what the old guest imported: the venv names it)."""
     run = [sys.executable, "-m", "cganalysis.cli", *argv]
     if canonical(meta):
-        return ["env", f"PYTHONPATH={code / 'src'}", *run]
-    if os.geteuid() != 0:
-        raise ConfigError(
-            "the run was made before sim guests saw their code at fixed paths: making it "
-            "again binds the dataset's code over this venv's package, which needs root "
-            "(run reproduce with sudo)"
-        )
-    bind = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+        run = ["env", f"PYTHONPATH={code / 'src'}", *run]
+    else:
+        if os.geteuid() != 0:
+            raise ConfigError(
+                "the run was made before sim guests saw their code at fixed paths: making "
+                "it again binds the dataset's code over this venv's package, which needs "
+                "root (run reproduce with sudo)"
+            )
+        binds = [*binds, (code / "src" / "cganalysis", venv_package())]
+        run = ["env", "-u", "PYTHONPATH", *run]
+    if not binds:
+        return run
+    pairs = [str(part) for pair in binds for part in pair]
     return [
-        "unshare", "--mount", "--propagation", "private", "sh", "-c", bind, "sh",
-        str(code / "src" / "cganalysis"), venv_package(), "env", "-u", "PYTHONPATH", *run,
+        "unshare", "--mount", "--propagation", "private", "sh", "-c", BIND_ALL, "sh",
+        *pairs, "--", *run,
     ]  # fmt: skip
+
+
+#: Binds each pair of arguments up to ``--``, then runs the rest.
+BIND_ALL = (
+    'while [ "$1" != "--" ]; do mount --bind "$1" "$2" || exit 125; shift 2; done; shift; exec "$@"'
+)
 
 
 def venv_package() -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -26,15 +27,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cganalysis.cg.binary import BINARY_ENV, BINARY_NAME
+from cganalysis.cg.binary import BINARY_NAME
 from cganalysis.dataset import reprocode
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaign import load_campaign
 from cganalysis.experiment.insim import guest_builds, guest_env
-from cganalysis.io import read_json_object, write_json
+from cganalysis.io import read_json_object, sha256_file, write_json
 from cganalysis.metrics.io import RunFiles, metrics_of_runs
 from cganalysis.rawnames import check_name
-from cganalysis.testbed.sim.config import SIMRNG_ENV, find_sim_kernel, find_simrng, load_options
+from cganalysis.testbed.sim.config import (
+    SIMRNG,
+    SIMRNG_ENV,
+    find_sim_kernel,
+    find_simrng,
+    load_options,
+)
 from cganalysis.testbed.sim.identity import differences, identity
 
 #: meta.json's ``config.source`` for a campaign's run: ``FILE (run RUN_ID)``.
@@ -223,20 +230,58 @@ def calibration_given(meta: dict[str, Any]) -> bool:
     return "--calibration" in argv
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where the run made again finds the dataset commit's own builds: bound over the
+    installed files (``binds``: build, path; the guest sees what the recorded run's saw),
+    or named by environment variables (``env``), with a note of why."""
+
+    binds: list[tuple[Path, str]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    note: str | None = None
+
+
+def place_builds(code: reprocode.CheckedOut, guest_path: str) -> Placement:
+    """As root, each build is bound over the file this host's guest would run (``cga-cg``
+    on its PATH, the installed random source); otherwise, or where there is no such file,
+    the variables name the builds, which puts ``$CGA_CG_BIN`` in the guest's environment:
+    its processes then differ from the recorded run's, so its packets may."""
+    if not code.builds:
+        return Placement()
+    targets = {
+        BINARY_NAME: shutil.which(BINARY_NAME, path=guest_path),
+        reprocode.SIMRNG: str(SIMRNG) if SIMRNG.is_file() else None,
+    }
+    if os.geteuid() == 0 and all(targets.values()):
+        return Placement(binds=[(code.builds[n], str(targets[n])) for n in code.builds])
+    why = "not root" if os.geteuid() != 0 else f"no installed {BINARY_NAME} or random source"
+    return Placement(
+        env=code.env(),
+        note=f"{why}: the commit's own builds run through {', '.join(sorted(code.env()))}, "
+        "which the recorded run's guest did not have in its environment: expect other "
+        "packets (as root they are shown where the installed ones are)",
+    )
+
+
 def current_sim(
-    cfg: Any, repetition: int | None, meta: dict[str, Any], code: reprocode.CheckedOut
+    cfg: Any, repetition: int | None, meta: dict[str, Any], placed: Placement
 ) -> dict[str, Any]:
     """This host's side of ``testbed.sim`` for ``cfg``: the options and the identity a run
-    would record, without running it (the checked-out code's own native programs where it
-    has them; the old code's host paths for a run made before the fixed ones)."""
+    would record, without running it (the dataset commit's own builds where they are
+    ``placed``; the old code's host paths for a run made before the fixed ones)."""
     from cganalysis.testbed.sim.code import guest_code
 
     sim = load_options(cfg.testbed.path)
     kernel = find_sim_kernel(sim)
-    simrng = Path(code.env[SIMRNG_ENV]) if SIMRNG_ENV in code.env else find_simrng()
-    builds = {BINARY_NAME: code.env[BINARY_ENV]} if BINARY_ENV in code.env else None
-    env = guest_env(cfg)
-    ident = identity(kernel.path, simrng, guest_code(), env["PATH"], builds or guest_builds(env))
+    env = {**guest_env(cfg), **placed.env}
+    shown = {target: build for build, target in placed.binds}
+    simrng = Path(placed.env.get(SIMRNG_ENV) or find_simrng())
+    ident = identity(
+        kernel.path, shown.get(str(simrng), simrng), guest_code(), env["PATH"], guest_builds(env)
+    )
+    cg = ident["programs"].get(BINARY_NAME)
+    if cg is not None and cg["path"] in shown:
+        cg["sha256"] = sha256_file(shown[cg["path"]])
     if not reprocode.canonical(meta):
         ident["interpreter"]["path"] = sys.executable
         ident["package_path"] = reprocode.venv_package()
@@ -269,14 +314,17 @@ def reproduce_run(
     path, rid = campaign_file(code, meta, where)
     planned = load_campaign(path, published=True).run(rid)
     cfg = planned.config
+    placed = place_builds(checked_out, guest_env(cfg)["PATH"])
     outcome = Outcome(run_id)
     recorded_sim = (meta.get("testbed") or {}).get("sim") or {}
     outcome.inputs_differ = code_difference(meta) + differences(
-        recorded_sim, current_sim(cfg, planned.repetition, meta, checked_out)
+        recorded_sim, current_sim(cfg, planned.repetition, meta, placed)
     )
     progress(f"{run_id}: the code of commit {commit[:12]} ({code})")
     for line in outcome.inputs_differ:
         progress(f"{run_id}: differs: {line}")
+    if placed.note:
+        progress(f"{run_id}: {placed.note}")
     campaign = str(meta.get("campaign") or "")
     check_name(campaign, where, "campaign")
     recorded_scale = float((meta.get("schedule_detail") or {}).get("time_scale") or 1.0)
@@ -294,9 +342,9 @@ def reproduce_run(
             )
         argv += ["--calibration", str(calibration.absolute())]
     made_by = subprocess.run(
-        reprocode.experiment_argv(code, argv, meta),
+        reprocode.experiment_argv(code, argv, meta, placed.binds),
         cwd=code,
-        env={**os.environ, **checked_out.env},
+        env={**os.environ, **placed.env},
         check=False,
     )
     if made_by.returncode != 0:

@@ -49,6 +49,7 @@ from cganalysis.testbed.sim import code as simcode
 from cganalysis.testbed.sim import user as simuser
 from cganalysis.testbed.sim.config import SimOptions, chosen_kernel, load_options
 from cganalysis.testbed.sim.kernel import GUEST_JOB, console_tail, run_guest
+from cganalysis.testbed.spec.config import Direction
 from cganalysis.testbed.uml.agent import KERNEL_TOOLS
 
 #: What the guest calls for the job (a name: the guest's side imports the runner, which
@@ -109,7 +110,7 @@ def _run(
         if opts.calibration_file is not None:
             shutil.copyfile(opts.calibration_file, ctl / "calibration.json")
             guest_opts = replace(guest_opts, calibration_file=Path(GUEST_JOB) / "calibration.json")
-        write_job(ctl, GuestJob(mode, replace(cfg, source="run.yaml"), guest_opts))
+        write_job(ctl, GuestJob(mode, replace(staged(cfg, ctl), source="run.yaml"), guest_opts))
         facts = {"seed": seed, "start_utc": sim.start_utc, "clock": "time-travel=inf-cpu"}
         env = guest_env(cfg)
         job = {"entry": ENTRY, "env": env, "sim": facts}
@@ -160,6 +161,30 @@ def _refuse_missing_cca(cfg: RunConfig, sim: SimOptions) -> None:
         raise ConfigError(why)
 
 
+def staged(cfg: RunConfig, ctl: Path) -> RunConfig:
+    """``cfg`` as the guest gets it: its testbed file and traces copied into the job folder
+    and named where the guest sees them. A host path in the job reaches the guest's
+    processes, which UML mixes into its random pool: the same run file from another folder
+    would make other packets."""
+    bn = cfg.bottleneck
+    testbed = cfg.testbed
+    if testbed.path is not None:
+        (ctl / "testbed").mkdir()
+        shutil.copyfile(testbed.path, ctl / "testbed" / testbed.path.name)
+        testbed = replace(testbed, path=Path(GUEST_JOB) / "testbed" / testbed.path.name)
+    forward = _staged_trace(bn.forward, ctl, "forward")
+    reverse = None if bn.reverse is None else _staged_trace(bn.reverse, ctl, "reverse")
+    return replace(cfg, testbed=testbed, bottleneck=replace(bn, forward=forward, reverse=reverse))
+
+
+def _staged_trace(direction: Direction, ctl: Path, name: str) -> Direction:
+    if direction.trace is None:
+        return direction
+    (ctl / "traces").mkdir(exist_ok=True)
+    shutil.copyfile(direction.trace, ctl / "traces" / name)
+    return replace(direction, trace=f"{GUEST_JOB}/traces/{name}")
+
+
 def _facts(data: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     bed = data.setdefault("testbed", {})
     bed["sim"] = {**bed.get("sim", {}), **facts}
@@ -177,5 +202,8 @@ def _named(
         else:
             meta[key] = value
     meta["config"]["source"] = cfg.source
+    # The host's names of what the guest got staged (its testbed file, its traces).
+    meta["config"]["testbed"] = cfg.to_dict()["testbed"]
+    meta["config"]["bottleneck"] = cfg.bottleneck.to_dict()
     meta["controller"]["argv"] = sys.argv
     return _facts(meta, facts)
