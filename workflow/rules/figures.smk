@@ -42,6 +42,10 @@ for _campaign, _runs in campaign_runs().items():
 rule table:
     input:
         metrics=lambda wc: campaign_metrics(wc.campaign),
+        # the published datasets a table reads besides the runs (tma_cells_out's factors)
+        others=lambda wc: [
+            f"datasets/{d}/SHA256SUMS" for d in artefacts.by_name(wc.table).datasets
+        ],
         style="configs/plotting.yaml",
     output:
         multiext("results/tables/{campaign}/{table}", ".csv", ".md", ".tex", ".html"),

@@ -11,6 +11,10 @@ rule published_table:
     input:
         metrics=lambda wc: published_metrics(wc.dataset),
         checksums="datasets/{dataset}/SHA256SUMS",
+        # the published datasets a table reads besides its own (tma_cells_out's factors)
+        others=lambda wc: [
+            f"datasets/{d}/SHA256SUMS" for d in artefacts.by_name(wc.table).datasets
+        ],
         style="configs/plotting.yaml",
     output:
         multiext("results/published/{dataset}/{table}", ".csv", ".md", ".tex", ".html"),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.commands import COMMANDS
+from cganalysis.dataset.published import DATASETS_DIR
 from cganalysis.report import artefacts
 from cganalysis.report.conditions import parse_where, select_runs
 from cganalysis.report.inputs import load_metrics
@@ -76,6 +77,12 @@ def add_parser(sub: Any) -> None:
         help="the paper's row labels verbatim ('Variance' for the std row)",
     )
     p.add_argument("--ci", action="store_true", help="add 95%% CI half-widths (repetitions)")
+    p.add_argument(
+        "--datasets",
+        type=Path,
+        default=Path(DATASETS_DIR),
+        help="tma-cells-out: the published datasets its factors are read from (datasets)",
+    )
     p.set_defaults(run=run)
 
 
@@ -88,6 +95,7 @@ def options(args: argparse.Namespace) -> artefacts.Options:
         panel_key=args.panel_key,
         paper_labels=getattr(args, "paper_labels", False),
         ci=getattr(args, "ci", False),
+        datasets=getattr(args, "datasets", Path(DATASETS_DIR)),
     )
 
 

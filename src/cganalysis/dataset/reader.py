@@ -195,9 +195,9 @@ class Dataset:
         return made
 
     def _make(self, name: str) -> list[Table] | Figure:
-        return artefacts.by_name(name).make(
-            self.metrics, self.timeseries, self.style, artefacts.Options()
-        )
+        # An artefact reading other published datasets reads this one's neighbours.
+        options = artefacts.Options(datasets=self.directory.parent)
+        return artefacts.by_name(name).make(self.metrics, self.timeseries, self.style, options)
 
     def compare(self, new: Any, *, by: Sequence[str] | None = None) -> pl.DataFrame:
         """``new`` against this dataset, cell by cell (cganalysis.dataset.compare):

@@ -26,8 +26,11 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 import polars as pl
 
+from cganalysis.dataset.published import DATASETS_DIR
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import role_rows, run_rows
+from cganalysis.report.cells_out import factor_datasets
+from cganalysis.report.cells_out_table import cells_out_table
 from cganalysis.report.claims_tma import tma_claims_table
 from cganalysis.report.claims_xu import xu_claims_table
 from cganalysis.report.conditions import require_one_condition, split_conditions
@@ -69,6 +72,9 @@ class Options:
     panel_key: Literal["qdisc", "system"] = "qdisc"
     paper_labels: bool = False
     ci: bool = False
+    #: The published datasets an account of the cells out reads its factors from
+    #: (``tma_cells_out``): the repository's ``datasets/`` from where the workflow runs.
+    datasets: Path = Path(DATASETS_DIR)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +89,8 @@ class Artefact:
     #: Drawn from the runs' time series as well as their metrics: the workflow gives it
     #: each run's `<run>.timeseries.parquet` (a dataset's `timeseries/<run>.parquet`).
     timeseries: bool = False
+    #: The published datasets it reads besides the runs (folders of `Options.datasets`).
+    datasets: tuple[str, ...] = ()
 
 
 def _metrics_only(
@@ -144,6 +152,10 @@ def _tma_paper_cells(docs: Docs, style: Style, options: Options) -> list[Table]:
 
 def _tma_claims(docs: Docs, style: Style, options: Options) -> list[Table]:
     return [tma_claims_table(docs)]
+
+
+def _tma_cells_out(docs: Docs, style: Style, options: Options) -> list[Table]:
+    return [cells_out_table(docs, style, options.datasets)]
 
 
 def _xu_claims(docs: Docs, style: Style, options: Options) -> list[Table]:
@@ -227,6 +239,16 @@ ARTEFACTS: tuple[Artefact, ...] = (
         _M(_tma_paper_cells),
     ),
     Artefact("tma_claims", "tma-claims", "table", _TMA, "Claims", "tma_claims", _M(_tma_claims)),
+    Artefact(
+        "tma_cells_out",
+        "tma-cells-out",
+        "table",
+        _TMA,
+        "Cells and claims still out, and why",
+        "tma_cells_out",
+        _M(_tma_cells_out),
+        datasets=factor_datasets(),
+    ),
     # Fig. 4 needs the cellular campaign's SCReAM run, Figs. 6-11 the queue x CCA cells of
     # a TMA campaign: two groups, so each campaign asks for the ones its runs can draw.
     *(
