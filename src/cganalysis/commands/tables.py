@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cganalysis.commands import COMMANDS
-from cganalysis.dataset.published import DATASETS_DIR
+from cganalysis.repolayout import DATASETS_DIR
 from cganalysis.report import artefacts
 from cganalysis.report.conditions import parse_where, select_runs
 from cganalysis.report.inputs import load_metrics

@@ -38,7 +38,6 @@ import polars as pl
 from cganalysis import __version__
 from cganalysis.dataset.datasheet import render_datasheet
 from cganalysis.dataset.published import (
-    DATASETS_DIR,
     PUBLISHED_RUN_FILES,
     calibration_of,
     dated_name,
@@ -47,6 +46,7 @@ from cganalysis.dataset.rawcheck import campaign_command
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object, sha256_file, write_json
 from cganalysis.metrics.io import read_meta, read_metrics
+from cganalysis.repolayout import DATASETS_DIR
 from cganalysis.schemas import FLOWS, PACKETS, RUN_TIMESERIES
 from cganalysis.tablefile import check_table_file
 

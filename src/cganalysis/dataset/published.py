@@ -30,9 +30,6 @@ from typing import Any
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object
 
-#: The repository folder that holds the published datasets.
-DATASETS_DIR = "datasets"
-
 #: Files copied per run in a published dataset: (source in the workspace, destination).
 PUBLISHED_RUN_FILES: tuple[tuple[str, str], ...] = (
     ("data/processed/{c}/{r}/flows.parquet", "flows/{r}.parquet"),

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from cganalysis.dataset.published import DATASETS_DIR
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object
+from cganalysis.repolayout import DATASETS_DIR
 
 
 def campaign_command(root: Path, campaign: str) -> str:

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cganalysis.dataset.compare import compare
-from cganalysis.dataset.published import DATASETS_DIR
 from cganalysis.errors import ConfigError
 from cganalysis.io import read_json_object, sha256_file
 from cganalysis.metrics.io import read_meta, read_metrics
 from cganalysis.metrics.rows import role_rows, run_rows
+from cganalysis.repolayout import DATASETS_DIR
 from cganalysis.report import artefacts
 from cganalysis.report.inputs import read_timeseries
 from cganalysis.report.style import Style, load_style

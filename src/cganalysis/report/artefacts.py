@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 import polars as pl
 
-from cganalysis.dataset.published import DATASETS_DIR
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import role_rows, run_rows
+from cganalysis.repolayout import DATASETS_DIR
 from cganalysis.report.cells_out import factor_datasets
 from cganalysis.report.cells_out_table import cells_out_table
 from cganalysis.report.claims_tma import tma_claims_table

@@ -21,6 +21,7 @@ import polars as pl
 
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.aggregate import mean_ci
+from cganalysis.metrics.io import read_metrics
 from cganalysis.report.cells_out import ENTRIES, Cell, Factor, Labels, OutEntry
 from cganalysis.report.claims import NotMeasuredError, judge, within
 from cganalysis.report.claims_tma import CELL_KEYS, TMA_CLAIMS
@@ -111,11 +112,9 @@ class FactorCells:
             path = self.root / name
             if not (path / "datasheet.json").is_file():
                 raise ConfigError(f"tma_cells_out: no published dataset {path}")
-            # Imported here: the dataset reader renders tables through the artefact
-            # registry, which holds this table.
-            from cganalysis.dataset.reader import open_dataset
-
-            self._docs[name] = open_dataset(path).metrics
+            # The documents themselves, not the dataset reader (which renders tables
+            # through the artefact registry that holds this table).
+            self._docs[name] = read_metrics(sorted((path / "metrics").glob("*.json")))
         return self._docs[name]
 
     def mean(self, name: str, labels: Labels, cell: Cell) -> float:
