@@ -15,7 +15,7 @@ from cganalysis.metrics.io import read_run_spec
 from tests.conftest import need_tool
 
 REPO = Path(__file__).resolve().parents[2]
-NOTEBOOKS = ("explore_run", "compare_runs", "compare_reference")
+NOTEBOOKS = ("explore_run", "compare_runs", "compare_baseline")
 
 
 def _matched(dualpoint_dir: Path) -> MatchedPackets:

@@ -13,7 +13,7 @@ COMMANDS: dict[str, str] = {
     ),
     "cg": "CG traffic generator: RTP video with SCReAM v2, constant rate, TFRC or gTFRC",
     "dataset": "export a campaign as a publication dataset (parquet, metrics, datasheet)",
-    "compare": "a new run or campaign against a reference dataset, cell by cell, with its spread",
+    "compare": "a new run or campaign against a baseline dataset, cell by cell, with its spread",
     "trace": "cellular link traces (mahimahi format): generate from the model, statistics, find",
     "schema": "the JSON schema of a run's metrics document or meta.json, derived from their types",
 }

@@ -1,4 +1,4 @@
-"""``cganalysis compare NEW --reference DATASET``: a run or campaign against a reference."""
+"""``cganalysis compare NEW --baseline DATASET``: a run or campaign against a baseline."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ def add_parser(sub: Any) -> None:
         "compare",
         help=HELP,
         description=(
-            "For every cell of the reference (its conditions times the papers' table rows: "
+            "For every cell of the baseline (its conditions times the papers' table rows: "
             "TMA 2024 Table II per flow, utilisation; Xu & Claypool's delay, loss and frame "
-            "rate), print the new value, the reference's, its spread over repetitions "
+            "rate), print the new value, the baseline's, its spread over repetitions "
             "(min-max) and whether the new value lies within it (docs/datasets.md)."
         ),
     )
@@ -37,38 +37,43 @@ def add_parser(sub: Any) -> None:
         ),
     )
     p.add_argument(
-        "--reference",
+        "--baseline",
+        "--reference",  # its older name: the published datasheets print it
+        dest="baseline",
         type=Path,
         required=True,
-        help="the reference dataset (e.g. datasets/tma2024-kernel-2026-11-27)",
+        help=(
+            "the baseline dataset (e.g. datasets/tma2024-kernel-2026-11-27); --reference is "
+            "the same flag's older name"
+        ),
     )
     p.add_argument(
         "--by",
-        help="comma-separated labels naming a condition (default: those varying in the reference)",
+        help="comma-separated labels naming a condition (default: those varying in the baseline)",
     )
     p.add_argument("--csv", type=Path, help="also write the comparison as CSV")
     p.add_argument(
-        "--all", action="store_true", help="also list the reference's cells the new runs lack"
+        "--all", action="store_true", help="also list the baseline's cells the new runs lack"
     )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    reference = open_dataset(args.reference)
+    baseline = open_dataset(args.baseline)
     name, docs = read_new(args.new)
     by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
-    table = compare(docs, reference.metrics, campaign=reference.campaign, by=by)
-    print(f"{name} ({len(docs)} runs) against {reference.name} ({len(reference.runs)} runs)")
+    table = compare(docs, baseline.metrics, campaign=baseline.campaign, by=by)
+    print(f"{name} ({len(docs)} runs) against {baseline.name} ({len(baseline.runs)} runs)")
     print(format_comparison(table, uncovered=args.all))
     if args.csv is not None:
         table.write_csv(args.csv)
     print()
-    print(claims_of(docs, reference.campaign))
+    print(claims_of(docs, baseline.campaign))
     return 0
 
 
 def claims_of(docs: list[dict[str, Any]], campaign: str) -> str:
-    """The papers' claims judged on the new runs (the reference campaign's paper), as the
+    """The papers' claims judged on the new runs (the baseline campaign's paper), as the
     published datasets' ``tma_claims`` / ``xu_claims`` tables; or why they are not."""
 
     make = xu_claims_table if campaign.startswith("xu") else tma_claims_table

@@ -1,13 +1,13 @@
-"""A new run or campaign against a reference dataset, cell by cell.
+"""A new run or campaign against a baseline dataset, cell by cell.
 
-A cell is a condition of the reference (the labels that vary among its runs: queue
+A cell is a condition of the baseline (the labels that vary among its runs: queue
 discipline and CCA for TMA 2024's Table II; capacity, system and CCA for Xu & Claypool)
 and a metric of the papers' tables (TMA 2024 Table II's rows per flow over the analysis
 window, the link's utilisation; for Xu & Claypool's campaigns also delay, loss and frame
 rate with and before the competing flow). Each row says the new value (the mean over the
-new runs of that condition, as the tables show it), the reference's mean, its spread
+new runs of that condition, as the tables show it), the baseline's mean, its spread
 (minimum and maximum over its repetitions) and whether the new value lies within it. A
-reference with one run per condition has no spread: the row says so instead of guessing
+baseline with one run per condition has no spread: the row says so instead of guessing
 a tolerance, and gives the relative difference.
 """
 
@@ -69,7 +69,7 @@ XU_METRICS: tuple[ComparedMetric, ...] = tuple(
 
 
 def metrics_for(campaign: str) -> tuple[ComparedMetric, ...]:
-    """The metrics compared for a reference campaign (by its name, as the datasheet)."""
+    """The metrics compared for a baseline campaign (by its name, as the datasheet)."""
     return TMA_METRICS + (XU_METRICS if campaign.startswith("xu") else ())
 
 
@@ -110,35 +110,36 @@ def _values(
 
 def compare(
     new: Sequence[Mapping[str, Any]],
-    reference: Sequence[Mapping[str, Any]],
+    baseline: Sequence[Mapping[str, Any]],
     *,
     campaign: str = "",
     by: Sequence[str] | None = None,
 ) -> pl.DataFrame:
-    """One row per cell (condition and metric) of the reference: the labels, ``metric``,
-    ``new`` (mean over the new runs), ``n_new``, ``reference`` (its mean), ``ref_min``,
-    ``ref_max``, ``n_reference``, ``diff_pct`` (new against the reference's mean) and
-    ``verdict``: ``within`` or ``outside`` the reference's spread, ``no spread: one
-    reference run``, or ``no new run`` for a condition the new runs do not have."""
-    if not new or not reference:
-        raise ConfigError("compare: no runs to compare (the new side or the reference is empty)")
-    keys = list(by) if by else condition_keys(reference)
+    """One row per cell (condition and metric) of the baseline: the labels, ``metric``,
+    ``new`` (mean over the new runs), ``n_new``, ``baseline`` (its mean),
+    ``baseline_min``, ``baseline_max``, ``n_baseline``, ``diff_pct`` (new against the
+    baseline's mean) and ``verdict``: ``within`` or ``outside`` the baseline's spread,
+    ``no spread: one baseline run``, or ``no new run`` for a condition the new runs do not
+    have."""
+    if not new or not baseline:
+        raise ConfigError("compare: no runs to compare (the new side or the baseline is empty)")
+    keys = list(by) if by else condition_keys(baseline)
     rows: list[dict[str, Any]] = []
     for metric in metrics_for(campaign):
-        ref, mine = _values(reference, keys, metric), _values(new, keys, metric)
-        for cell in sorted(ref):
-            r, n = ref[cell], mine.get(cell, [])
-            r_mean = sum(r) / len(r)
+        base, mine = _values(baseline, keys, metric), _values(new, keys, metric)
+        for cell in sorted(base):
+            b, n = base[cell], mine.get(cell, [])
+            b_mean = sum(b) / len(b)
             n_mean = sum(n) / len(n) if n else None
             if n_mean is None:
                 verdict = "no new run"
-            elif len(r) == 1:
-                verdict = "no spread: one reference run"
+            elif len(b) == 1:
+                verdict = "no spread: one baseline run"
             else:
-                slack = 1e-9 * max(1.0, abs(r_mean))
-                verdict = "within" if min(r) - slack <= n_mean <= max(r) + slack else "outside"
+                slack = 1e-9 * max(1.0, abs(b_mean))
+                verdict = "within" if min(b) - slack <= n_mean <= max(b) + slack else "outside"
             diff = (
-                None if n_mean is None or r_mean == 0 else 100.0 * (n_mean - r_mean) / abs(r_mean)
+                None if n_mean is None or b_mean == 0 else 100.0 * (n_mean - b_mean) / abs(b_mean)
             )
             rows.append(
                 {
@@ -146,10 +147,10 @@ def compare(
                     "metric": metric.label,
                     "new": n_mean,
                     "n_new": len(n),
-                    "reference": r_mean,
-                    "ref_min": min(r),
-                    "ref_max": max(r),
-                    "n_reference": len(r),
+                    "baseline": b_mean,
+                    "baseline_min": min(b),
+                    "baseline_max": max(b),
+                    "n_baseline": len(b),
                     "diff_pct": diff,
                     "verdict": verdict,
                 }
@@ -164,19 +165,19 @@ def _num(value: float | None) -> str:
 
 def format_comparison(table: pl.DataFrame, *, uncovered: bool = False) -> str:
     """The comparison as aligned text, one line per cell, and a count of the verdicts;
-    the reference's cells the new runs do not have are counted, and listed with
+    the baseline's cells the new runs do not have are counted, and listed with
     ``uncovered``."""
     keys = table.columns[: table.columns.index("metric")]
     total = table
     if not uncovered:
         table = table.filter(pl.col("verdict") != "no new run")
-    header = [*keys, "metric", "new", "reference", "ref. spread (min-max)", "diff", "verdict"]
+    header = [*keys, "metric", "new", "baseline", "baseline spread (min-max)", "diff", "verdict"]
     lines = [header]
     for row in table.iter_rows(named=True):
         spread = (
-            f"n=1: {_num(row['ref_min'])}"
-            if row["n_reference"] == 1
-            else f"{_num(row['ref_min'])}-{_num(row['ref_max'])} (n={row['n_reference']})"
+            f"n=1: {_num(row['baseline_min'])}"
+            if row["n_baseline"] == 1
+            else f"{_num(row['baseline_min'])}-{_num(row['baseline_max'])} (n={row['n_baseline']})"
         )
         diff = "-" if row["diff_pct"] is None else f"{row['diff_pct']:+.1f} %"
         lines.append(
@@ -184,7 +185,7 @@ def format_comparison(table: pl.DataFrame, *, uncovered: bool = False) -> str:
                 *(str(row[k]) for k in keys),
                 row["metric"],
                 _num(row["new"]),
-                _num(row["reference"]),
+                _num(row["baseline"]),
                 spread,
                 diff,
                 row["verdict"],

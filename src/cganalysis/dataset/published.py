@@ -88,7 +88,7 @@ def raw_data_lines(campaign: str, command: str) -> list[str]:
         "```",
         "",
         f"Without a remote, run the campaign again on a testbed (`{command}`) and compare "
-        f"it with this dataset: `cganalysis compare data/raw/{campaign} --reference "
+        f"it with this dataset: `cganalysis compare data/raw/{campaign} --baseline "
         "<this folder>`.",
         "",
     ]

@@ -1,4 +1,4 @@
-"""``cganalysis dataset raw-check CAMPAIGN``: are a reference campaign's raw runs here?
+"""``cganalysis dataset raw-check CAMPAIGN``: are a published campaign's raw runs here?
 
 DVC tracks a campaign's raw runs by ``data/raw/<campaign>.dvc`` (``dvc add``,
 docs/datasets.md); only a testbed makes them. With the runs present the check succeeds; on
