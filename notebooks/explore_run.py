@@ -44,11 +44,11 @@ run
 # ## What the run was
 #
 # `meta.json` describes the run: the bottleneck, the schedule, which flow plays which role
-# (`cg` the RTP flow, `competitor` the TCP flow), the analysis window. `run.spec` is how the
+# (`cg` the RTP flow, `competitor` the TCP flow), the analysis window. `run.facts` is how the
 # metrics read it; `run.flags` lists anything suspect (capture drops, timer stalls, ...).
 
 # %%
-run.labels, run.spec.schedule, run.flags
+run.labels, run.facts.schedule, run.flags
 
 # %% [markdown]
 # ## The per-packet table

@@ -1,7 +1,7 @@
 """A run and a campaign as objects: the API notebooks and scripts explore results with.
 
 ``open_run(DIR)`` takes a raw run folder (``data/raw/<campaign>/<run_id>/``: the two
-captures and ``meta.json``) and gives its packets, flows, metadata, run spec, metrics, time
+captures and ``meta.json``) and gives its packets, flows, metadata, run facts, metrics, time
 series and standard figures. What the workflow already made is read, not redone: inside a
 project (a folder above the run holding ``data/raw``), the packet tables come from
 ``data/processed/<campaign>/<run_id>/`` and the metrics from
@@ -37,7 +37,7 @@ from cganalysis.metrics.io import (
     read_trace,
 )
 from cganalysis.metrics.rows import role_rows, run_rows
-from cganalysis.metrics.spec import RunSpec, spec_from_meta
+from cganalysis.metrics.runfacts import RunFacts, facts_from_meta
 from cganalysis.metrics.timebase import Prepared, prepare
 from cganalysis.metrics.timeseries import run_timeseries
 from cganalysis.report.figures import delay_cdf_figure, packet_delay_figure, timeseries_figure
@@ -102,7 +102,7 @@ class Run:
 
     @property
     def labels(self) -> dict[str, Any]:
-        return dict(self.spec.labels)
+        return dict(self.facts.labels)
 
     @property
     def flags(self) -> list[str]:
@@ -111,9 +111,14 @@ class Run:
         return [str(f) for f in self.metrics.get("flags", [])]
 
     @cached_property
-    def spec(self) -> RunSpec:
+    def facts(self) -> RunFacts:
         """How the metrics read this run: roles, window, capacity, schedule (meta.json)."""
-        return spec_from_meta(self.meta, self.directory, where=str(self.directory / "meta.json"))
+        return facts_from_meta(self.meta, self.directory, where=str(self.directory / "meta.json"))
+
+    @property
+    def spec(self) -> RunFacts:
+        """:attr:`facts` under its older name, for notebooks written before the rename."""
+        return self.facts
 
     def _made(self, *parts: str) -> Path | None:
         """A file the workflow made for this run, named (as the workflow names it) after the
@@ -155,13 +160,13 @@ class Run:
 
     @cached_property
     def trace_ms(self) -> np.ndarray | None:
-        trace = self.spec.capacity.trace
+        trace = self.facts.capacity.trace
         return read_trace(trace) if trace is not None else None
 
     @cached_property
     def prepared(self) -> Prepared:
         """The packets with their roles and times relative to the run's start."""
-        return prepare(self.packets, self.spec)
+        return prepare(self.packets, self.facts)
 
     @cached_property
     def metrics(self) -> dict[str, Any]:
@@ -169,7 +174,7 @@ class Run:
         made = self._made("results", "metrics", "{campaign}", "{run_id}.json")
         if made is not None:
             return read_metrics([made])[0]
-        return run_metrics(self.packets, self.spec, trace_ms=self.trace_ms)
+        return run_metrics(self.packets, self.facts, trace_ms=self.trace_ms)
 
     @cached_property
     def timeseries(self) -> pl.DataFrame:
@@ -177,8 +182,8 @@ class Run:
         made = self._made("results", "metrics", "{campaign}", "{run_id}.timeseries.parquet")
         if made is not None:
             return read_timeseries(made)
-        capacity = link_capacity(self.spec, self.trace_ms)
-        return run_timeseries(self.prepared, bin_s=self.spec.bin_s, capacity=capacity)
+        capacity = link_capacity(self.facts, self.trace_ms)
+        return run_timeseries(self.prepared, bin_s=self.facts.bin_s, capacity=capacity)
 
     @cached_property
     def style(self) -> Style:
@@ -186,12 +191,12 @@ class Run:
 
     def timeseries_figure(self) -> Figure:
         """Throughput, queuing delay and loss against time (TMA 2024 Figs. 4, 6-11)."""
-        return timeseries_figure(self.timeseries, style=self.style, schedule=self.spec.schedule)
+        return timeseries_figure(self.timeseries, style=self.style, schedule=self.facts.schedule)
 
     def packet_delay_figure(self) -> Figure:
         """Every packet's queuing delay against time; drops marked."""
         return packet_delay_figure(
-            self.prepared.packets, style=self.style, schedule=self.spec.schedule
+            self.prepared.packets, style=self.style, schedule=self.facts.schedule
         )
 
     def delay_cdf_figure(self, roles: Sequence[str] = ("cg", "competitor")) -> Figure:

@@ -126,16 +126,16 @@ def assert_flows_started(
     (``cganalysis.metrics.starts``), on this run's matched ``packets`` (PACKETS).
     ``allowed_late_s`` replaces that tolerance where a testbed is known to be slower (the
     metrics still flag such a start)."""
-    from cganalysis.metrics.spec import spec_from_meta
+    from cganalysis.metrics.runfacts import facts_from_meta
     from cganalysis.metrics.starts import start_checks
     from cganalysis.metrics.timebase import prepare
 
-    spec = spec_from_meta(meta, run_dir)
-    prepared = prepare(packets, spec)
+    facts = facts_from_meta(meta, run_dir)
+    prepared = prepare(packets, facts)
     cg = prepared.packets.filter(prepared.packets["role"] == "cg")
     assert cg.height > 0, "no CG packet in the captures"
     assert cg["t_egress_ns"].drop_nulls().len() > 0, "no CG packet crossed the bottleneck"
-    checks = start_checks(prepared, spec.planned_starts)
+    checks = start_checks(prepared, facts.planned_starts)
     assert {c.planned.role for c in checks} == {"cg", "competitor"}, checks
     late = [c.flag() for c in checks if not c.ok]
     if allowed_late_s is None:

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from cganalysis.matching import match_files
-from cganalysis.metrics.spec import spec_from_meta
+from cganalysis.metrics.runfacts import facts_from_meta
 from tests.conftest import need_root, need_tool
 from tests.integration.experiment_helpers import (
     TOOLS,
@@ -64,9 +64,9 @@ def test_cg_and_tcp_queue_when_tcp_saturates_and_not_before(tmp_path: Path, cca:
     assert not list(tmp_path.glob(".*tmp-*")), "the temporary directory was left behind"
 
     meta = json.loads((out / "meta.json").read_text())
-    spec = spec_from_meta(meta, out)  # what the metrics read is there and valid
+    facts = facts_from_meta(meta, out)  # what the metrics read is there and valid
     capacity = meta["capacity_measured_mbps"]
-    assert spec.capacity.mbps == capacity and capacity > 1.0
+    assert facts.capacity.mbps == capacity and capacity > 1.0
     assert meta["checks"]["drops"]["ok"], meta["checks"]
     assert not [f for f in meta["flags"] if "not where configured" in f]
     assert meta["cca"] == cca and meta["roles"]["cg"] == f"udp:{CG_PORT}"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cganalysis.matching import MatchedPackets, match_files
-from cganalysis.metrics.io import read_run_spec
+from cganalysis.metrics.io import read_run_facts
 from tests.conftest import need_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,9 +27,9 @@ def test_metrics_agree_with_the_capture(dualpoint_dir: Path) -> None:
         Step,
         Window,
         choose_capacity,
+        facts_from_values,
         parse_rules,
         run_metrics,
-        spec_from_values,
     )
     from cganalysis.metrics.docschema import validate_metrics
 
@@ -37,7 +37,7 @@ def test_metrics_agree_with_the_capture(dualpoint_dir: Path) -> None:
     qdisc = json.loads((dualpoint_dir / "qdisc.json").read_text())
     pfifo_drops = next(q["drops"] for q in qdisc if q["kind"] == "pfifo")
     m = _matched(dualpoint_dir)
-    spec = spec_from_values(
+    facts = facts_from_values(
         capacity=choose_capacity(4.0, None, None),
         window=Window(0, None),
         rules=parse_rules(["cg=udp:30002", "competitor=tcp:5201"]),
@@ -45,9 +45,9 @@ def test_metrics_agree_with_the_capture(dualpoint_dir: Path) -> None:
         t0_ns=meta["traffic_start_ns"],
         schedule=[Step(1.0, None), Step(4.0, 0.0)],
     )
-    doc = run_metrics(m.packets, spec)
+    doc = run_metrics(m.packets, facts)
     # The run's own metadata describes the same run.
-    from_meta = run_metrics(m.packets, read_run_spec(dualpoint_dir / "meta.json"))
+    from_meta = run_metrics(m.packets, read_run_facts(dualpoint_dir / "meta.json"))
     assert from_meta["roles"]["cg"] == doc["roles"]["cg"]
     validate_metrics(doc)
     cg, tcp = doc["roles"]["cg"], doc["roles"]["competitor"]

@@ -13,7 +13,7 @@ import cganalysis
 from cganalysis.errors import ConfigError
 from cganalysis.matching import match_files
 from cganalysis.metrics.compute import run_metrics
-from cganalysis.metrics.io import read_run_spec
+from cganalysis.metrics.io import read_run_facts
 from cganalysis.metrics.rows import WINDOW_PHASE
 from tests.conftest import REPO
 
@@ -40,8 +40,9 @@ def test_a_run_outside_the_workflow_is_matched_and_measured_here(
     assert run.project == tmp_path
     matched = match_files(dualpoint_dir / "ingress.pcap", dualpoint_dir / "egress.pcap")
     assert run.packets.equals(matched.packets)
-    expected = run_metrics(matched.packets, read_run_spec(dualpoint_dir / "meta.json"))
+    expected = run_metrics(matched.packets, read_run_facts(dualpoint_dir / "meta.json"))
     assert run.metrics["roles"] == expected["roles"]
+    assert run.spec is run.facts  # the older name, for notebooks that use it
     assert set(run.timeseries["role"].unique()) == {"cg", "competitor"}
     assert len(run.timeseries_figure().axes) >= 3
 
@@ -59,7 +60,7 @@ def test_what_the_workflow_made_is_read_not_redone(tmp_path: Path, dualpoint_dir
     matched.flows.write_parquet(made / "flows.parquet")
     metrics = tmp_path / "results" / "metrics" / "c"
     metrics.mkdir(parents=True)
-    doc = run_metrics(half, read_run_spec(folder / "meta.json"))
+    doc = run_metrics(half, read_run_facts(folder / "meta.json"))
     # A flag the metrics derived (meta.json has none): run.flags lists it, as the tables do.
     derived = "CG flow: no packet at the ingress tap from its scheduled start at 0.0 s on"
     doc["flags"] = [*doc["flags"], derived]

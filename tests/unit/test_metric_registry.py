@@ -21,7 +21,7 @@ from cganalysis.metrics.registry import (
 )
 from cganalysis.metrics.roles import parse_rules
 from cganalysis.metrics.rows import role_rows, run_rows
-from cganalysis.metrics.spec import Window, choose_capacity, spec_from_values
+from cganalysis.metrics.runfacts import Window, choose_capacity, facts_from_values
 from cganalysis.metrics.steps import Step
 from tests.conftest import REPO
 from tests.unit.synthetic import T0_NS, cbr, table
@@ -46,14 +46,14 @@ def _document() -> dict[str, Any]:
     cg = cbr(5, 0, 20, flow_id=0, sport=30001, dport=30002, delay_ms=2.0)
     lost = [i % 50 == 0 for i in range(15 * 1000)]
     tcp = cbr(10, 5, 20, flow_id=1, proto=6, sport=5201, dport=50000, delay_ms=8.0, lost=lost)
-    spec = spec_from_values(
+    facts = facts_from_values(
         capacity=choose_capacity(50.0, None, None),
         window=Window(0, 20),
         rules=parse_rules(["cg=udp:30002", "competitor=tcp"]),
         t0_ns=T0_NS,
         schedule=(Step(5, 10),),
     )
-    return run_metrics(table(cg, tcp), spec)
+    return run_metrics(table(cg, tcp), facts)
 
 
 def test_the_computation_gives_exactly_the_registered_keys() -> None:

@@ -8,19 +8,19 @@ import pytest
 
 from cganalysis.metrics.bitrate import bitrate_series, n_bins, smooth
 from cganalysis.metrics.roles import parse_rules
-from cganalysis.metrics.spec import Window, choose_capacity, spec_from_values
+from cganalysis.metrics.runfacts import Window, choose_capacity, facts_from_values
 from cganalysis.metrics.timebase import prepare
 from tests.unit.synthetic import flow, table
 
 
 def _prepared(*flows: pl.DataFrame) -> pl.DataFrame:
-    spec = spec_from_values(
+    facts = facts_from_values(
         capacity=choose_capacity(10.0, None, None),
         window=Window(0, None),
         rules=parse_rules(["cg=udp:30002", "competitor=tcp"]),
         t0_ns=1_700_000_000_000_000_000,
     )
-    return prepare(table(*flows), spec).packets
+    return prepare(table(*flows), facts).packets
 
 
 def test_bytes_per_bin_by_hand() -> None:

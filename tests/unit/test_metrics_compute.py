@@ -14,7 +14,7 @@ from cganalysis.errors import ConfigError
 from cganalysis.metrics.compute import run_metrics
 from cganalysis.metrics.docschema import validate_metrics
 from cganalysis.metrics.roles import parse_rules
-from cganalysis.metrics.spec import RunSpec, Window, choose_capacity, spec_from_values
+from cganalysis.metrics.runfacts import RunFacts, Window, choose_capacity, facts_from_values
 from cganalysis.metrics.steps import Step
 from cganalysis.metrics.timebase import prepare
 from cganalysis.metrics.timeseries import run_timeseries
@@ -23,7 +23,7 @@ from tests.unit.synthetic import T0_NS, cbr, flow, table
 RULES = parse_rules(["cg=udp:30002", "competitor=tcp"])
 
 
-def spec(**kw: Any) -> RunSpec:
+def facts(**kw: Any) -> RunFacts:
     base: dict[str, Any] = {
         "capacity": choose_capacity(50.0, None, None),
         "window": Window(20, 50),
@@ -31,7 +31,7 @@ def spec(**kw: Any) -> RunSpec:
         "t0_ns": T0_NS,
     }
     base.update(kw)
-    return spec_from_values(**base)
+    return facts_from_values(**base)
 
 
 def tma_like() -> pl.DataFrame:
@@ -51,7 +51,7 @@ def tma_like() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def tma_doc() -> dict[str, Any]:
-    s = spec(schedule=(Step(10, 25), Step(60, 0)))
+    s = facts(schedule=(Step(10, 25), Step(60, 0)))
     return run_metrics(tma_like(), s)
 
 
@@ -120,7 +120,7 @@ def test_document_matches_its_schema_and_ranges(tma_doc: dict[str, Any]) -> None
 
 
 def test_no_competing_flow() -> None:
-    doc = run_metrics(table(cbr(20, 0, 60, dport=30002, delay_ms=1.0)), spec())
+    doc = run_metrics(table(cbr(20, 0, 60, dport=30002, delay_ms=1.0)), facts())
     assert doc["fairness_ratio"] is None and doc["jain_index"] is None
     assert doc["response_time_s"] is None and doc["response_status"] == "not_applicable"
     assert doc["recovery_status"] == "not_applicable"
@@ -134,7 +134,7 @@ def test_no_competing_flow() -> None:
 
 
 def test_window_longer_than_the_data_is_clipped_and_said() -> None:
-    doc = run_metrics(tma_like(), spec(window=Window(20, 100)))
+    doc = run_metrics(tma_like(), facts(window=Window(20, 100)))
     # The last packet enters at 59.9995 s: whole bins end at 59.5 s.
     assert doc["inputs"]["window_effective_s"] == [20.0, 59.5]
     assert any("after the last packet" in w for w in doc["warnings"])
@@ -144,16 +144,16 @@ def test_window_longer_than_the_data_is_clipped_and_said() -> None:
 
 def test_window_outside_the_data_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"--window 100:200: outside the data"):
-        run_metrics(tma_like(), spec(window=Window(100, 200)))
+        run_metrics(tma_like(), facts(window=Window(100, 200)))
     with pytest.raises(ConfigError, match="shorter than one bin"):
-        run_metrics(tma_like(), spec(window=Window(59.8, 70)))
+        run_metrics(tma_like(), facts(window=Window(59.8, 70)))
 
 
 def test_empty_bins_pull_the_quartiles_down() -> None:
     # CG sends 20 Mbit/s except for a 10 s pause inside the 30 s window: 20 of the 60 bins are
     # empty, so the mean is 20 x 2/3 and Q1 (rank 14.75 of 0..59) is 0.
     times = np.concatenate([np.arange(0, 30, 0.0005), np.arange(40, 60, 0.0005)])
-    doc = run_metrics(table(flow(times, dport=30002)), spec())
+    doc = run_metrics(table(flow(times, dport=30002)), facts())
     cg = doc["roles"]["cg"]
     assert cg["bitrate_mean_mbps"] == pytest.approx(40.0 / 3.0)
     assert cg["bitrate_q1_mbps"] == 0.0
@@ -167,7 +167,7 @@ def test_a_flow_that_never_recovers() -> None:
         cbr(10, 180, 540, dport=30002, size_bytes=1500),
     )
     tcp = cbr(15, 180, 360, proto=6, flow_id=1, sport=5201, dport=1, size_bytes=1500)
-    s = spec(
+    s = facts(
         capacity=choose_capacity(25.0, None, None),
         window=Window(0, None),
         schedule=(Step(180, None), Step(360, 0)),
@@ -184,7 +184,7 @@ def test_a_flow_that_never_recovers() -> None:
 def test_schedule_is_inferred_from_the_competitor_when_not_given() -> None:
     cg = cbr(20, 0, 60, dport=30002)
     tcp = cbr(10, 20, 40, proto=6, flow_id=1, sport=5201, dport=1)
-    doc = run_metrics(table(cg, tcp), spec(window=Window(0, None)))
+    doc = run_metrics(table(cg, tcp), facts(window=Window(0, None)))
     assert doc["inputs"]["schedule_source"] == "inferred"
     steps = doc["inputs"]["schedule"]
     assert steps[0]["t_s"] == pytest.approx(20.0) and steps[0]["rate_mbps"] is None
@@ -194,7 +194,7 @@ def test_schedule_is_inferred_from_the_competitor_when_not_given() -> None:
 
 
 def test_fairness_window_given_explicitly() -> None:
-    doc = run_metrics(tma_like(), spec(fairness_window=Window(30, 40)))
+    doc = run_metrics(tma_like(), facts(fairness_window=Window(30, 40)))
     assert doc["fairness"]["from_s"] == 30.0 and doc["fairness"]["to_s"] == 40.0
     assert doc["fairness"]["bins"] == 20
 
@@ -215,10 +215,10 @@ def test_reverse_direction_is_left_out() -> None:
         lost=None,
     )
     cg = cbr(10, 0, 30, dport=30002)
-    doc = run_metrics(table(cg, data, acks), spec(window=Window(0, None)))
+    doc = run_metrics(table(cg, data, acks), facts(window=Window(0, None)))
     assert doc["inputs"]["excluded_reverse"]["flows"] == 1
     assert doc["roles"]["competitor"]["bitrate_mean_mbps"] == pytest.approx(10.0, abs=0.05)
-    both = run_metrics(table(cg, data, acks), spec(window=Window(0, None), direction="all"))
+    both = run_metrics(table(cg, data, acks), facts(window=Window(0, None), direction="all"))
     assert both["inputs"]["excluded_reverse"]["flows"] == 0
     assert both["roles"]["competitor"]["bitrate_mean_mbps"] > 10.4
 
@@ -229,7 +229,7 @@ def test_single_capture_mode() -> None:
     seq = [i for i in range(n + 20) if i % 101 != 50][:n]  # 1 % of numbers missing
     times = np.arange(n) * 0.005
     rtp = flow(times, dport=30002, rtp_ssrc=7, rtp_seq=seq, single=True)
-    doc = run_metrics(table(rtp), spec(window=Window(0, None)))
+    doc = run_metrics(table(rtp), facts(window=Window(0, None)))
     cg = doc["roles"]["cg"]
     assert doc["inputs"]["mode"] == "single"
     assert doc["inputs"]["bitrate_point"] == "ingress"
@@ -244,7 +244,7 @@ def test_single_capture_mode() -> None:
 
 def test_trace_capacity() -> None:
     flat = np.arange(1, 10_001, dtype=np.float64)  # one 1500 B opportunity per ms: 12 Mbit/s
-    s = spec(
+    s = facts(
         capacity=choose_capacity(None, None, __import__("pathlib").Path("flat.down")),
         window=Window(20, 60),
     )
@@ -257,12 +257,12 @@ def test_trace_capacity() -> None:
 
 def test_missing_column_names_it() -> None:
     with pytest.raises(ConfigError, match=r"lacks column.*delay_ms"):
-        run_metrics(tma_like().drop("delay_ms"), spec())
+        run_metrics(tma_like().drop("delay_ms"), facts())
 
 
 def test_timeseries_for_the_figures() -> None:
     pk = tma_like()
-    s = spec()
+    s = facts()
     ts = run_timeseries(prepare(pk, s), bin_s=0.5)
     cg = ts.filter(pl.col("role") == "cg")
     assert cg.height == 119  # whole bins up to the last packet at 59.9995 s
@@ -287,5 +287,5 @@ def test_ranges_hold_for_any_run(
     n = round(12 * rate_tcp * 1e6 / 8 / 1500)
     lost = [i % loss_every == 0 for i in range(n)]
     tcp = cbr(rate_tcp, 0, 12, proto=6, flow_id=1, sport=5201, lost=lost, size_bytes=1500)
-    doc = run_metrics(table(cg, tcp), spec(window=Window(2, 12)))
+    doc = run_metrics(table(cg, tcp), facts(window=Window(2, 12)))
     validate_metrics(doc)

@@ -16,21 +16,21 @@ from cganalysis.metrics.compute import run_metrics
 from cganalysis.metrics.delay import time_weighted_delay_ms
 from cganalysis.metrics.docschema import validate_metrics
 from cganalysis.metrics.roles import parse_rules
-from cganalysis.metrics.spec import Window, choose_capacity, spec_from_values
+from cganalysis.metrics.runfacts import Window, choose_capacity, facts_from_values
 from tests.unit.synthetic import T0_NS, cbr, flow, table
 
 NS = 1_000_000_000
 
 
 def _metrics(packets: pl.DataFrame, end_s: float = 1.0) -> dict[str, Any]:
-    spec = spec_from_values(
+    facts = facts_from_values(
         capacity=choose_capacity(50.0, None, None),
         window=Window(0, end_s),
         rules=parse_rules(["cg=udp:30002", "competitor=tcp"]),
         t0_ns=T0_NS,
         bin_s=0.5,
     )
-    doc = run_metrics(packets, spec)
+    doc = run_metrics(packets, facts)
     validate_metrics(doc)
     return doc
 

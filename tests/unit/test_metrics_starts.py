@@ -16,7 +16,7 @@ from cganalysis.metrics.compute import run_metrics
 from cganalysis.metrics.docschema import validate_metrics
 from cganalysis.metrics.roles import parse_rules
 from cganalysis.metrics.rows import run_rows
-from cganalysis.metrics.spec import Window, choose_capacity, spec_from_meta, spec_from_values
+from cganalysis.metrics.runfacts import Window, choose_capacity, facts_from_meta, facts_from_values
 from cganalysis.metrics.starts import (
     START_TOLERANCE_S,
     PlannedStart,
@@ -110,14 +110,14 @@ def _doc(cg_from_s: float | None, **kw: Any) -> dict[str, Any]:
     if cg_from_s is not None:
         flows.append(cbr(2, cg_from_s, 40.0, flow_id=0, sport=30001, dport=30002))
     sched = Schedule("custom", 40.0, (Step(10.0, None),))
-    spec = spec_from_values(
+    facts = facts_from_values(
         capacity=choose_capacity(10.0, None, None),
         window=Window(0, 40),
         rules=RULES,
         t0_ns=kw.pop("t0_ns", T0_NS),
     )
-    spec = dataclasses.replace(spec, planned_starts=planned_starts(sched.to_dict()), **kw)
-    doc = run_metrics(table(*flows), spec)
+    facts = dataclasses.replace(facts, planned_starts=planned_starts(sched.to_dict()), **kw)
+    doc = run_metrics(table(*flows), facts)
     validate_metrics(doc)
     return doc
 
@@ -165,19 +165,19 @@ def _meta(**detail: Any) -> dict[str, Any]:
 
 
 def test_spec_reads_the_starts_from_schedule_detail_only() -> None:
-    spec = spec_from_meta(_meta(cg_start_s=0.0, duration_s=18.0), Path())
-    assert [(p.role, p.t_s, p.until_s) for p in spec.planned_starts] == [
+    facts = facts_from_meta(_meta(cg_start_s=0.0, duration_s=18.0), Path())
+    assert [(p.role, p.t_s, p.until_s) for p in facts.planned_starts] == [
         ("cg", 0.0, None),
         ("competitor", 6.0, 14.0),
     ]
     # A meta.json the runner did not write (captures from elsewhere): nothing to check.
-    assert spec_from_meta(_meta(), Path()).planned_starts == ()
-    assert spec_from_meta(_meta(time_scale=0.5), Path()).planned_starts == ()
+    assert facts_from_meta(_meta(), Path()).planned_starts == ()
+    assert facts_from_meta(_meta(time_scale=0.5), Path()).planned_starts == ()
     # What the runner writes passes the schema the metrics read it with.
     detail = json.loads(json.dumps(xu2022().scaled(1 / 3).to_dict()))
-    assert len(spec_from_meta(_meta(**detail), Path()).planned_starts) == 2
+    assert len(facts_from_meta(_meta(**detail), Path()).planned_starts) == 2
 
 
 def test_a_bad_schedule_detail_names_its_key() -> None:
     with pytest.raises(ConfigError, match=r"key schedule_detail\.cg_start_s"):
-        spec_from_meta(_meta(cg_start_s="soon"), Path())
+        facts_from_meta(_meta(cg_start_s="soon"), Path())

@@ -19,7 +19,7 @@ import pytest
 from cganalysis.cli import main
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.docschema import validate_metrics
-from cganalysis.metrics.spec import spec_from_meta
+from cganalysis.metrics.runfacts import facts_from_meta
 from cganalysis.report.conditions import (
     naming_labels,
     parse_where,
@@ -31,7 +31,7 @@ from cganalysis.report.conditions import (
 from cganalysis.report.style import Style, load_style
 from cganalysis.report.tablefmt import tables_to_csv, write_table, write_tables
 from cganalysis.report.tables import num2, tma_table2, tma_table2_tables
-from tests.unit.test_metrics_spec import meta
+from tests.unit.test_metrics_runfacts import meta
 from tests.unit.test_report_tables import GOLDEN, paper_metrics
 
 REPO = Path(__file__).resolve().parents[2]
@@ -386,15 +386,15 @@ def test_xu_tables_refuse_to_mix_conditions(
 
 def test_meta_labels_reach_the_metrics_run_section() -> None:
     m = meta(link="cellular", labels={"qdisc": "htb", "link": "cellular", "cg": "gtfrc"})
-    spec = spec_from_meta(m, Path())
-    assert spec.labels["link"] == "cellular" and spec.labels["cg"] == "gtfrc"
-    assert list(spec.labels)[:5] == ["run_id", "campaign", "qdisc", "cca", "repetition"]
+    facts = facts_from_meta(m, Path())
+    assert facts.labels["link"] == "cellular" and facts.labels["cg"] == "gtfrc"
+    assert list(facts.labels)[:5] == ["run_id", "campaign", "qdisc", "cca", "repetition"]
     # An older meta.json (no `labels`): the standard labels, as before.
-    assert "link" not in spec_from_meta(meta(link="cellular"), Path()).labels
+    assert "link" not in facts_from_meta(meta(link="cellular"), Path()).labels
     # The top level wins a clash; labels must be strings or numbers.
-    assert spec_from_meta(meta(labels={"qdisc": "x"}), Path()).labels["qdisc"] == "htb"
+    assert facts_from_meta(meta(labels={"qdisc": "x"}), Path()).labels["qdisc"] == "htb"
     with pytest.raises(ConfigError, match=r"key labels\.link"):
-        spec_from_meta(meta(labels={"link": ["a"]}), Path())
+        facts_from_meta(meta(labels={"link": ["a"]}), Path())
 
 
 def test_the_style_names_every_qdisc_of_the_extensions_campaign(style: Style) -> None:

@@ -12,7 +12,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 from cganalysis.metrics.roles import parse_rules
-from cganalysis.metrics.spec import Window, choose_capacity, spec_from_values
+from cganalysis.metrics.runfacts import Window, choose_capacity, facts_from_values
 from cganalysis.metrics.timebase import prepare
 from cganalysis.report.explore import delay_ecdf_by_flow, metric_heatmap, timeseries_grid
 from cganalysis.report.style import Style, load_style
@@ -35,12 +35,12 @@ def test_one_ecdf_per_flow_in_its_roles_colour(style: Style) -> None:
         flow(t, flow_id=2, proto=6, sport=40002, dport=5202, delay_ms=list(60 + t)),
         flow(t[:5], flow_id=3, proto=6, sport=40003, dport=5203, delay_ms=1.0),  # too few
     )
-    spec = spec_from_values(
+    facts = facts_from_values(
         capacity=choose_capacity(10.0, None, None),
         window=Window(0, None),
         rules=parse_rules(["cg=udp:30002", "competitor=tcp"]),
     )
-    fig = delay_ecdf_by_flow(prepare(pk, spec).packets, style=style, max_points=50)
+    fig = delay_ecdf_by_flow(prepare(pk, facts).packets, style=style, max_points=50)
     assert isinstance(fig, Figure)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]

@@ -250,7 +250,7 @@ def test_a_save_lays_the_figure_out_once_and_draws_it_once_a_format(
 
 def test_packet_delay_figure_marks_losses(style: Style) -> None:
     from cganalysis.metrics.roles import parse_rules
-    from cganalysis.metrics.spec import Window, choose_capacity, spec_from_values
+    from cganalysis.metrics.runfacts import Window, choose_capacity, facts_from_values
     from cganalysis.metrics.timebase import prepare
     from tests.unit.synthetic import cbr, table
 
@@ -258,12 +258,12 @@ def test_packet_delay_figure_marks_losses(style: Style) -> None:
         cbr(1, 0, 2, dport=30002, delay_ms=5.0),
         cbr(1, 0, 2, proto=6, flow_id=1, sport=5201, lost=[i == 3 for i in range(200)]),
     )
-    spec = spec_from_values(
+    facts = facts_from_values(
         capacity=choose_capacity(10.0, None, None),
         window=Window(0, None),
         rules=parse_rules(["cg=udp:30002", "competitor=tcp"]),
     )
-    fig = packet_delay_figure(prepare(pk, spec).packets, style=style, schedule=[Step(1, None)])
+    fig = packet_delay_figure(prepare(pk, facts).packets, style=style, schedule=[Step(1, None)])
     ax = fig.axes[0]
     assert ax.get_ylabel() == "Queuing delay (ms)"
     labels = [t.get_text() for t in fig.legends[0].get_texts()]

@@ -10,7 +10,7 @@ import yaml
 from cganalysis.errors import ConfigError
 from cganalysis.experiment.campaign import deep_merge, load_campaign
 from cganalysis.experiment.schedule import Step, parse_schedule, tma2024, xu2022
-from cganalysis.metrics.spec import spec_from_meta
+from cganalysis.metrics.runfacts import facts_from_meta
 from cganalysis.testbed.spec.validate import Section
 
 REPO = Path(__file__).resolve().parents[2]
@@ -171,8 +171,8 @@ def test_meta_schedule_and_roles_are_what_the_metrics_read() -> None:
         "capacity_measured_mbps": 47.5,
         "start_ns": 1,
     }
-    spec = spec_from_meta(meta, REPO)
-    assert spec.capacity.mbps == 47.5
-    assert spec.capacity.source == "measured"
-    assert [st.rate_mbps for st in spec.schedule] == [10, 20, 30, 40, 45]
-    assert spec.window.start_s == 10
+    facts = facts_from_meta(meta, REPO)
+    assert facts.capacity.mbps == 47.5
+    assert facts.capacity.source == "measured"
+    assert [st.rate_mbps for st in facts.schedule] == [10, 20, 30, 40, 45]
+    assert facts.window.start_s == 10

@@ -14,15 +14,15 @@ from typing import Any
 
 from cganalysis.commands import COMMANDS
 from cganalysis.errors import ConfigError
-from cganalysis.metrics.io import metrics_to_files, read_run_spec
+from cganalysis.metrics.io import metrics_to_files, read_run_facts
 from cganalysis.metrics.roles import parse_rules
-from cganalysis.metrics.spec import (
+from cganalysis.metrics.runfacts import (
     DEFAULT_BIN_S,
     LABEL_KEYS,
-    RunSpec,
+    RunFacts,
     choose_capacity,
+    facts_from_values,
     parse_window,
-    spec_from_values,
 )
 from cganalysis.metrics.steps import ResponseSettings, parse_step
 
@@ -107,10 +107,10 @@ def _labels(items: list[str] | None) -> dict[str, str | int | float]:
     return labels
 
 
-def build_spec(args: argparse.Namespace) -> RunSpec:
-    """The spec from --run and/or flags (flags win)."""
+def build_facts(args: argparse.Namespace) -> RunFacts:
+    """The run's facts from --run and/or flags (flags win)."""
     if args.meta is not None:
-        spec = read_run_spec(args.meta)
+        facts = read_run_facts(args.meta)
     else:
         missing = [
             f
@@ -128,7 +128,7 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
             raise ConfigError(
                 "without --run meta.json, give " + ", ".join(missing) + " (see --help)"
             )
-        spec = spec_from_values(
+        facts = facts_from_values(
             capacity=choose_capacity(
                 args.capacity_mbps, args.capacity_measured_mbps, args.capacity_trace
             ),
@@ -136,7 +136,7 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
             rules=parse_rules(args.role),
         )
     changes: dict[str, Any] = {}
-    cap = spec.capacity
+    cap = facts.capacity
     if any(
         v is not None
         for v in (
@@ -174,7 +174,7 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
     if args.step:
         changes["schedule"] = tuple(parse_step(s) for s in args.step)
     if any(v is not None for v in (args.before_s, args.settle_s, args.smooth_s)):
-        old = spec.response
+        old = facts.response
         changes["response"] = ResponseSettings(
             before_s=old.before_s if args.before_s is None else args.before_s,
             settle_s=old.settle_s if args.settle_s is None else args.settle_s,
@@ -185,15 +185,15 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
     if args.direction is not None:
         changes["direction"] = args.direction
     if args.label:
-        changes["labels"] = {**spec.labels, **_labels(args.label)}
+        changes["labels"] = {**facts.labels, **_labels(args.label)}
     if changes and args.meta is not None:
-        changes["source"] = f"{spec.source} + flags"
-    return dataclasses.replace(spec, **changes) if changes else spec
+        changes["source"] = f"{facts.source} + flags"
+    return dataclasses.replace(facts, **changes) if changes else facts
 
 
 def run(args: argparse.Namespace) -> int:
     doc = metrics_to_files(
-        args.packets, build_spec(args), args.output, args.timeseries, progress=True
+        args.packets, build_facts(args), args.output, args.timeseries, progress=True
     )
     for warning in doc["warnings"]:
         print(f"cganalysis metrics: warning: {warning}", file=sys.stderr)

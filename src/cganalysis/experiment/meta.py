@@ -1,6 +1,6 @@
 """A run's ``meta.json``: what the metrics need, the checks' verdicts, and provenance.
 
-Top-level keys read by the metrics (src/cganalysis/metrics/spec.py, docs/metrics.md):
+Top-level keys read by the metrics (src/cganalysis/metrics/runfacts.py, docs/metrics.md):
 ``run_id``, ``campaign``, labels (``qdisc``, ``cca``, ``system``, ``repetition``,
 ``queue``; ``labels`` holds every label of the run, campaign factors included),
 ``start_ns`` (the run's time origin), ``capacity_mbps`` (configured),

@@ -1,6 +1,6 @@
 """Metrics of the two papers over per-packet tables: pure functions over polars frames.
 
-One module per role: :mod:`.roles` (which flow is which), :mod:`.spec` (what the run was),
+One module per role: :mod:`.roles` (which flow is which), :mod:`.runfacts` (what the run was),
 :mod:`.runmeta` (meta.json, typed), :mod:`.steps` (the competitor's schedule),
 :mod:`.timebase` (roles and relative times), :mod:`.bitrate`, :mod:`.delay`, :mod:`.loss`,
 :mod:`.capacity` (constant or mahimahi trace), :mod:`.fairness`, :mod:`.response`,
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from cganalysis.metrics.compute import run_metrics
 from cganalysis.metrics.roles import RoleRule, parse_rule, parse_rules
-from cganalysis.metrics.spec import (
+from cganalysis.metrics.runfacts import (
     Capacity,
-    RunSpec,
+    RunFacts,
     Window,
     choose_capacity,
-    spec_from_meta,
-    spec_from_values,
+    facts_from_meta,
+    facts_from_values,
 )
 from cganalysis.metrics.steps import ResponseSettings, Step
 from cganalysis.metrics.timebase import Prepared, prepare
@@ -32,14 +32,14 @@ __all__ = [
     "Prepared",
     "ResponseSettings",
     "RoleRule",
-    "RunSpec",
+    "RunFacts",
     "Step",
     "Window",
     "choose_capacity",
+    "facts_from_meta",
+    "facts_from_values",
     "parse_rule",
     "parse_rules",
     "prepare",
     "run_metrics",
-    "spec_from_meta",
-    "spec_from_values",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from cganalysis.metrics.spec import BitratePoint
+from cganalysis.metrics.runfacts import BitratePoint
 from cganalysis.metrics.timebase import NS_PER_S
 
 BITS_PER_MBIT = 1e6

@@ -42,14 +42,14 @@ from cganalysis.metrics.response import (
 )
 from cganalysis.metrics.roles import OTHER
 from cganalysis.metrics.rolestats import CG, COMPETITOR, MAIN_ROLES, roles_block
-from cganalysis.metrics.spec import BitratePoint, RunSpec, Window
+from cganalysis.metrics.runfacts import BitratePoint, RunFacts, Window
 from cganalysis.metrics.starts import start_checks, start_flags
 from cganalysis.metrics.steps import Step
 from cganalysis.metrics.timebase import NS_PER_S, Prepared, Resolved, prepare, resolve_window
 
 
-def link_capacity(spec: RunSpec, trace_ms: np.ndarray | None) -> LinkCapacity:
-    cap = spec.capacity
+def link_capacity(facts: RunFacts, trace_ms: np.ndarray | None) -> LinkCapacity:
+    cap = facts.capacity
     if cap.source == "trace":
         if trace_ms is None:
             raise ConfigError(
@@ -131,7 +131,7 @@ def _adaptation(a: Adaptation) -> EventOutcome:
 def fairness_block(
     prepared: Prepared,
     *,
-    spec: RunSpec,
+    facts: RunFacts,
     window: Resolved,
     point: BitratePoint,
     capacity: LinkCapacity,
@@ -141,10 +141,10 @@ def fairness_block(
     """Xu's ratio and Jain's index over the competition bins, or None when not applicable."""
     if prepared.role(COMPETITOR).height == 0:
         return None
-    if spec.fairness_window is not None:
+    if facts.fairness_window is not None:
         fw = whole_bins(
-            resolve_window(spec.fairness_window, prepared, "fairness window", spec.bin_s),
-            spec.bin_s,
+            resolve_window(facts.fairness_window, prepared, "fairness window", facts.bin_s),
+            facts.bin_s,
             "fairness window",
         )
         start, end, mask_spans = fw.start_s, fw.end_s, [(fw.start_s, fw.end_s)]
@@ -155,15 +155,15 @@ def fairness_block(
         prepared.packets,
         start_s=start,
         end_s=end,
-        bin_s=spec.bin_s,
+        bin_s=facts.bin_s,
         point=point,
         keys=list(MAIN_ROLES),
     )
-    cap = capacity.series(start, end, spec.bin_s)
+    cap = capacity.series(start, end, facts.bin_s)
     t = cap.get_column("t_s").to_numpy()
     inside = np.zeros(t.size, dtype=bool)
     for a, b in mask_spans:
-        inside |= (t >= a - 1e-9) & (t + spec.bin_s <= b + 1e-9)
+        inside |= (t >= a - 1e-9) & (t + facts.bin_s <= b + 1e-9)
     if not inside.any():
         warnings.append("fairness: the competitor is never on inside the analysis window")
         return None
@@ -175,7 +175,7 @@ def fairness_block(
     return Fairness(
         bins=int(inside.sum()),
         from_s=float(t[inside].min()),
-        to_s=float(t[inside].max() + spec.bin_s),
+        to_s=float(t[inside].max() + facts.bin_s),
         cg_mean_mbps=means[CG],
         competitor_mean_mbps=means[COMPETITOR],
         capacity_mbps=cap_mbps,
@@ -189,7 +189,7 @@ def fairness_block(
 def phases_block(
     prepared: Prepared,
     *,
-    spec: RunSpec,
+    facts: RunFacts,
     point: BitratePoint,
     capacity: LinkCapacity,
     spans: Sequence[tuple[float, float]],
@@ -207,18 +207,18 @@ def phases_block(
     for name, (a, b) in wanted.items():
         try:
             r = whole_bins(
-                resolve_window(Window(a, b), prepared, name, spec.bin_s), spec.bin_s, name
+                resolve_window(Window(a, b), prepared, name, facts.bin_s), facts.bin_s, name
             )
         except ConfigError as err:
             warnings.append(f"phase {name} skipped: {err}")
             continue
-        out[name] = Phase((r.start_s, r.end_s), roles_block(prepared, r, spec, point, capacity))
+        out[name] = Phase((r.start_s, r.end_s), roles_block(prepared, r, facts, point, capacity))
     return Phases(**out)
 
 
 def run_metrics(
     packets: pl.DataFrame,
-    spec: RunSpec,
+    facts: RunFacts,
     *,
     trace_ms: np.ndarray | None = None,
     packets_path: str | None = None,
@@ -226,7 +226,7 @@ def run_metrics(
 ) -> dict[str, Any]:
     """Every metric of one run, as the JSON document (:func:`metrics_record`'s)."""
     record = metrics_record(
-        packets, spec, trace_ms=trace_ms, packets_path=packets_path, prepared=prepared
+        packets, facts, trace_ms=trace_ms, packets_path=packets_path, prepared=prepared
     )
     document: dict[str, Any] = to_json(record)
     return document
@@ -234,36 +234,36 @@ def run_metrics(
 
 def metrics_record(
     packets: pl.DataFrame,
-    spec: RunSpec,
+    facts: RunFacts,
     *,
     trace_ms: np.ndarray | None = None,
     packets_path: str | None = None,
     prepared: Prepared | None = None,
 ) -> MetricsDocument:
-    """Every metric of one run. ``prepared``: ``prepare(packets, spec)`` when the caller
+    """Every metric of one run. ``prepared``: ``prepare(packets, facts)`` when the caller
     has it already (the time series reads it too)."""
     if prepared is None:
-        prepared = prepare(packets, spec)
-    capacity = link_capacity(spec, trace_ms)
+        prepared = prepare(packets, facts)
+    capacity = link_capacity(facts, trace_ms)
     warnings: list[str] = []
     single = prepared.mode == "single"
-    point: BitratePoint = spec.bitrate_point
+    point: BitratePoint = facts.bitrate_point
     if single and point == "egress":
         point = "ingress"
         warnings.append("single capture (no egress times): bitrates are measured at ingress")
     window = whole_bins(
-        resolve_window(spec.window, prepared, tolerance_s=spec.bin_s), spec.bin_s, "--window"
+        resolve_window(facts.window, prepared, tolerance_s=facts.bin_s), facts.bin_s, "--window"
     )
     warnings.extend(window.warnings)
 
-    schedule = spec.schedule
-    schedule_source: ScheduleSource = "meta" if spec.source != "flags" else "flags"
+    schedule = facts.schedule
+    schedule_source: ScheduleSource = "meta" if facts.source != "flags" else "flags"
     if not schedule:
-        schedule = infer_schedule(prepared, spec.bin_s)
+        schedule = infer_schedule(prepared, facts.bin_s)
         schedule_source = "inferred" if schedule else "none"
     spans = on_intervals(schedule, prepared.data_end_s)
 
-    roles = roles_block(prepared, window, spec, point, capacity)
+    roles = roles_block(prepared, window, facts, point, capacity)
     warnings.extend(
         f"role {role}: no packet in the analysis window matched its rules"
         for role in MAIN_ROLES
@@ -279,7 +279,7 @@ def metrics_record(
 
     fairness = fairness_block(
         prepared,
-        spec=spec,
+        facts=facts,
         window=window,
         point=point,
         capacity=capacity,
@@ -292,12 +292,12 @@ def metrics_record(
     events = events_from_schedule(schedule)
     adaptations: list[Adaptation] = []
     if events and prepared.role(COMPETITOR).height > 0:
-        t_first = np.floor(min(prepared.data_start_s, 0.0) / spec.bin_s) * spec.bin_s
+        t_first = np.floor(min(prepared.data_start_s, 0.0) / facts.bin_s) * facts.bin_s
         cg = bitrate_series(
             prepared.role(CG),
             start_s=float(t_first),
             end_s=prepared.data_end_s,
-            bin_s=spec.bin_s,
+            bin_s=facts.bin_s,
             point=point,
             keys=[CG],
         ).filter(pl.col("role") == CG)
@@ -305,19 +305,19 @@ def metrics_record(
             cg.get_column("t_s").to_numpy(),
             cg.get_column("rate_mbps").to_numpy(),
             events,
-            bin_s=spec.bin_s,
+            bin_s=facts.bin_s,
             data_end_s=prepared.data_end_s,
-            settings=spec.response,
+            settings=facts.response,
         )
     response = first_of(adaptations, "arrival")
     recovery = first_of(adaptations, "departure")
 
-    starts = start_checks(prepared, spec.planned_starts)
-    cap = spec.capacity
+    starts = start_checks(prepared, facts.planned_starts)
+    cap = facts.capacity
     excluded = prepared.excluded
     inputs = Inputs(
         packets=packets_path,
-        spec_source=spec.source,
+        spec_source=facts.source,
         mode=prepared.mode,
         t0_ns=prepared.t0_ns,
         t0_source=prepared.t0_source,
@@ -331,19 +331,19 @@ def metrics_record(
             trace_scale=cap.trace_scale if cap.trace else None,
             trace_offset_s=cap.trace_offset_s if cap.trace else None,
         ),
-        window_s=(spec.window.start_s, spec.window.end_s),
+        window_s=(facts.window.start_s, facts.window.end_s),
         window_effective_s=(window.start_s, window.end_s),
-        bin_s=spec.bin_s,
+        bin_s=facts.bin_s,
         bitrate_point=point,
-        direction=spec.direction,
-        rules=[str(r) for r in spec.rules] + [f"{OTHER}=(unmatched)"],
+        direction=facts.direction,
+        rules=[str(r) for r in facts.rules] + [f"{OTHER}=(unmatched)"],
         schedule=list(schedule),
         schedule_source=schedule_source,
         fairness_window_s=None
-        if spec.fairness_window is None
-        else (spec.fairness_window.start_s, spec.fairness_window.end_s),
-        response=spec.response,
-        delay_thresholds_ms=list(spec.delay_thresholds_ms),
+        if facts.fairness_window is None
+        else (facts.fairness_window.start_s, facts.fairness_window.end_s),
+        response=facts.response,
+        delay_thresholds_ms=list(facts.delay_thresholds_ms),
         excluded_reverse=ExcludedReverse(
             flows=excluded.height,
             packets=int(excluded.get_column("packets").sum()) if excluded.height else 0,
@@ -352,7 +352,7 @@ def metrics_record(
     )
     return MetricsDocument(
         schema_version=SCHEMA_VERSION,
-        run=dict(spec.labels),
+        run=dict(facts.labels),
         inputs=inputs,
         roles=roles,
         utilisation_total=total,
@@ -365,10 +365,10 @@ def metrics_record(
         recovery_status="not_applicable" if recovery is None else recovery.status,
         events=[_adaptation(a) for a in adaptations],
         phases=phases_block(
-            prepared, spec=spec, point=point, capacity=capacity, spans=spans, warnings=warnings
+            prepared, facts=facts, point=point, capacity=capacity, spans=spans, warnings=warnings
         ),
         warnings=warnings,
         flow_starts=[c.record() for c in starts],
         # The run's own flags, then the metrics' (a flow that did not start on time).
-        flags=[*spec.run_flags, *start_flags(starts)],
+        flags=[*facts.run_flags, *start_flags(starts)],
     )

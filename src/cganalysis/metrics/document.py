@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from cganalysis.jsonrecord import Json, absent, optional
 from cganalysis.metrics.registry import JSON_OF_KIND, ROLE_METRICS
 from cganalysis.metrics.response import EventKind, Status
-from cganalysis.metrics.spec import BitratePoint, CapacitySource, Direction
+from cganalysis.metrics.runfacts import BitratePoint, CapacitySource, Direction
 from cganalysis.metrics.starts import FlowStart
 from cganalysis.metrics.steps import ResponseSettings, Step
 
@@ -79,6 +79,8 @@ class Inputs:
     """What the metrics were computed from, and with which settings."""
 
     packets: str | None = optional(NOT_READ)
+    #: Where the run's facts came from (metrics/runfacts.py): its meta.json and/or "flags";
+    #: the key's name predates the module's and stays, published documents carry it.
     spec_source: str | None = absent(NOT_READ)
     mode: Literal["dual", "single"]
     t0_ns: int | None = absent(NOT_READ)

@@ -23,8 +23,8 @@ from cganalysis.io import read_json_object, write_json, write_parquet
 from cganalysis.jsonrecord import to_json
 from cganalysis.metrics.compute import link_capacity, metrics_record
 from cganalysis.metrics.docschema import validate_metrics
+from cganalysis.metrics.runfacts import RunFacts, facts_from_meta
 from cganalysis.metrics.runmeta import validate_meta
-from cganalysis.metrics.spec import RunSpec, spec_from_meta
 from cganalysis.metrics.timebase import (
     METRIC_COLUMNS,
     REQUIRED_COLUMNS,
@@ -63,11 +63,11 @@ def read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def read_run_spec(path: Path) -> RunSpec:
-    """The run spec from a run's meta.json (relative trace paths: next to the file)."""
-    # spec_from_meta checks the schema (read_meta would check it a second time).
+def read_run_facts(path: Path) -> RunFacts:
+    """The run's facts from its meta.json (relative trace paths: next to the file)."""
+    # facts_from_meta checks the schema (read_meta would check it a second time).
     meta = read_json_object(path, "run metadata")
-    return spec_from_meta(meta, path.parent, where=f"run metadata {path}")
+    return facts_from_meta(meta, path.parent, where=f"run metadata {path}")
 
 
 def read_trace(path: Path) -> np.ndarray:
@@ -101,7 +101,7 @@ def read_metrics(paths: Iterable[Path]) -> list[dict[str, Any]]:
 
 def metrics_to_files(
     packets_path: Path,
-    spec: RunSpec,
+    facts: RunFacts,
     output: Path,
     timeseries: Path | None = None,
     *,
@@ -117,18 +117,20 @@ def metrics_to_files(
     size = packets_path.stat().st_size if packets_path.is_file() else 0
     with Progress(f"reading {packets_path.name} ({format_bytes(size)})", show=show):
         packets = read_packets(packets_path, metrics_only=True)
-    trace = read_trace(spec.capacity.trace) if spec.capacity.trace is not None else None
+    trace = read_trace(facts.capacity.trace) if facts.capacity.trace is not None else None
     with Progress("computing the metrics", show=show):
-        prepared = prepare(packets, spec)
+        prepared = prepare(packets, facts)
         record = metrics_record(
-            packets, spec, trace_ms=trace, packets_path=str(packets_path), prepared=prepared
+            packets, facts, trace_ms=trace, packets_path=str(packets_path), prepared=prepared
         )
     # The versions that computed these numbers (and the lock): provenance, not a metric.
     doc: dict[str, Any] = to_json(replace(record, software=software()))
     write_metrics(doc, output)
     if timeseries is not None:
         with Progress("computing the time series", show=show):
-            series = run_timeseries(prepared, bin_s=spec.bin_s, capacity=link_capacity(spec, trace))
+            series = run_timeseries(
+                prepared, bin_s=facts.bin_s, capacity=link_capacity(facts, trace)
+            )
             write_parquet(check_schema(series, RUN_TIMESERIES, "RUN_TIMESERIES"), timeseries)
     return doc
 
@@ -174,7 +176,7 @@ def metrics_of_runs(runs: Sequence[RunFiles], log: TextIO, *, workers: int = 1) 
 
 def _metrics_of_run(run: RunFiles) -> tuple[dict[str, Any], float]:
     start = time.perf_counter()
-    doc = metrics_to_files(run.packets, read_run_spec(run.meta), run.metrics, run.timeseries)
+    doc = metrics_to_files(run.packets, read_run_facts(run.meta), run.metrics, run.timeseries)
     return doc, time.perf_counter() - start
 
 

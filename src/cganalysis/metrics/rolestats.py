@@ -23,7 +23,7 @@ from cganalysis.metrics.frames import frame_rate
 from cganalysis.metrics.jitter import rtp_jitter
 from cganalysis.metrics.loss import Loss, loss, rtp_gap_loss
 from cganalysis.metrics.registry import ROLE_METRICS
-from cganalysis.metrics.spec import BitratePoint, RunSpec
+from cganalysis.metrics.runfacts import BitratePoint, RunFacts
 from cganalysis.metrics.timebase import Prepared, Resolved, entered_between
 
 CG, COMPETITOR = "cg", "competitor"
@@ -37,7 +37,7 @@ class RoleData:
     entered: pl.DataFrame  # the role's packets that entered during the window
     series: pl.DataFrame  # its rate per bin at the bitrate point
     window: Resolved
-    spec: RunSpec
+    facts: RunFacts
     #: One capture point: no egress times, losses from RTP sequence gaps, no frame rate.
     single: bool
     capacity_bits: float
@@ -69,7 +69,7 @@ def _volume(r: RoleData) -> dict[str, Any]:
 
 
 def _delay(r: RoleData) -> dict[str, Any]:
-    d = delay_stats(r.entered.get_column("delay_ms"), r.spec.delay_thresholds_ms)
+    d = delay_stats(r.entered.get_column("delay_ms"), r.facts.delay_thresholds_ms)
     return {
         "delay_count": d.count,
         "delay_mean_ms": d.mean_ms,
@@ -173,7 +173,7 @@ def role_stats(
     role: str,
     *,
     window: Resolved,
-    spec: RunSpec,
+    facts: RunFacts,
     point: BitratePoint,
     single: bool,
     capacity_bits: float,
@@ -183,7 +183,12 @@ def role_stats(
     mine = prepared.role(role)
     entered = entered_between(mine, *window.ns())
     series = bitrate_series(
-        mine, start_s=window.start_s, end_s=window.end_s, bin_s=spec.bin_s, point=point, keys=[role]
+        mine,
+        start_s=window.start_s,
+        end_s=window.end_s,
+        bin_s=facts.bin_s,
+        point=point,
+        keys=[role],
     )
     payload = None
     if not entered.select(payload_bytes().is_null().any()).item():
@@ -191,12 +196,12 @@ def role_stats(
             mine,
             start_s=window.start_s,
             end_s=window.end_s,
-            bin_s=spec.bin_s,
+            bin_s=facts.bin_s,
             point=point,
             keys=[role],
             value=payload_bytes(),
         )
-    data = RoleData(entered, series, window, spec, single, capacity_bits, payload)
+    data = RoleData(entered, series, window, facts, single, capacity_bits, payload)
     computed: dict[str, Any] = {}
     for family in dict.fromkeys(m.family for m in ROLE_METRICS):
         computed.update(FAMILIES[family](data))
@@ -207,7 +212,7 @@ def role_stats(
 def roles_block(
     prepared: Prepared,
     window: Resolved,
-    spec: RunSpec,
+    facts: RunFacts,
     point: BitratePoint,
     capacity: LinkCapacity,
 ) -> dict[str, dict[str, Any]]:
@@ -219,7 +224,7 @@ def roles_block(
             prepared,
             r,
             window=window,
-            spec=spec,
+            facts=facts,
             point=point,
             single=prepared.mode == "single",
             capacity_bits=cap_bits,

@@ -2,7 +2,7 @@
 
 The runner builds :class:`RunMeta` (:func:`cganalysis.experiment.meta.build_meta`) and
 writes it with :func:`cganalysis.jsonrecord.to_json`; the metrics read it
-(:func:`cganalysis.metrics.spec.spec_from_meta`), the run API and the dataset export too.
+(:func:`cganalysis.metrics.runfacts.facts_from_meta`), the run API and the dataset export too.
 Each checks it against :data:`META_SCHEMA` (``cganalysis schema meta``), derived from these
 types. Only ``roles`` and ``analysis`` are required: a capture made without the testbed
 gets a meta.json written by hand (docs/metrics.md), with the keys the metrics read, and the

@@ -1,5 +1,5 @@
 """The competing flow's schedule as the metrics read it (steps of its target rate) and Xu's
-response settings: values of a run's spec (:mod:`.spec`) that its documents hold as they are
+response settings: values of a run's facts (:mod:`.runfacts`) that its documents hold as they are
 (meta.json's ``schedule``, the metrics document's ``inputs``), so their JSON schema is
 derived from these types too (:mod:`cganalysis.jsonrecord`)."""
 

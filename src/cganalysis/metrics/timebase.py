@@ -14,7 +14,7 @@ import polars as pl
 
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.roles import assign_roles, dominant_direction
-from cganalysis.metrics.spec import RunSpec, Window
+from cganalysis.metrics.runfacts import RunFacts, Window
 
 NS_PER_S = 1_000_000_000
 
@@ -97,7 +97,7 @@ def check_columns(packets: pl.DataFrame, what: str = "packets table") -> None:
         )
 
 
-def prepare(packets: pl.DataFrame, spec: RunSpec) -> Prepared:
+def prepare(packets: pl.DataFrame, facts: RunFacts) -> Prepared:
     """Assigns roles, keeps the dominant direction if asked, and sets the time origin."""
     check_columns(packets)
     extra = [
@@ -113,11 +113,11 @@ def prepare(packets: pl.DataFrame, spec: RunSpec) -> Prepared:
     if df.height == 0:
         raise ConfigError("packets table has no packet with an ingress time: nothing to measure")
     excluded = pl.DataFrame()
-    if spec.direction == "dominant":
+    if facts.direction == "dominant":
         df, excluded = dominant_direction(df)
-    df = assign_roles(df, spec.rules)
-    if spec.t0_ns is not None:
-        t0, t0_source = int(spec.t0_ns), "meta"
+    df = assign_roles(df, facts.rules)
+    if facts.t0_ns is not None:
+        t0, t0_source = int(facts.t0_ns), "meta"
     else:
         first = df.select(pl.col("t_ingress_ns").min()).item()
         t0, t0_source = int(first), "first_packet"

@@ -20,7 +20,7 @@ from typing import Any
 
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import capacity_label
-from cganalysis.metrics.spec import LABEL_KEYS
+from cganalysis.metrics.runfacts import LABEL_KEYS
 
 LabelValue = str | int | float | None
 Labels = Mapping[str, LabelValue]

@@ -15,7 +15,7 @@ from typing import Any
 
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.rows import WINDOW_PHASE
-from cganalysis.metrics.spec import LABEL_KEYS
+from cganalysis.metrics.runfacts import LABEL_KEYS
 from cganalysis.report.style import Style
 from cganalysis.report.tablefmt import Row, Table
 from cganalysis.report.tables import num2

@@ -1,9 +1,9 @@
 """What a run was, as the metrics need it: capacity, windows, schedule and roles.
 
-A :class:`RunSpec` comes from a run's ``meta.json`` (:func:`spec_from_meta`, keys documented
+A :class:`RunFacts` comes from a run's ``meta.json`` (:func:`facts_from_meta`, keys documented
 in ``docs/metrics.md`` and checked against
 :data:`cganalysis.metrics.runmeta.META_SCHEMA`) or from command-line flags
-(:func:`spec_from_values`). Every time is in seconds from the run's origin ``t0``: the
+(:func:`facts_from_values`). Every time is in seconds from the run's origin ``t0``: the
 ``start_ns`` of the metadata when given, else the first packet seen at ingress.
 """
 
@@ -104,7 +104,7 @@ def _response_settings(meta: Mapping[str, Any], analysis: Mapping[str, Any]) -> 
 
 
 @dataclass(frozen=True)
-class RunSpec:
+class RunFacts:
     capacity: Capacity
     window: Window
     rules: tuple[RoleRule, ...]
@@ -203,8 +203,8 @@ def trace_file(path: Path, base_dir: Path) -> Path:
         return path
 
 
-def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.json") -> RunSpec:
-    """A spec from a run's metadata; relative trace paths are relative to ``base_dir``."""
+def facts_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.json") -> RunFacts:
+    """The facts of a run from its metadata; relative trace paths are relative to ``base_dir``."""
     validate_meta(meta, where)
     analysis: Mapping[str, Any] = meta["analysis"]
     trace = meta.get("capacity_trace")
@@ -221,7 +221,7 @@ def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.j
         )
         window = Window(*analysis["window_s"])
         fw = analysis.get("fairness_window_s")
-        return RunSpec(
+        return RunFacts(
             capacity=capacity,
             window=window,
             rules=rules_from_mapping(meta["roles"]),
@@ -246,7 +246,7 @@ def spec_from_meta(meta: Mapping[str, Any], base_dir: Path, where: str = "meta.j
         raise ConfigError(f"{where}: {err}") from None
 
 
-def spec_from_values(
+def facts_from_values(
     *,
     capacity: Capacity,
     window: Window,
@@ -260,8 +260,8 @@ def spec_from_values(
     direction: Direction = "dominant",
     delay_thresholds_ms: Sequence[float] = DEFAULT_DELAY_THRESHOLDS_MS,
     labels: Mapping[str, str | int | float] | None = None,
-) -> RunSpec:
-    return RunSpec(
+) -> RunFacts:
+    return RunFacts(
         capacity=capacity,
         window=window,
         rules=tuple(rules),

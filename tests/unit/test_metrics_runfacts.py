@@ -1,4 +1,4 @@
-"""Run specs: windows, steps, capacity choice and META.json validation."""
+"""Run facts: windows, steps, capacity choice and META.json validation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cganalysis.errors import ConfigError
-from cganalysis.metrics.spec import Window, choose_capacity, parse_window, spec_from_meta
+from cganalysis.metrics.runfacts import Window, choose_capacity, facts_from_meta, parse_window
 from cganalysis.metrics.steps import Step, parse_step
 
 
@@ -80,26 +80,25 @@ def test_xu_response_windows_scale_with_a_scaled_schedule() -> None:
     # A 9-minute xu2022 run scaled to 3 minutes: 20 s before the arrival, the last 20 s of
     # the TCP phase (what the runner records as schedule_detail.time_scale).
     third = {"schedule_detail": {"time_scale": 1 / 3}}
-    spec = spec_from_meta(meta(**third), Path("/runs/r01"))
-    assert spec.response.before_s == pytest.approx(20) and spec.response.settle_s == pytest.approx(
-        20
-    )
-    assert spec.response.smooth_s == 2
+    facts = facts_from_meta(meta(**third), Path("/runs/r01"))
+    assert facts.response.before_s == pytest.approx(20)
+    assert facts.response.settle_s == pytest.approx(20)
+    assert facts.response.smooth_s == 2
     # What meta.json says explicitly wins.
     analysis = {"window_s": [120, 360], "response": {"before_s": 45}}
-    spec = spec_from_meta(meta(**third, analysis=analysis), Path("/runs/r01"))
-    assert spec.response.before_s == 45 and spec.response.settle_s == pytest.approx(20)
+    facts = facts_from_meta(meta(**third, analysis=analysis), Path("/runs/r01"))
+    assert facts.response.before_s == 45 and facts.response.settle_s == pytest.approx(20)
 
 
-def test_spec_from_meta_reads_every_key() -> None:
-    spec = spec_from_meta(meta(), Path("/runs/r01"))
-    assert spec.window == Window(120, 360)
-    assert spec.capacity.source == "configured" and spec.capacity.mbps == 50
-    assert [str(r) for r in spec.rules] == ["cg=udp:30002", "competitor=tcp"]
-    assert spec.schedule[0] == Step(60, 10) and not spec.schedule[-1].on
-    assert spec.t0_ns == 1_700_000_000_000_000_000
-    assert spec.response.smooth_s == 2 and spec.response.before_s == 60
-    assert spec.labels == {
+def test_facts_from_meta_reads_every_key() -> None:
+    facts = facts_from_meta(meta(), Path("/runs/r01"))
+    assert facts.window == Window(120, 360)
+    assert facts.capacity.source == "configured" and facts.capacity.mbps == 50
+    assert [str(r) for r in facts.rules] == ["cg=udp:30002", "competitor=tcp"]
+    assert facts.schedule[0] == Step(60, 10) and not facts.schedule[-1].on
+    assert facts.t0_ns == 1_700_000_000_000_000_000
+    assert facts.response.smooth_s == 2 and facts.response.before_s == 60
+    assert facts.labels == {
         "run_id": "tma2024-htb-cubic-r01",
         "campaign": "tma2024",
         "qdisc": "htb",
@@ -110,15 +109,15 @@ def test_spec_from_meta_reads_every_key() -> None:
 
 def test_trace_path_is_relative_to_the_metadata() -> None:
     m = meta(capacity_trace="../traces/x.down", capacity_trace_scale=2)
-    spec = spec_from_meta(m, Path("/runs/r01"))
-    assert spec.capacity.trace == Path("/runs/r01/../traces/x.down")
-    assert spec.capacity.trace_scale == 2
+    facts = facts_from_meta(m, Path("/runs/r01"))
+    assert facts.capacity.trace == Path("/runs/r01/../traces/x.down")
+    assert facts.capacity.trace_scale == 2
 
 
 def test_a_generated_trace_recorded_elsewhere_is_found_by_name(tmp_path: Path) -> None:
     # A run made on another machine names its trace there; a generated one is made again.
     m = meta(capacity_trace="/elsewhere/data/traces/cga-lte-s5-20s.down")
-    got = spec_from_meta(m, tmp_path).capacity.trace
+    got = facts_from_meta(m, tmp_path).capacity.trace
     assert got is not None and got.name == "cga-lte-s5-20s.down" and got.is_file()
     assert int(got.read_text().split()[-1]) == 20_000
 
@@ -138,7 +137,7 @@ def test_bad_meta_names_the_key(change: dict[str, Any], key: str) -> None:
     m = meta(**change)
     m = {k: v for k, v in m.items() if v is not None}
     with pytest.raises(ConfigError) as err:
-        spec_from_meta(m, Path(), where="r01/META.json")
+        facts_from_meta(m, Path(), where="r01/META.json")
     assert f"key {key}" in str(err.value)
     assert "r01/META.json" in str(err.value)
 
@@ -147,14 +146,14 @@ def test_meta_without_any_capacity() -> None:
     m = meta()
     del m["capacity_mbps"]
     with pytest.raises(ConfigError, match="capacity_mbps"):
-        spec_from_meta(m, Path())
+        facts_from_meta(m, Path())
 
 
 def test_meta_with_a_bad_rule_or_window_or_schedule() -> None:
     with pytest.raises(ConfigError, match="unknown protocol"):
-        spec_from_meta(meta(roles={"cg": "quic:443"}), Path())
+        facts_from_meta(meta(roles={"cg": "quic:443"}), Path())
     with pytest.raises(ConfigError, match="end must be after the start"):
-        spec_from_meta(meta(analysis={"window_s": [360, 120]}), Path())
+        facts_from_meta(meta(analysis={"window_s": [360, 120]}), Path())
     sched = [{"t_s": 60, "rate_mbps": 10}, {"t_s": 30, "rate_mbps": 0}]
     with pytest.raises(ConfigError, match="strictly increasing"):
-        spec_from_meta(meta(schedule=sched), Path())
+        facts_from_meta(meta(schedule=sched), Path())
