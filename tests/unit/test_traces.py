@@ -11,7 +11,7 @@ from cganalysis.cli import main
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.io import read_trace
 from cganalysis.traces.find import find_trace
-from cganalysis.traces.generate import TraceSpec, generate
+from cganalysis.traces.generate import TraceRecipe, generate
 from cganalysis.traces.mahimahi import OPPORTUNITY_BYTES, opportunities, trace_stats
 from cganalysis.traces.model import MODELS, rate_per_ms, state_sequence, stationary
 
@@ -26,20 +26,20 @@ def _batch_se(x: np.ndarray, batches: int = 40) -> float:
 @pytest.mark.parametrize(("model", "direction"), [("lte", "down"), ("lte", "up"), ("5g", "down")])
 def test_trace_statistics_match_the_model_within_sampling_error(model: str, direction: str) -> None:
     m = MODELS[model]
-    spec = TraceSpec(model, seed=7, duration_s=2400, direction=direction)
-    times = generate(spec)
+    recipe = TraceRecipe(model, seed=7, duration_s=2400, direction=direction)
+    times = generate(recipe)
     st, model_says = trace_stats(times), stationary(m, direction)
-    duration_ms = spec.duration_s * 1000
+    duration_ms = recipe.duration_s * 1000
     # Sampling tolerance from the realisation itself: per-second rate and outage indicator.
-    rate = rate_per_ms(m, spec.seed, duration_ms, direction)
+    rate = rate_per_ms(m, recipe.seed, duration_ms, direction)
     per_s = rate.reshape(-1, 1000).mean(axis=1)
-    outage = (state_sequence(m, spec.seed, duration_ms) == m.index("outage")).astype(float)
+    outage = (state_sequence(m, recipe.seed, duration_ms) == m.index("outage")).astype(float)
     se_rate, se_out = _batch_se(per_s), _batch_se(outage.reshape(-1, 1000).mean(axis=1))
     print(st.lines(), model_says, se_rate, se_out)
     assert abs(st.mean_rate_mbps - model_says.mean_rate_mbps) < 4 * se_rate
     # Outages seen in the file (silences > 50 ms) against the model's outage fraction; a
     # silence spans the outage plus up to one opportunity's spacing on each side.
-    slack = st.outages * 0.03 / spec.duration_s
+    slack = st.outages * 0.03 / recipe.duration_s
     assert abs(st.outage_fraction - model_says.outage_fraction) < 4 * se_out + slack
     assert 0 < st.per_second_mbps["p5"] < st.per_second_mbps["p50"] < st.per_second_mbps["p95"]
     assert st.per_second_mbps["p95"] <= max(s.rate_mbps for s in m.states) * (1 + m.jitter)
@@ -54,21 +54,21 @@ def test_the_trace_carries_the_rate_to_within_one_opportunity() -> None:
 
 
 def test_generation_is_deterministic_and_seeded() -> None:
-    a = generate(TraceSpec("lte", 3, 60))
-    assert np.array_equal(a, generate(TraceSpec("lte", 3, 60)))
-    assert not np.array_equal(a, generate(TraceSpec("lte", 4, 60)))
+    a = generate(TraceRecipe("lte", 3, 60))
+    assert np.array_equal(a, generate(TraceRecipe("lte", 3, 60)))
+    assert not np.array_equal(a, generate(TraceRecipe("lte", 4, 60)))
     assert a[-1] == 60_000 and np.all(np.diff(a) >= 0)
     # Both directions share the state sequence: the outages coincide.
-    down, up = trace_stats(a), trace_stats(generate(TraceSpec("lte", 3, 60, "up")))
+    down, up = trace_stats(a), trace_stats(generate(TraceRecipe("lte", 3, 60, "up")))
     assert down.outages == up.outages
     assert up.mean_rate_mbps == pytest.approx(down.mean_rate_mbps * 0.5, rel=0.02)
 
 
-def test_names_stand_for_specs() -> None:
-    spec = TraceSpec.from_name("cga-5g-s12-90s.up")
-    assert spec == TraceSpec("5g", 12, 90, "up") and spec.name == "cga-5g-s12-90s.up"
-    assert TraceSpec.from_name("cga-wifi-s1-90s.up") is None
-    assert TraceSpec.from_name("TMobile-LTE-short.down") is None
+def test_names_stand_for_recipes() -> None:
+    recipe = TraceRecipe.from_name("cga-5g-s12-90s.up")
+    assert recipe == TraceRecipe("5g", 12, 90, "up") and recipe.name == "cga-5g-s12-90s.up"
+    assert TraceRecipe.from_name("cga-wifi-s1-90s.up") is None
+    assert TraceRecipe.from_name("TMobile-LTE-short.down") is None
 
 
 def test_search_path_finds_generates_and_says_where_it_looked(

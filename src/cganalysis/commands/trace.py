@@ -16,7 +16,7 @@ from cganalysis.commands import COMMANDS
 from cganalysis.errors import ConfigError
 from cganalysis.metrics.io import read_trace
 from cganalysis.traces.find import find_trace, search_path
-from cganalysis.traces.generate import TraceSpec, generate_to
+from cganalysis.traces.generate import TraceRecipe, generate_to
 from cganalysis.traces.mahimahi import trace_stats
 from cganalysis.traces.model import DIRECTIONS, MODELS, stationary
 
@@ -64,14 +64,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     try:
-        spec = TraceSpec(args.model, args.seed, args.duration_s, args.direction)
+        recipe = TraceRecipe(args.model, args.seed, args.duration_s, args.direction)
     except ValueError as err:
         raise ConfigError(f"trace generate: {err}") from None
-    out: Path = args.out / spec.name if args.out.is_dir() else args.out
-    generate_to(spec, out)
-    model = MODELS[spec.model]
-    st = stationary(model, spec.direction)
-    print(f"wrote {out}: {model.description}, {spec.direction}link, seed {spec.seed}")
+    out: Path = args.out / recipe.name if args.out.is_dir() else args.out
+    generate_to(recipe, out)
+    model = MODELS[recipe.model]
+    st = stationary(model, recipe.direction)
+    print(f"wrote {out}: {model.description}, {recipe.direction}link, seed {recipe.seed}")
     for line in trace_stats(read_trace(out)).lines():
         print(line)
     frac = ", ".join(f"{k} {100 * v:.1f} %" for k, v in st.time_fraction.items())

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 
 from cganalysis.errors import ConfigError
-from cganalysis.traces.generate import TraceSpec, generate_to
+from cganalysis.traces.generate import TraceRecipe, generate_to
 
 ENV = "CGA_TRACES"
 #: A trace's file name, and each part of a relative trace path.
@@ -91,12 +91,12 @@ def find_trace(text: str, base_dir: Path | None, where: str = "trace") -> Path:
         found = _inside(d, parts)
         if found is not None and found.is_file():
             return found
-    spec = TraceSpec.from_name(text)
+    recipe = TraceRecipe.from_name(text)
     home = generated_home(base_dir)
-    if spec is not None and home is not None:
-        return generate_to(spec, home / text).resolve()
+    if recipe is not None and home is not None:
+        return generate_to(recipe, home / text).resolve()
     looked = ", ".join(str(d) for d in folders) or "nowhere (no folder to look in)"
-    if spec is not None:
+    if recipe is not None:
         raise ConfigError(
             f"{where}: trace {text} is a generated trace, but there is no folder to make it "
             f"in (looked in {looked}): set ${ENV} to one, or run from the repository"

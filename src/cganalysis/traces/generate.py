@@ -21,7 +21,9 @@ NAME_RE = re.compile(r"^cga-(?P<model>[a-z0-9]+)-s(?P<seed>\d+)-(?P<dur>\d+)s\.(
 
 
 @dataclass(frozen=True)
-class TraceSpec:
+class TraceRecipe:
+    """What a generated trace is made from; its :attr:`name` says all of it."""
+
     model: str
     seed: int
     duration_s: int
@@ -42,21 +44,21 @@ class TraceSpec:
         return f"cga-{self.model}-s{self.seed}-{self.duration_s}s.{self.direction}"
 
     @classmethod
-    def from_name(cls, name: str) -> TraceSpec | None:
-        """The spec a generated trace's file name stands for (None: not such a name)."""
+    def from_name(cls, name: str) -> TraceRecipe | None:
+        """The recipe a generated trace's file name stands for (None: not such a name)."""
         m = NAME_RE.match(name)
         if m is None or m["model"] not in MODELS:
             return None
         return cls(m["model"], int(m["seed"]), int(m["dur"]), m["dir"])
 
 
-def generate(spec: TraceSpec) -> np.ndarray:
+def generate(recipe: TraceRecipe) -> np.ndarray:
     """The trace's times in ms (the last one is the period, ``duration_s`` x 1000)."""
-    duration_ms = spec.duration_s * 1000
-    rates = rate_per_ms(MODELS[spec.model], spec.seed, duration_ms, spec.direction)
+    duration_ms = recipe.duration_s * 1000
+    rates = rate_per_ms(MODELS[recipe.model], recipe.seed, duration_ms, recipe.direction)
     return close_period(opportunities(rates), duration_ms)
 
 
-def generate_to(spec: TraceSpec, path: Path) -> Path:
-    write_trace(generate(spec), path)
+def generate_to(recipe: TraceRecipe, path: Path) -> Path:
+    write_trace(generate(recipe), path)
     return path

@@ -50,27 +50,29 @@ from cganalysis.testbed.ssh.host import (
     control_dir,
     local_host_keys,
 )
-from cganalysis.testbed.ssh.vmrouter import VmRouter, VmRouterSpec, is_vm_router, parse_router
+from cganalysis.testbed.ssh.vmrouter import VmRouter, VmRouterEntry, is_vm_router, parse_router
 
 ROLES = ("server", "router", "client")
 SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1"}
 
 
 @dataclass(frozen=True)
-class HostSpec:
+class HostEntry:
+    """One host of the testbed file (``hosts.ROLE``), checked but not yet reached."""
+
     role: str
     target: SshTarget
     devs: dict[str, str]  # key in the file -> interface name
     data_ip: str | None
     #: The router as a VM guest booted for the run (its target is known once it runs).
-    vm: VmRouterSpec | None = None
+    vm: VmRouterEntry | None = None
 
 
 @dataclass(frozen=True)
 class SshTestbedConfig:
     path: Path
     workdir: str
-    hosts: dict[str, HostSpec]
+    hosts: dict[str, HostEntry]
 
 
 #: Keys a testbed file once had and may no longer give, and where each setting lives now.
@@ -106,7 +108,7 @@ def parse_testbed(data: Any, where: str) -> SshTestbedConfig:
     ssh.finish()
     workdir = sec.string("workdir", "/tmp", pattern=SAFE_PATH)
     hosts_sec = sec.sub("hosts")
-    hosts: dict[str, HostSpec] = {}
+    hosts: dict[str, HostEntry] = {}
     dev_keys = {"server": ("dev",), "router": ("in_dev", "out_dev"), "client": ("dev",)}
     for role in ROLES:
         h = hosts_sec.sub(role)
@@ -119,7 +121,7 @@ def parse_testbed(data: Any, where: str) -> SshTestbedConfig:
             h.finish()
             target = SshTarget("127.0.0.1", "root", 22, key, None, "yes", "none", timeout)
             devs = {f"{s}_dev": d for s, d in vm.devs.items()}
-            hosts[role] = HostSpec(role, target, devs, None, vm)
+            hosts[role] = HostEntry(role, target, devs, None, vm)
             continue
         target = SshTarget(
             address=h.string("address", pattern=HOSTNAME),
@@ -134,7 +136,7 @@ def parse_testbed(data: Any, where: str) -> SshTestbedConfig:
         devs = {k: h.string(k, pattern=IFNAME) for k in dev_keys[role]}
         data_ip = h.string("data_ip", pattern=IPV4) if role != "router" else None
         h.finish()
-        hosts[role] = HostSpec(role, target, devs, data_ip)
+        hosts[role] = HostEntry(role, target, devs, data_ip)
     hosts_sec.finish()
     sec.finish()
     return SshTestbedConfig(Path(where), workdir, hosts)
@@ -151,62 +153,62 @@ TOOLS = {
 }
 
 
-def _check_host(cfg: SshTestbedConfig, spec: HostSpec, host: SshHost) -> None:
+def _check_host(cfg: SshTestbedConfig, entry: HostEntry, host: SshHost) -> None:
     """Read-only: the host answers, we are root there, its tools, interfaces and address
     exist."""
     uid = host.run(["id", "-u"], check=False)
     if uid.stdout.strip() != "0":
         raise TestbedError(
-            f"{cfg.path}: hosts.{spec.role}: {spec.target.user}@{spec.target.address} is not "
+            f"{cfg.path}: hosts.{entry.role}: {entry.target.user}@{entry.target.address} is not "
             "root there; log in as root or set become: sudo (with passwordless sudo)"
         )
     from cganalysis.testbed.measure.probe import missing_tools
 
-    missing = missing_tools(host, TOOLS[spec.role])
+    missing = missing_tools(host, TOOLS[entry.role])
     if missing:
         raise TestbedError(
-            f"{cfg.path}: hosts.{spec.role}: {', '.join(missing)} not found on "
-            f"{spec.target.address}; install them there (Debian: iperf3, python3, "
+            f"{cfg.path}: hosts.{entry.role}: {', '.join(missing)} not found on "
+            f"{entry.target.address}; install them there (Debian: iperf3, python3, "
             "iputils-ping, ethtool, iproute2, tcpdump)"
         )
     links = json.loads(host.run(["ip", "-j", "link", "show"]).stdout or "[]")
     names = [link.get("ifname") for link in links]
-    for key, dev in spec.devs.items():
+    for key, dev in entry.devs.items():
         if dev not in names:
             raise TestbedError(
-                f"{cfg.path}: hosts.{spec.role}.{key}: interface {dev!r} does not exist on "
-                f"{spec.target.address} (it has: {', '.join(str(n) for n in names)})"
+                f"{cfg.path}: hosts.{entry.role}.{key}: interface {dev!r} does not exist on "
+                f"{entry.target.address} (it has: {', '.join(str(n) for n in names)})"
             )
-    if spec.data_ip is not None:
-        dev = spec.devs["dev"]
+    if entry.data_ip is not None:
+        dev = entry.devs["dev"]
         addrs = json.loads(host.run(["ip", "-j", "-4", "addr", "show", "dev", dev]).stdout or "[]")
         have = [a.get("local") for entry in addrs for a in entry.get("addr_info", [])]
-        if spec.data_ip not in have:
+        if entry.data_ip not in have:
             raise TestbedError(
-                f"{cfg.path}: hosts.{spec.role}.data_ip: {spec.data_ip} is not an address of "
-                f"{dev} on {spec.target.address} (it has: {', '.join(map(str, have)) or 'none'})"
+                f"{cfg.path}: hosts.{entry.role}.data_ip: {entry.data_ip} is not an address of "
+                f"{dev} on {entry.target.address} (it has: {', '.join(map(str, have)) or 'none'})"
             )
 
 
 def boot_router(cfg: SshTestbedConfig, progress: Any = None) -> VmRouter | None:
     """The VM router of ``cfg``, booted (or the one a probe in this process booted)."""
-    spec = cfg.hosts["router"]
-    if spec.vm is None:
+    entry = cfg.hosts["router"]
+    if entry.vm is None:
         return None
     from cganalysis.testbed.ssh import vmrouter
 
     router = vmrouter.take(str(cfg.path.resolve()))
     if router is None:
         say = progress or (lambda m: print(m, file=sys.stderr, flush=True))
-        router = VmRouter(spec.vm, str(cfg.path), spec.target, say)
+        router = VmRouter(entry.vm, str(cfg.path), entry.target, say)
         router.boot()
     return router
 
 
-def _target(spec: HostSpec, router: VmRouter | None) -> SshTarget:
-    if spec.vm is not None and router is not None and router.target is not None:
+def _target(entry: HostEntry, router: VmRouter | None) -> SshTarget:
+    if entry.vm is not None and router is not None and router.target is not None:
         return router.target
-    return spec.target
+    return entry.target
 
 
 @contextmanager
@@ -218,8 +220,8 @@ def probing_ssh(path: Path) -> Iterator[SshHost]:
     router = boot_router(cfg)
     hosts = {r: SshHost(r, _target(s, router), ctl) for r, s in cfg.hosts.items()}
     try:
-        for role, spec in cfg.hosts.items():
-            _check_host(cfg, spec, hosts[role])
+        for role, entry in cfg.hosts.items():
+            _check_host(cfg, entry, hosts[role])
         yield hosts["router"]
     except BaseException:
         if router is not None:
@@ -280,17 +282,17 @@ class SshTestbed:
         self.vm = boot_router(self.cfg)
         if self.vm is not None:
             self.vm.attach()
-        for role, spec in self.cfg.hosts.items():
-            host = SshHost(role, _target(spec, self.vm), self.ctl)
+        for role, entry in self.cfg.hosts.items():
+            host = SshHost(role, _target(entry, self.vm), self.ctl)
             self.hosts[role] = host
-            _check_host(self.cfg, spec, host)
+            _check_host(self.cfg, entry, host)
             tmpl = f"{self.cfg.workdir}/cgatb-{self.tag}-XXXXXX"
             host.workdir = host.run(["mktemp", "-d", tmpl]).stdout.strip()
             self.remote_dirs[role] = host.workdir
             self._record()
-            self.saved[role] = self._save(host, list(spec.devs.values()), role != "router")
+            self.saved[role] = self._save(host, list(entry.devs.values()), role != "router")
             self._record()
-            for dev in spec.devs.values():
+            for dev in entry.devs.values():
                 host.run(["ethtool", "-K", dev, *[w for o in OFFLOADS for w in (o, "off")]])
             if role != "router":
                 for key, value in {**SYSCTLS, "net.ipv4.tcp_ecn": str(self.layout.ecn)}.items():

@@ -70,7 +70,9 @@ MaxStartups 100
 
 
 @dataclass(frozen=True)
-class VmRouterSpec:
+class VmRouterEntry:
+    """The testbed file's ``hosts.router.vm``: the router as a guest booted for the run."""
+
     options: VmOptions
     devs: dict[str, str]  # side -> interface name in the guest
     bridges: dict[str, str]  # side -> bridge on this host
@@ -81,7 +83,7 @@ def is_vm_router(h: Section) -> bool:
     return h.has("vm")
 
 
-def parse_router(h: Section) -> VmRouterSpec:
+def parse_router(h: Section) -> VmRouterEntry:
     """The router keys when the router is a guest (``vm`` given); the caller finishes."""
     options = parse_vm_section(h.sub("vm"))
     devs = {s: h.string(f"{s}_dev", pattern=IFNAME) for s in SIDES}
@@ -103,7 +105,7 @@ def parse_router(h: Section) -> VmRouterSpec:
     for key in ("address", "port", "user", "become"):
         if h.has(key):
             raise h.error(key, "a vm router is reached through 127.0.0.1 as root; leave it out")
-    return VmRouterSpec(options, devs, bridges, addresses)
+    return VmRouterEntry(options, devs, bridges, addresses)
 
 
 def _free_port() -> int:
@@ -123,8 +125,8 @@ def _run(argv: list[str]) -> str:
 class VmRouter:
     """One guest booted as a router; ``target`` is how ssh reaches it."""
 
-    def __init__(self, spec: VmRouterSpec, where: str, ssh: SshTarget, progress: Any) -> None:
-        self.spec = spec
+    def __init__(self, entry: VmRouterEntry, where: str, ssh: SshTarget, progress: Any) -> None:
+        self.entry = entry
         self.where = where
         self.ssh = ssh
         self.say = progress or (lambda _m: None)
@@ -147,7 +149,7 @@ class VmRouter:
                 f"-netdev tap,id=cga{side},ifname={self.taps[side]},script=no,downscript=no",
                 f"-device virtio-net-pci,netdev=cga{side},mac={MACS[side]}",
             ]
-        guest = Guest({"mode": "serve"}, self.spec.options, [], self.say, nics)
+        guest = Guest({"mode": "serve"}, self.entry.options, [], self.say, nics)
         self.guest = guest
         try:
             self._keys(guest.ctl, port)
@@ -183,10 +185,10 @@ class VmRouter:
         links = json.loads(_run(["ip", "-j", "link", "show", "type", "bridge"]) or "[]")
         have = [str(link.get("ifname")) for link in links]
         for side in SIDES:
-            if self.spec.bridges[side] not in have:
+            if self.entry.bridges[side] not in have:
                 raise TestbedError(
                     f"{self.where}: hosts.router.{side}_bridge: bridge "
-                    f"{self.spec.bridges[side]!r} does not exist in this host's network "
+                    f"{self.entry.bridges[side]!r} does not exist in this host's network "
                     f"namespace (it has: {', '.join(have) or 'none'}); create it and connect "
                     f"the {'server' if side == 'in' else 'client'} to it"
                 )
@@ -221,7 +223,7 @@ class VmRouter:
         guest.run(["modprobe", "virtio_net"])
         links = json.loads(guest.run(["ip", "-j", "link", "show"]).stdout or "[]")
         by_mac = {str(x.get("address")): str(x.get("ifname")) for x in links}
-        names = {"mgmt": "mgmt", **self.spec.devs}
+        names = {"mgmt": "mgmt", **self.entry.devs}
         for i, (role, mac) in enumerate(MACS.items()):
             if mac not in by_mac:
                 raise TestbedError(f"vm router: the guest has no NIC {mac} ({role}): {by_mac}")
@@ -234,8 +236,10 @@ class VmRouter:
                    "net.ipv6.conf.default.disable_ipv6=1", "net.ipv4.ip_forward=1"])  # fmt: skip
         guest.run(["ip", "addr", "add", f"{MGMT_IP}/24", "dev", "mgmt"])
         for side in SIDES:
-            guest.run(["ip", "addr", "add", self.spec.addresses[side], "dev", self.spec.devs[side]])
-        for dev in ("lo", "mgmt", *self.spec.devs.values()):
+            guest.run(
+                ["ip", "addr", "add", self.entry.addresses[side], "dev", self.entry.devs[side]]
+            )
+        for dev in ("lo", "mgmt", *self.entry.devs.values()):
             guest.run(["ip", "link", "set", "dev", dev, "up"])
         ctl = str(guest.ctl)
         # The guest's /etc is a throw-away copy. virtme's init locks every account there,
@@ -256,7 +260,7 @@ class VmRouter:
     def _wait_ssh(self, guest: Guest) -> None:
         assert self.target is not None
         host = SshHost("router", self.target, guest.ctl)
-        deadline = time.monotonic() + self.spec.options.boot_timeout_s
+        deadline = time.monotonic() + self.entry.options.boot_timeout_s
         try:
             while True:
                 try:
@@ -277,7 +281,7 @@ class VmRouter:
     def attach(self) -> None:
         """The data NICs join the operator's bridges (the run holds the testbed now)."""
         for side in SIDES:
-            _run(["ip", "link", "set", "dev", self.taps[side], "master", self.spec.bridges[side]])
+            _run(["ip", "link", "set", "dev", self.taps[side], "master", self.entry.bridges[side]])
             _run(["ip", "link", "set", "dev", self.taps[side], "up"])
         self.attached = True
 
@@ -296,8 +300,8 @@ class VmRouter:
             "guest_kernel": info.get("guest", {}).get("kernel"),
             "role": "router",
             "taps": self.taps,
-            "bridges": self.spec.bridges,
-            "addresses": self.spec.addresses,
+            "bridges": self.entry.bridges,
+            "addresses": self.entry.addresses,
             "ssh": None if self.target is None else f"127.0.0.1:{self.target.port}",
         }
 
