@@ -22,6 +22,7 @@ import pytest
 
 from cganalysis.testbed.dataplane.bottleneck import Delay, KernelBottleneck
 from cganalysis.testbed.rendering import tcparse
+from cganalysis.testbed.shared.delays import NETEM
 from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.config import (
     Bottleneck,
@@ -82,7 +83,7 @@ def pair(guest: Any) -> Iterator[Topology]:
             router_out="p0",
             server_dev="q1",
             client_dev="p1",
-            delay_via="netem",
+            delay=NETEM,
         )
     finally:
         whole.run(["ip", "netns", "del", ns], check=False)

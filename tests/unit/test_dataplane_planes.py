@@ -28,6 +28,7 @@ from cganalysis.testbed.dataplane.planes import (
 )
 from cganalysis.testbed.dataplane.resolve import resolve_in_router_kernel
 from cganalysis.testbed.shared import hosts
+from cganalysis.testbed.shared.delays import NO_DELAY
 from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.config import BACKENDS, Monitor
 
@@ -89,7 +90,7 @@ def test_a_router_kernel_testbed_refuses_every_plane_outside_the_kernel(
 @pytest.mark.parametrize("plane", list(PLANES.values()))
 def test_offloads_need_a_plane_in_the_kernel(plane: DataPlane) -> None:
     cfg = _run(offloads="kernel")
-    resolution = Resolution(plane, "none", "test")
+    resolution = Resolution(plane, NO_DELAY, "test")
     if plane.in_kernel:
         _check_offloads(cfg, resolution)
         return

@@ -169,7 +169,7 @@ def run_check(args: argparse.Namespace) -> int:
     print(
         f"{args.config}: ok: bottleneck {p.resolution.bottleneck.name} "
         f"({p.resolution.reason}), "
-        f"delay {p.resolution.delay_via}, schedule {p.schedule.duration_s:g} s, "
+        f"delay {p.resolution.delay}, schedule {p.schedule.duration_s:g} s, "
         f"{len(p.schedule.phases())} competitor step(s)"
     )
     return 0

@@ -25,7 +25,7 @@ def make_testbed(cfg: RunConfig, p: Plan, workdir: Path) -> Testbed:
         mahimahi = link_of(cfg.bottleneck, cfg.propagation)
     layout = Layout(
         l2_router=plane.bridges_router,
-        delay_via=p.resolution.delay_via,
+        delay=p.resolution.delay,
         cca=p.cca_kernel,
         ecn=1 if cfg.competitor.ecn else 0,
         mahimahi=mahimahi,

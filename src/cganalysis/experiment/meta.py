@@ -243,7 +243,7 @@ def run_meta(
         bottleneck_backend=record.bottleneck_backend,
         bottleneck_backend_reason=p.resolution.reason,
         shaper=record.shaper,
-        delay_via=p.resolution.delay_via,
+        delay_via=p.resolution.delay.name,
         config=cfg.to_dict(),
         schedule_detail=schedule_detail(sched),
         steps=record.steps,

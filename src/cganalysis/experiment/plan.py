@@ -125,11 +125,11 @@ def _check_offloads(cfg: RunConfig, resolution: Resolution) -> None:
             f"(netns, sim or vm), not the {resolution.bottleneck.name} on {cfg.testbed.kind}; "
             "remove the key or change the testbed"
         )
-    if resolution.delay_via == "emulator":
+    if not resolution.delay.in_kernel:
         raise ConfigError(
-            f"{where}: the propagation delay goes through the emulator's hop here (this "
-            "kernel has no netem); give propagation.via: netem on a kernel with netem "
-            "(testbed: sim) or no delay"
+            f"{where}: the propagation delay goes through {resolution.delay}, outside the "
+            "kernel, here (this kernel has no netem, or propagation.via asks for it); give "
+            "propagation.via: netem on a kernel with netem (testbed: sim) or no delay"
         )
 
 

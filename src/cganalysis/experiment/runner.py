@@ -86,7 +86,7 @@ def _experiment(cfg: RunConfig, out: Path, opts: RunOptions) -> dict[str, Any]:
     p = check(cfg, opts)
     opts.progress(
         f"run {opts.run_id}: bottleneck {p.resolution.bottleneck.name} ({p.resolution.reason}), "
-        f"delay {p.resolution.delay_via}, {p.schedule.duration_s:g} s"
+        f"delay {p.resolution.delay}, {p.schedule.duration_s:g} s"
     )
     with _run_dir(cfg, out, opts.run_id, opts) as tmp:
         session = Session(p, opts, tmp)

@@ -85,7 +85,7 @@ class Session:
             "router_out": topo.router_out,
             "server_dev": topo.server_dev,
             "client_dev": topo.client_dev,
-            "delay_via": topo.delay_via,
+            "delay_via": topo.delay.name,
         }
         by_host: dict[str, tuple[Host, list[tuple[str, Path]]]] = {}
         for host, path in self.fetch:

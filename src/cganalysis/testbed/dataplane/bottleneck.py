@@ -307,7 +307,7 @@ class Delay:
             self.commands.append(argv)
             host.run(argv)
         t = self.topo
-        if t.delay_via == "emulator":
+        if t.delay.emulator_hop:
             assert t.delay_host is not None and t.delay_devs is not None
             h = t.delay_host
             config = emuconf.delay_config(t.delay_devs[0], t.delay_devs[1], self.p)
@@ -318,7 +318,7 @@ class Delay:
         hop of the router's kernel (uml: its namespace after the egress tap, forward on the
         client's side, reverse on the router's) when the topology has one."""
         t = self.topo
-        if t.delay_via != "netem":
+        if not t.delay.netem:
             return []
         if t.delay_host is not None and t.delay_devs is not None:
             return [

@@ -23,7 +23,8 @@ from cganalysis.testbed.dataplane.bottleneck import (
     KernelBottleneck,
 )
 from cganalysis.testbed.dataplane.mmlog import MahimahiBottleneck
-from cganalysis.testbed.shared.topology import DelayPlace, Topology
+from cganalysis.testbed.shared.delays import DelayPlacement
+from cganalysis.testbed.shared.topology import Topology
 from cganalysis.testbed.spec.config import Backend, Bottleneck, Monitor, PlaneName
 
 #: Installs the plane's bottleneck on a testbed that is up: (topology, configuration,
@@ -117,5 +118,5 @@ class Resolution:
     """The plane a run's bottleneck uses on its host, where its delay sits, and why."""
 
     bottleneck: DataPlane
-    delay_via: DelayPlace
+    delay: DelayPlacement
     reason: str

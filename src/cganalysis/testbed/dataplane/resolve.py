@@ -14,8 +14,8 @@ from cganalysis.emulator.binary import NAME
 from cganalysis.testbed.dataplane.planes import EMULATOR, KERNEL, MAHIMAHI, Resolution, chosen
 from cganalysis.testbed.measure.probe import DUALPI2_IPROUTE2, iproute2_version, probe_qdiscs, which
 from cganalysis.testbed.rendering.mahimahi import PROGRAMS, link_of, unprivileged_user
+from cganalysis.testbed.shared.delays import EMULATOR_HOP, MM_DELAY, NETEM, NO_DELAY, DelayPlacement
 from cganalysis.testbed.shared.hosts import Host, TestbedError
-from cganalysis.testbed.shared.topology import DelayPlace
 from cganalysis.testbed.spec.config import Bottleneck, Direction, Propagation
 from cganalysis.testbed.spec.qdisc import Htb
 from cganalysis.testbed.spec.qdisc_kinds import EMULATOR_ONLY, KERNEL_ONLY
@@ -150,19 +150,19 @@ def _resolve_mahimahi(b: Bottleneck, p: Propagation, host: Host) -> Resolution:
     user = unprivileged_user()
     return Resolution(
         MAHIMAHI,
-        "mahimahi" if link.delay_ms else "none",
+        MM_DELAY if link.delay_ms else NO_DELAY,
         f"backend mahimahi (mm-link as {user}"
         + (f", mm-delay {link.delay_ms} ms)" if link.delay_ms else ")"),
     )
 
 
-def _delay_via(p: Propagation, netem: tuple[bool, str | None], has_emu: bool) -> DelayPlace:
+def _delay_via(p: Propagation, netem: tuple[bool, str | None], has_emu: bool) -> DelayPlacement:
     if not p.needed:
-        return "none"
+        return NO_DELAY
     if p.via in ("auto", "netem") and netem[0]:
-        return "netem"
+        return NETEM
     if p.via in ("auto", "emulator") and has_emu:
-        return "emulator"
+        return EMULATOR_HOP
     wanted = "netem" if p.via == "netem" else f"netem or {EMULATOR_PROGRAM}"
     raise TestbedError(
         f"propagation: a delay of {p.forward_ms:g}/{p.reverse_ms:g} ms (jitter "
@@ -209,4 +209,4 @@ def resolve_in_router_kernel(b: Bottleneck, p: Propagation, host: Host, where: s
             f"bottleneck: the {where} router's kernel ({release}) lacks qdisc "
             f"{', '.join(lacking)} ({support[lacking[0]][1] or 'tc too old'}); {hint}"
         )
-    return Resolution(KERNEL, "netem" if p.needed else "none", f"{where} router kernel {release}")
+    return Resolution(KERNEL, NETEM if p.needed else NO_DELAY, f"{where} router kernel {release}")

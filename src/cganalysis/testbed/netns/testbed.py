@@ -109,7 +109,7 @@ class NetnsTestbed:
     def up(self) -> Topology:
         if self.layout.mahimahi is not None:
             return self._up_mahimahi()
-        roles = ["srv", "rtr", "cli"] + (["dly"] if self.layout.delay_via == "emulator" else [])
+        roles = ["srv", "rtr", "cli"] + (["dly"] if self.layout.delay.emulator_hop else [])
         for role in roles:
             self._namespace(role)
         self._veth(("srv", "srv0"), ("rtr", "rtr0"))
@@ -156,7 +156,7 @@ class NetnsTestbed:
             router_out="rtr1",
             server_dev="srv0",
             client_dev="cli0",
-            delay_via=self.layout.delay_via,
+            delay=self.layout.delay,
             delay_host=self.hosts.get("dly"),
             delay_devs=("dly0", "dly1") if "dly" in roles else None,
             details={"namespaces": {r: self.ns(r) for r in roles}, "tag": self.tag},
@@ -194,7 +194,7 @@ class NetnsTestbed:
             router_out="ingress",
             server_dev="srv0",
             client_dev="cli0",
-            delay_via=self.layout.delay_via,
+            delay=self.layout.delay,
             egress_host=mm["shell"],
             egress_direction="in",
             details={

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from cganalysis.testbed.shared.delays import NO_DELAY, DelayPlacement
 from cganalysis.testbed.shared.hosts import Host
 
 if TYPE_CHECKING:
     from cganalysis.testbed.rendering.mahimahi import MahimahiLink
-
-#: Where a run's propagation delay sits, as meta.json's ``delay_via`` names it: nowhere,
-#: netem (the endpoints' or the router kernel's), a delay-only cga-emu hop between router
-#: and client, or mahimahi's mm-delay.
-DelayPlace = Literal["none", "netem", "emulator", "mahimahi"]
 
 
 @dataclass
@@ -34,7 +30,8 @@ class Topology:
     router_out: str  # router interface facing the client: bottleneck, egress capture
     server_dev: str
     client_dev: str
-    delay_via: DelayPlace = "none"
+    #: Where its propagation delay sits (shared/delays.py).
+    delay: DelayPlacement = NO_DELAY
     #: Hosts that hold a delay-only emulator hop (netns: its own namespace).
     delay_host: Host | None = None
     delay_devs: tuple[str, str] | None = None
@@ -72,7 +69,7 @@ class Layout:
 
     #: The bottleneck runs in the emulator: the router bridges frames (no IPs on it).
     l2_router: bool
-    delay_via: DelayPlace
+    delay: DelayPlacement
     cca: str
     ecn: int  # net.ipv4.tcp_ecn on the endpoints
     #: The bottleneck is a mahimahi link between router and client (netns only; netns/mahimahi.py).

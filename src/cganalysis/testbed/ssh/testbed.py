@@ -242,7 +242,7 @@ class SshTestbed:
     kind = "ssh"
 
     def __init__(self, cfg: SshTestbedConfig, layout: Layout, workdir: Path) -> None:
-        if layout.delay_via == "emulator":
+        if layout.delay.emulator_hop:
             raise TestbedError(
                 f"{cfg.path}: a delay-only emulator hop needs its own host between server and "
                 "router; on bare hosts give the delay with netem (propagation.via: netem) or "
@@ -309,7 +309,7 @@ class SshTestbed:
             router_out=r.devs["out_dev"],
             server_dev=s.devs["dev"],
             client_dev=c.devs["dev"],
-            delay_via=self.layout.delay_via,
+            delay=self.layout.delay,
             details={
                 "tag": self.tag,
                 "hosts": {k: v.target.address for k, v in self.hosts.items()},

@@ -116,14 +116,14 @@ class UmlTestbed(NetnsTestbed):
     def __init__(
         self, layout: Layout, workdir: Path, opts: UmlOptions | None = None, tag: str | None = None
     ) -> None:
-        if layout.l2_router or layout.delay_via == "emulator":
+        if layout.l2_router or layout.delay.emulator_hop:
             raise TestbedError("the uml testbed runs the bottleneck and the delay in its kernel")
         super().__init__(layout, workdir, tag)
         # The netns testbed's record, its user namespace included (an ordinary user's run).
         self.state = state.StateFile(self.tag, {**self.state.data, "backend": "uml"})
         self.opts = opts or UmlOptions()
         self.kernel: UmlKernel | None = None
-        self.delay = layout.delay_via == "netem"
+        self.delay = layout.delay.netem
 
     def up(self) -> Topology:
         for role in ("srv", "rtr", "cli"):
@@ -170,7 +170,7 @@ class UmlTestbed(NetnsTestbed):
             router_out="rtr1",
             server_dev="srv0",
             client_dev="cli0",
-            delay_via=self.layout.delay_via,
+            delay=self.layout.delay,
             delay_host=delay,
             delay_devs=("rtr2", "rtr3") if self.delay else None,
             details={
