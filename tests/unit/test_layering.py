@@ -9,7 +9,7 @@ counts too.
 - ``matching`` (packet tables from captures) knows nothing of ``metrics``;
 - inside ``testbed``, ``spec`` (configuration) knows nothing of ``rendering`` (commands),
   and neither knows the registry of testbed types or the subpackages that act on hosts
-  (``backends``, ``dataplane``, ``measure``);
+  (one per testbed type, ``shared``, ``dataplane``, ``measure``);
 - the import graph of ``cganalysis`` has no cycle, and no two sibling packages import
   each other. An import under ``if TYPE_CHECKING:`` (never run) is not an edge. ``from
   P import name`` is an edge to ``P.name`` where that is a module, to the module ``P``

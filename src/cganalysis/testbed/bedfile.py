@@ -8,10 +8,10 @@
     # (testbed/vm/config.py); uml: a `uml` section (testbed/uml/config.py)
 
 :func:`load_testbed_file` checks the whole file when a run or a pool names it, before
-anything on a host is touched; each backend's keys are declared once, in that backend's
-module (:func:`cganalysis.testbed.ssh.testbed.parse_testbed`,
+anything on a host is touched; each testbed type's keys are declared once, in that
+type's package (:func:`cganalysis.testbed.ssh.testbed.parse_testbed`,
 :func:`cganalysis.testbed.vm.config.parse_options`), which the registry of testbed
-types (:mod:`cganalysis.testbed.types`) names and the backends read again to run. Errors
+types (:mod:`cganalysis.testbed.types`) names and the types' packages read again to run. Errors
 name the file and the key.
 """
 

@@ -7,7 +7,7 @@ and this machine's tools are needed, and the testbed shares this machine's lock)
 a run file may name it without a testbed file, how its testbed file's own keys are
 checked, which host decides what a run can use (``probing``; ``router_probing`` when the
 router has a kernel of its own), and how it is built. Adding a testbed type is one entry
-here plus its backend module under ``backends/`` (docs/architecture.md).
+here plus its package ``testbed/<type>/`` (docs/architecture.md).
 
 Implementations are imported when used: reading a run file must not import QEMU's or the
 UML kernel's drivers.
