@@ -3,7 +3,7 @@ simulated second by bottleneck rate, and the same run quiet and loaded.
 
     .venv/bin/python -m benchmarks.bench_sim [--rates 10,50,100] [--seconds 20]
         [--userspace seccomp,ptrace] [--loaded] [--campaign data/raw/tma2024-sim]
-        [--cg-bin OLD,NEW [--repeat 2]] [--out DIR]
+        [--cg-bin OLD,NEW [--repeat 2]] [--pin none,auto [--tma] [--repeat 3]] [--out DIR]
 
 - **Rates**: a bulk iperf3 Cubic flow and a 1 Mbit/s RTP stream through an HTB + pfifo
   bottleneck at each rate (15 ms each way), ``--seconds`` of traffic. Printed per rate: the
@@ -20,6 +20,12 @@ simulated second by bottleneck rate, and the same run quiet and loaded.
   compared on the same host at the same time; then whether each build's packet tables are
   identical across rounds (the run is deterministic) and to the first build's (``--rates ''``
   skips the rate runs).
+- **Pinning** (``--pin none,auto``): each ``--rates`` run, and with ``--tma`` the TMA-like
+  run of ``--cg-bin``, with each ``sim.cpu`` setting in turn (``none``: unpinned; ``auto``
+  or a CPU's number: the kernel and its stubs on one host CPU), ``--repeat`` rounds, the
+  settings alternating within each round; then per run and setting the median host CPU
+  and wall seconds per simulated second, and whether every packet table is identical
+  across settings and rounds (pinning must change no packet).
 - **Campaign** (``--campaign DIR``): wall time per simulated minute of the TMA schedule,
   read from a finished campaign's meta.json files (``profiles/sim`` writes
   data/raw/tma2024-sim).
@@ -34,15 +40,20 @@ import argparse
 import json
 import multiprocessing
 import os
+import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 
-def _testbed(out: Path, userspace: str) -> str:
-    path = out / f"sim-{userspace}.yaml"
-    path.write_text(f"backend: sim\nsim:\n  userspace: {userspace}\n", encoding="utf-8")
+def _testbed(out: Path, userspace: str, cpu: str = "auto") -> str:
+    path = out / f"sim-{userspace}-cpu-{cpu}.yaml"
+    path.write_text(
+        f"backend: sim\nsim:\n  userspace: {userspace}\n  cpu: {cpu}\n", encoding="utf-8"
+    )
     return str(path)
 
 
@@ -73,12 +84,12 @@ def _run_file(rate_mbit: float, seconds: int, testbed: str) -> dict[str, Any]:
     }
 
 
-def _tma_run_file(seconds: int) -> dict[str, Any]:
+def _tma_run_file(seconds: int, testbed: str = "sim") -> dict[str, Any]:
     """The TMA drop-tail cell, shortened: the CG flow alone, then iperf3 at 40 Mbit/s."""
     return {
         "name": "sim-bench-cg-bin",
         "description": "cga-cg SCReAM and iperf3 Cubic at 40 Mbit/s through HTB + pfifo",
-        "testbed": "sim",
+        "testbed": testbed,
         "schedule": {
             "preset": "custom",
             "duration_s": seconds + 2,
@@ -135,6 +146,7 @@ def _measure(run_file: dict[str, Any], a: argparse.Namespace, name: str) -> dict
         "packets": packets,
         "load": os.getloadavg()[0],
         "table": table,
+        "pinned_cpu": sim.get("pinned_cpu"),
     }
 
 
@@ -171,12 +183,52 @@ def cg_bin_report(a: argparse.Namespace) -> list[str]:
     return lines
 
 
+def pin_report(a: argparse.Namespace) -> list[str]:
+    """Each run with each ``sim.cpu`` setting, the settings alternating within each round."""
+    settings = a.pin.split(",")
+    runs: dict[str, Callable[[str], dict[str, Any]]] = {
+        f"{rate:g} Mbit/s": partial(_run_file, rate, a.seconds)
+        for rate in (float(x) for x in a.rates.split(",") if x)
+    }
+    if a.tma:
+        runs["TMA-like"] = partial(_tma_run_file, a.seconds)
+    lines = ["", f"Pinning (sim.cpu): {', '.join(settings)}; {a.repeat} rounds"]
+    got: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for round_ in range(1, a.repeat + 1):
+        for label, make in runs.items():
+            for cpu in settings:
+                name = f"pin-{label.split()[0]}-cpu-{cpu}-round{round_}"
+                r = _measure(make(_testbed(a.out, "seccomp", cpu)), a, name)
+                got.setdefault((label, cpu), []).append(r)
+                on = "" if r["pinned_cpu"] is None else f" ({r['pinned_cpu']})"
+                lines.append(_row(r, f"{label}, cpu {cpu}{on}, #{round_}"))
+                print(lines[-1], flush=True)
+    lines.append("")
+    for label in runs:
+        for cpu in settings:
+            rs = got[(label, cpu)]
+            lines.append(
+                f"{label}, cpu {cpu} (n={len(rs)}): per sim s, host CPU s "
+                f"{_spread([r['cpu_s'] / r['sim_s'] for r in rs])}, wall s "
+                f"{_spread([r['wall_s'] / r['sim_s'] for r in rs])}"
+            )
+        tables = [r["table"] for cpu in settings for r in got[(label, cpu)]]
+        same = all(t.equals(tables[0]) for t in tables)
+        lines.append(f"{label}: packet tables identical across settings and rounds: {same}")
+    return lines
+
+
+def _spread(values: list[float]) -> str:
+    v = sorted(values)
+    return f"median {statistics.median(v):.3f} (range {v[0]:.3f}-{v[-1]:.3f})"
+
+
 def _row(r: dict[str, Any], label: str) -> str:
     per_s = r["wall_s"] / r["sim_s"]
     cpu_per_s = r["cpu_s"] / r["sim_s"]
     us_per_packet = 1e6 * r["cpu_s"] / max(1, r["packets"])
     return (
-        f"{label:<26}{r['sim_s']:>8.1f}{r['wall_s']:>9.1f}{per_s:>10.2f}{r['cpu_s']:>9.1f}"
+        f"{label:<30}{r['sim_s']:>8.1f}{r['wall_s']:>9.1f}{per_s:>10.2f}{r['cpu_s']:>9.1f}"
         f"{cpu_per_s:>10.2f}{r['packets']:>12,}{us_per_packet:>12.1f}{r['load']:>7.2f}"
     )
 
@@ -185,7 +237,7 @@ def _row(r: dict[str, Any], label: str) -> str:
 #: kernel's host CPU seconds per simulated second (its cost, whatever the load); cpu
 #: us/pkt: host CPU per packet seen by the two taps.
 HEADER = (
-    f"{'run':<26}{'sim s':>8}{'wall s':>9}{'wall/sim':>10}{'cpu s':>9}{'cpu/sim':>10}"
+    f"{'run':<30}{'sim s':>8}{'wall s':>9}{'wall/sim':>10}{'cpu s':>9}{'cpu/sim':>10}"
     f"{'packets':>12}{'cpu us/pkt':>12}{'load':>7}"
 )
 
@@ -214,14 +266,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loaded", action="store_true")
     ap.add_argument("--campaign", type=Path)
     ap.add_argument("--cg-bin", help="cga-cg builds to compare, comma-separated")
-    ap.add_argument("--repeat", type=int, default=2, help="rounds of --cg-bin")
+    ap.add_argument("--repeat", type=int, default=2, help="rounds of --cg-bin or --pin")
+    ap.add_argument("--pin", help="sim.cpu settings to compare, comma-separated (none,auto)")
+    ap.add_argument("--tma", action="store_true", help="--pin: the TMA-like run too")
     ap.add_argument("--out", type=Path, default=Path("results/bench/sim"))
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     lines = [f"sim testbed, {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores", HEADER]
     results = {}
     modes = a.userspace.split(",")
-    for rate in (float(x) for x in a.rates.split(",") if x):
+    for rate in (float(x) for x in a.rates.split(",") if x and not a.pin):
         for mode in modes:
             r = _one(rate, a, f"rate-{rate:g}-{mode}", mode)
             if mode == modes[0]:
@@ -247,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             _row(loaded, "50 Mbit/s, cores busy"),
             f"packet table identical to the quiet run's: {same}",
         ]
+    if a.pin:
+        lines += pin_report(a)
     if a.cg_bin:
         lines += cg_bin_report(a)
     if a.campaign is not None:

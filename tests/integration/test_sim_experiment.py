@@ -1,11 +1,12 @@
 """The ``sim`` testbed: a whole run inside one user-mode Linux kernel on simulated time.
 
 ``configs/runs/quick-sim-dualpi2.yaml`` (SCReAM in the L queue against Cubic in the C
-queue of the kernel's own DualPI2, netem 15 ms each way) runs twice, the second time with
-both of this machine's cores kept busy: the two packet tables must be identical, column
-for column (every time, delay, loss, ECN mark, port and sequence number). DualPI2 marks
-and drops at random, so this also shows the guest's randomness follows the seed. Where
-the real-time testbeds need a quiet machine and loose bounds (a competitor that starts
+queue of the kernel's own DualPI2, netem 15 ms each way) runs twice, the first time pinned
+to one host CPU (``sim.cpu: auto``), the second unpinned (``none``) with both of this
+machine's cores kept busy: the two packet tables must be identical, column for column
+(every time, delay, loss, ECN mark, port and sequence number). DualPI2 marks and drops at
+random, so this also shows the guest's randomness follows the seed. Where the real-time
+testbeds need a quiet machine and loose bounds (a competitor that starts
 "about" on time, a link "mostly" used), the simulated clock gives exact values: the twin
 assertions below are tight. A third run with another repetition number (another seed)
 must differ.
@@ -75,17 +76,26 @@ def _run(out: Path, *extra: str) -> Run:
     return meta, packets
 
 
+def _bed(folder: Path, cpu: str) -> Path:
+    """A sim testbed file with this ``sim.cpu``; the guest gets a copy, so the twins' files
+    have the same name and length."""
+    folder.mkdir()
+    path = folder / "sim.yaml"
+    path.write_text(f"backend: sim\nsim:\n  cpu: {cpu}\n", encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def twin_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     _need_sim()
     base = tmp_path_factory.mktemp("sim")
-    runs = {"quiet": _run(base / "a")}
+    runs = {"quiet": _run(base / "a", "--testbed", _bed(base / "a-bed", "auto"))}
     stop = multiprocessing.Event()
     burners = [multiprocessing.Process(target=_burn, args=(stop,)) for _ in range(2)]
     for b in burners:
         b.start()
     try:
-        runs["loaded"] = _run(base / "b")
+        runs["loaded"] = _run(base / "b", "--testbed", _bed(base / "b-bed", "none"))
     finally:
         stop.set()
         for b in burners:
@@ -96,7 +106,9 @@ def twin_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
 def test_a_run_twice_gives_the_same_packets_even_on_a_loaded_host(
     twin_runs: dict[str, Run],
 ) -> None:
-    (_, quiet), (_, loaded) = twin_runs["quiet"], twin_runs["loaded"]
+    (pinned, quiet), (unpinned, loaded) = twin_runs["quiet"], twin_runs["loaded"]
+    assert pinned["testbed"]["sim"]["pinned_cpu"] in os.sched_getaffinity(0)
+    assert unpinned["testbed"]["sim"]["pinned_cpu"] is None
     assert quiet.height > 5000
     assert quiet.columns == loaded.columns
     for col in quiet.columns:

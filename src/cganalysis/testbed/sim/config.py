@@ -18,10 +18,11 @@ import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cganalysis.testbed.shared.hosts import TestbedError
 from cganalysis.testbed.shared.kernelpath import parse_kernel_name
+from cganalysis.testbed.sim.cpu import CpuSetting
 from cganalysis.testbed.uml.config import (
     BUILT,
     KERNEL_NAMES,
@@ -30,6 +31,10 @@ from cganalysis.testbed.uml.config import (
     UmlOptions,
     find_kernel,
 )
+
+if TYPE_CHECKING:
+    from cganalysis.testbed.spec.validate import Section
+
 
 #: Where scripts/install.sh puts the seeding library; $CGA_SIMRNG_LIB overrides it.
 SIMRNG = BUILT.parent / "libcga_simrng.so"
@@ -66,6 +71,10 @@ class SimOptions:
     #: host CPU per simulated second) or ``ptrace`` (traced one by one, as UML did before
     #: 6.17). The two give different packets (each deterministic), so a run records it.
     userspace: str = "seccomp"
+    #: The host CPU the kernel and its stubs run on (:mod:`cganalysis.testbed.sim.cpu`):
+    #: ``auto`` (the one with the fewest sim kernels), a CPU's number, or ``none``. Not
+    #: part of the run's identity: it changes the host's cost, not the packets.
+    cpu: CpuSetting = "auto"
 
     @property
     def start_ns(self) -> int:
@@ -154,9 +163,21 @@ def parse_options(data: Any, where: str) -> SimOptions:
         start_utc=start,
         wall_s_per_sim_s=sim.number("wall_s_per_sim_s", d.wall_s_per_sim_s, minimum=1.0),
         userspace=sim.choice("userspace", USERSPACE_MODES, d.userspace),
+        cpu=_cpu_setting(sim, d.cpu),
     )
     sim.finish()
     return opts
+
+
+def _cpu_setting(sim: Section, default: CpuSetting) -> CpuSetting:
+    value = sim.raw("cpu", default)
+    if value == "auto":
+        return "auto"
+    if value == "none":
+        return "none"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise sim.error("cpu", f"{value!r} is not auto, none or a CPU's number (0, 1, ...)")
+    return value
 
 
 def load_options(path: Path | None) -> SimOptions:

@@ -47,6 +47,7 @@ from cganalysis.testbed.sim import code as simcode
 from cganalysis.testbed.sim import identity as simidentity
 from cganalysis.testbed.sim import user as simuser
 from cganalysis.testbed.sim.config import SimOptions, find_sim_kernel, find_simrng
+from cganalysis.testbed.sim.cpu import chosen_cpu, pin_argv
 
 #: Where the guest finds the job folder (a tmpfs over /mnt in the kernel's mount namespace).
 GUEST_JOB = "/mnt/cga-job"
@@ -149,7 +150,7 @@ def run_guest(
     time, and the run's identity (:mod:`simidentity`)."""
     kernel = find_sim_kernel(opts)
     lib = find_simrng()
-    for tool in ("unshare", "setpriv"):
+    for tool in ("unshare", "setpriv", "taskset"):
         if shutil.which(tool) is None:
             raise TestbedError(f"sim testbed: {tool} not found (Debian's util-linux package)")
     user = simuser.host_user()
@@ -173,8 +174,10 @@ def run_guest(
             "keep the kernel outside nested private folders"
         )
     ident = simidentity.identity(kernel.path, lib, code, guest_path, builds)
+    # Chosen last, so that `auto` sees the kernels started meanwhile.
+    cpu = chosen_cpu(opts.cpu)
     argv = [
-        *simuser.namespace_argv(user), "sh", "-c", NAMESPACE_SCRIPT, "sh", str(ctl),
+        *pin_argv(cpu), *simuser.namespace_argv(user), "sh", "-c", NAMESPACE_SCRIPT, "sh", str(ctl),
         *_counted(code.binds()), *_counted(code.files()), *_counted(shown),
         "env", f"LD_PRELOAD={lib}", f"CGA_SIM_SEED={seed}",
         *simuser.drop_argv(user),
@@ -230,6 +233,7 @@ def run_guest(
         "memory_mb": opts.memory_mb,
         "userspace": opts.userspace,
         "host_user": user.name,
+        "pinned_cpu": cpu,
         "identity": ident,
         "wall_s": round(wall_s, 2),
         "host_cpu_s": round(cpu_s, 2),
