@@ -166,6 +166,24 @@ def test_build_uml_builds_a_v2alpha_trees_bbr2_beside_bbr(tmp_path: Path) -> Non
     assert facts["tcp_bbr"] == "bbr=1 bbr2=2"
 
 
+def test_build_uml_reads_a_tree_with_bbrv2_beside_bbrv3(tmp_path: Path) -> None:
+    """Google's v2alpha tcp_bbr2.c added to a v3 tree: bbr is v3, bbr2 is v2, and a run
+    file's bbr2 and bbr3 each find theirs (the tree of configs/testbeds/sim-bbr2.yaml)."""
+    tree = _tree(tmp_path / "google-bbr-v2", bbr_version=3, bbr2=True)
+    facts = _facts(_dry_run(tree).stdout)
+    assert facts["extra_options"] == "TCP_CONG_BBR TCP_CONG_BBR2"
+    assert facts["tcp_available_congestion_control"] == "bbr bbr2 cubic reno"
+    assert facts["tcp_bbr"] == "bbr=3 bbr2=2"
+    available = facts["tcp_available_congestion_control"].split()
+    versions = ccaname.parse_bbr_versions(facts["tcp_bbr"])
+    assert ccaname.kernel_cca("bbr2", available, versions) == "bbr2"
+    assert ccaname.kernel_cca("bbr3", available, versions) == "bbr"
+    assert ccaname.kernel_cca("bbr1", available, versions) is None
+    info = {"tcp_available_congestion_control": " ".join(available), "tcp_bbr": facts["tcp_bbr"]}
+    assert ccaname.recorded_refusal("run.yaml", "bbr2", "k", info) is None
+    assert "bbr is v3, bbr2 is v2" in str(ccaname.recorded_refusal("run.yaml", "bbr1", "k", info))
+
+
 def test_build_uml_refuses_what_is_not_a_clean_uml_tree(tmp_path: Path) -> None:
     done = _dry_run(tmp_path)
     assert done.returncode == 1
