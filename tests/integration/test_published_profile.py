@@ -18,7 +18,7 @@ from tests.conftest import REPO, need_tool
 
 def _snakemake(work: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["snakemake", "--profile", "profiles/published", "--cores", "1", "--quiet"],
+        ["snakemake", "--profile", "profiles/published", "--cores", "2", "--quiet"],
         cwd=work,
         capture_output=True,
         text=True,
