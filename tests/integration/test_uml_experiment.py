@@ -150,6 +150,34 @@ def _run_as_nobody(home: Path) -> None:
     assert _uml_pids() <= before, "a UML kernel outlived the run"
 
 
+def test_kernel_offloads_cross_the_uml_router_whole(tmp_path: Path) -> None:
+    """`offloads: kernel` on uml: the server's TSO super-packets enter the UML kernel through
+    its raw sockets' virtio-net headers, wait in its qdisc as one packet each and leave
+    whole, so both captures hold them and they match one to one (the delay hop's veths
+    keep their offloads too)."""
+    _need_uml("built")
+    doc = yaml.safe_load(RUN.read_text())
+    doc["offloads"] = "kernel"
+    doc["calibration"] = {"enabled": False}
+    run = tmp_path / "run.yaml"
+    run.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "offloads"
+    res = _cli("experiment", run, "-o", out, "--max-duration-s", "14")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    meta = json.loads((out / "meta.json").read_text())
+    kept = meta["testbed"]["offloads_kept_on"]
+    assert kept == ["srv0", "rtr0", "rtr1", "rtr2", "rtr3", "cli0"], kept
+    for dev in ("rtr0", "rtr1"):
+        assert meta["hosts"]["router"]["offloads"][dev]["gro"] == "on", meta["hosts"]["router"]
+    m = match_files(out / "ingress.pcap", out / "egress.pcap")
+    assert m.summary.egress_only_packets == 0, m.summary
+    tcp = m.packets.filter(m.packets["proto"] == 6)
+    big = tcp.filter(tcp["size_bytes"] > 1514)
+    assert big.height > 10, f"no super-packets: largest {tcp['size_bytes'].max()} bytes"
+    assert int(big["size_bytes"].max()) <= 65535 + 14  # type: ignore[arg-type]
+    assert big.filter(~big["lost"])["delay_ms"].null_count() == 0
+
+
 def test_interrupted_and_killed_runs_leave_no_uml() -> None:
     """An ordinary user's runs. SIGTERM: teardown powers the kernel off. SIGKILL: the kernel
     dies with its owner (setpriv --pdeathsig), and `cganalysis testbed clean`, run by that

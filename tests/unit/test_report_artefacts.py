@@ -12,7 +12,7 @@ import yaml
 from cganalysis.commands import figures as figures_command
 from cganalysis.commands import tables as tables_command
 from cganalysis.errors import ConfigError
-from cganalysis.report import artefacts
+from cganalysis.report import artefacts, runfigures
 from tests.conftest import REPO
 
 STYLE = REPO / "configs" / "plotting.yaml"
@@ -23,10 +23,10 @@ def test_names_are_unique_and_every_artefact_has_a_command_line_kind() -> None:
     clis = [a.cli for a in artefacts.ARTEFACTS]
     assert len(set(names)) == len(names) and len(set(clis)) == len(clis)
     assert set(tables_command.KINDS) == {a.cli for a in artefacts.of_kind("table")}
-    assert set(figures_command.KINDS) == {f.cli for f in artefacts.RUN_FIGURES} | {
+    assert set(figures_command.KINDS) == {f.cli for f in runfigures.RUN_FIGURES} | {
         a.cli for a in artefacts.of_kind("figure")
     }
-    assert [f.name for f in artefacts.RUN_FIGURES] == ["timeseries"]
+    assert [f.name for f in runfigures.RUN_FIGURES] == ["timeseries"]
     for a in artefacts.ARTEFACTS:
         assert artefacts.by_name(a.name) is a is artefacts.by_name(a.cli)
     with pytest.raises(KeyError):
@@ -80,15 +80,15 @@ def test_a_run_figure_from_the_command_line_and_the_workflow(
     metrics, series = tmp_path / "run.json", tmp_path / "run.timeseries.parquet"
     metrics.write_text(json.dumps(run.metrics))
     run.timeseries.write_parquet(series)
-    figure = artefacts.run_figure("timeseries")
-    assert artefacts.run_output_files(figure, "c", "r1") == [
+    figure = runfigures.run_figure("timeseries")
+    assert runfigures.run_output_files(figure, "c", "r1") == [
         "results/figures/c/r1.timeseries.pdf",
         "results/figures/c/r1.timeseries.png",
     ]
     cli_stem = tmp_path / "cli" / "r1.timeseries"
     args = ["figures", "timeseries", str(series), "--metrics", str(metrics), "-o", str(cli_stem)]
     assert main([*args, "--style", str(STYLE)]) == 0
-    written = artefacts.write_run_from_files(
+    written = runfigures.write_run_from_files(
         "timeseries", series, metrics, STYLE, tmp_path / "wf" / "r1.timeseries"
     )
     assert [p.name for p in written] == ["r1.timeseries.pdf", "r1.timeseries.png"]
@@ -97,7 +97,7 @@ def test_a_run_figure_from_the_command_line_and_the_workflow(
     # The workflow's job per campaign: each run's figure, the same files as one at a time.
     log = io.StringIO()
     stems = [tmp_path / "campaign" / f"r{i}.timeseries" for i in (1, 2)]
-    artefacts.write_runs_from_files(
+    runfigures.write_runs_from_files(
         "timeseries", [(series, metrics, stem) for stem in stems], STYLE, log
     )
     assert [line.split(":")[0] for line in log.getvalue().splitlines()] == [
@@ -110,4 +110,4 @@ def test_a_run_figure_from_the_command_line_and_the_workflow(
             assert made == (tmp_path / "wf" / f"r1.timeseries.{ext}").read_bytes()
     broken = [(series, metrics, stems[0]), (series, tmp_path / "nope.json", stems[1])]
     with pytest.raises(ConfigError, match=r"r2.timeseries .*nope.json"):
-        artefacts.write_runs_from_files("timeseries", broken, STYLE, log)
+        runfigures.write_runs_from_files("timeseries", broken, STYLE, log)

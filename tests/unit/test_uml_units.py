@@ -31,6 +31,17 @@ def test_router_script_without_delay_routes_between_two_interfaces() -> None:
         assert f"ethtool -K {dev} tso off gso off gro off" in script
 
 
+def test_router_script_with_super_packets_keeps_the_kernels_offloads() -> None:
+    """`offloads: kernel`: no interface's offloads are turned off and TSO is turned on (the
+    vector driver starts without it and would segment what it forwards), so GSO
+    super-packets cross whole; the tx coalescing stays off either way."""
+    script = router_script(delay=True, super_packets=True)
+    assert " off" not in script.replace("tx-usecs 0", "")
+    for dev in ("rtr0", "rtr1", "rtr2", "rtr3"):
+        assert f"ethtool -K {dev} tso on" in script
+        assert f"ethtool -C {dev} tx-usecs 0" in script
+
+
 def test_router_script_with_delay_puts_the_hop_after_the_bottleneck() -> None:
     script = router_script(delay=True)
     lines = script.splitlines()

@@ -11,7 +11,7 @@ from cganalysis.cli import note_root
 from cganalysis.experiment.workflow import WorkflowPlan
 from cganalysis.progress import silence as silence_progress
 from cganalysis.rawnames import NAME, check_name, find_capture, run_folders
-from cganalysis.report import artefacts
+from cganalysis.report import artefacts, runfigures
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -149,7 +149,7 @@ def names_regex(names):
 # The papers' tables and figures: the registry's names, for the rules' wildcards.
 TABLE_NAMES = names_regex(a.name for a in artefacts.of_kind("table"))
 FIGURE_NAMES = names_regex(a.name for a in artefacts.of_kind("figure"))
-RUN_FIGURE_NAMES = names_regex(f.name for f in artefacts.RUN_FIGURES)
+RUN_FIGURE_NAMES = names_regex(f.name for f in runfigures.RUN_FIGURES)
 # The report's categories (rules/report.smk): one rule, caption and category per paper and
 # kind of artefact.
 TMA_TABLES_REPORT = names_regex(
@@ -187,10 +187,10 @@ def result_outputs():
     and their copies for the report (rules/report.smk)."""
     runs = raw_runs()
     out = [f"results/metrics/{c}/{r}.json" for c, r in runs]
-    for figure in artefacts.RUN_FIGURES:
+    for figure in runfigures.RUN_FIGURES:
         for c, r in runs:
-            out += artefacts.run_output_files(figure, c, r)
-            out.append(artefacts.run_report_file(figure, c, r))
+            out += runfigures.run_output_files(figure, c, r)
+            out.append(runfigures.run_report_file(figure, c, r))
     wanted = config.get("artefacts", {})
     suffix = config.get("experiments", {}).get("campaign_suffix", "")
     for campaign in {c for c, _ in runs}:

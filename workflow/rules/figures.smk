@@ -4,12 +4,12 @@
 # for every run of the campaign.
 
 
-# Each run's figures (the registry's RUN_FIGURES: the TMA time series), from its series and
+# Each run's figures (report/runfigures.py's RUN_FIGURES: the TMA time series), from its series and
 # metrics: results/figures/<campaign>/<run_id>.<run_figure>.{pdf,png}. One job per campaign
 # and figure, its runs drawn one after another in one process: importing matplotlib and
 # polars costs more than drawing a run (1.3 s against 0.85 s here).
 for _campaign, _runs in campaign_runs().items():
-    for _figure in (f.name for f in artefacts.RUN_FIGURES):
+    for _figure in (f.name for f in runfigures.RUN_FIGURES):
 
         rule:
             name:

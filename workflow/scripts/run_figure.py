@@ -1,12 +1,12 @@
 """Snakemake rules ``run_figure_<figure>_<campaign>``: a per-run figure of the registry
-(cganalysis.report.artefacts.RUN_FIGURES: the TMA-style time series) for each of the
+(cganalysis.report.runfigures.RUN_FIGURES: the TMA-style time series) for each of the
 campaign's runs, in this one process (rules/figures.smk says why)."""
 
 import contextlib
 from pathlib import Path
 from typing import Any
 
-from cganalysis.report.artefacts import write_runs_from_files
+from cganalysis.report.runfigures import write_runs_from_files
 
 #: Defined by the preamble Snakemake puts above this script.
 snakemake: Any = globals()["snakemake"]

@@ -10,12 +10,13 @@ from typing import Any
 from cganalysis.commands import COMMANDS
 from cganalysis.commands.tables import options
 from cganalysis.errors import ConfigError
-from cganalysis.report import artefacts
+from cganalysis.report import artefacts, runfigures
 from cganalysis.report.inputs import load_metrics, read_timeseries, series_files
 from cganalysis.report.style import load_style
 
-#: The figures of the registry (cganalysis.report.artefacts): each run's, then a campaign's.
-RUN_KINDS = tuple(f.cli for f in artefacts.RUN_FIGURES)
+#: The figures of the registries: each run's (report/runfigures.py), then a campaign's
+#: (report/artefacts.py).
+RUN_KINDS = tuple(f.cli for f in runfigures.RUN_FIGURES)
 KINDS = (*RUN_KINDS, *(a.cli for a in artefacts.of_kind("figure")))
 DELAY_COLUMNS = {"mean": "delay_mean_ms", "p95": "delay_p95_ms", "max": "delay_max_ms"}
 
@@ -64,9 +65,9 @@ def run_figure(args: argparse.Namespace, style: Any) -> list[Path]:
     if args.metrics is None or len(args.inputs) != 1:
         raise ConfigError(f"figures {args.kind}: give one TIMESERIES.parquet and --metrics")
     docs, _, _ = load_metrics([args.metrics])
-    figure = artefacts.run_figure(args.kind)
+    figure = runfigures.run_figure(args.kind)
     series = read_timeseries(args.inputs[0])
-    return artefacts.write_run(
+    return runfigures.write_run(
         figure, series, docs[0], style, args.output, DELAY_COLUMNS[args.delay]
     )
 

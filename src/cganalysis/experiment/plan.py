@@ -20,7 +20,7 @@ from cganalysis.testbed.dataplane import resolve
 from cganalysis.testbed.dataplane.planes import Resolution
 from cganalysis.testbed.measure.probe import missing_tools
 from cganalysis.testbed.shared.hosts import Host, TestbedError
-from cganalysis.testbed.types import built_here, testbed_type
+from cganalysis.testbed.types import TESTBED_TYPES, built_here, testbed_type
 
 Progress = Callable[[str], None]
 NEEDED_TOOLS = ("ip", "tc", "ethtool", "iperf3", "python3", "ping", "ss")
@@ -121,8 +121,9 @@ def _check_offloads(cfg: RunConfig, resolution: Resolution) -> None:
     where = f"{cfg.source}: key offloads: {cfg.offloads!r}"
     if not testbed_type(cfg.testbed.kind).offloads or not resolution.bottleneck.in_kernel:
         raise ConfigError(
-            f"{where} needs the kernel's data plane on a testbed of namespaces of one kernel "
-            f"(netns, sim or vm), not the {resolution.bottleneck.name} on {cfg.testbed.kind}; "
+            f"{where} needs the kernel's data plane on a testbed whose every hop is a "
+            f"kernel's ({', '.join(n for n, t in TESTBED_TYPES.items() if t.offloads)}), not "
+            f"the {resolution.bottleneck.name} on {cfg.testbed.kind}; "
             "remove the key or change the testbed"
         )
     if not resolution.delay.in_kernel:

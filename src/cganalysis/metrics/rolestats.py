@@ -4,6 +4,7 @@ its keys from one :class:`RoleData`, over the analysis window (whole bins)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -182,7 +183,9 @@ def role_stats(
     registry's order (a run's own delay thresholds where its keys differ)."""
     mine = prepared.role(role)
     entered = entered_between(mine, *window.ns())
-    series = bitrate_series(
+    # The role's rate per bin, of wire bytes and (where every packet's is known) payload.
+    role_series = functools.partial(
+        bitrate_series,
         mine,
         start_s=window.start_s,
         end_s=window.end_s,
@@ -190,17 +193,10 @@ def role_stats(
         point=point,
         keys=[role],
     )
+    series = role_series()
     payload = None
     if not entered.select(payload_bytes().is_null().any()).item():
-        payload = bitrate_series(
-            mine,
-            start_s=window.start_s,
-            end_s=window.end_s,
-            bin_s=facts.bin_s,
-            point=point,
-            keys=[role],
-            value=payload_bytes(),
-        )
+        payload = role_series(value=payload_bytes())
     data = RoleData(entered, series, window, facts, single, capacity_bits, payload)
     computed: dict[str, Any] = {}
     for family in dict.fromkeys(m.family for m in ROLE_METRICS):

@@ -49,8 +49,9 @@ class TestbedType:
     names_only: bool
     #: mahimahi's shell can sit between its router and client (namespaces on one machine).
     mahimahi: bool
-    #: A run may keep the kernel's offloads (``offloads: kernel``): its server, router and
-    #: client are namespaces of one kernel, joined by veths that pass TSO super-packets.
+    #: A run may keep the kernel's offloads (``offloads: kernel``): every hop from server to
+    #: client is a kernel's, joined by veths (and, for a UML router, raw sockets with
+    #: virtio-net headers) that pass TSO super-packets.
     offloads: bool
     #: Its clock is simulated: it advances only when every process of the run is idle (a
     #: CG source that spins or polls the clock cannot run there: its
@@ -241,7 +242,7 @@ TESTBED_TYPES: dict[str, TestbedType] = {
             local=True,
             bare=True,
             mahimahi=False,
-            offloads=False,
+            offloads=True,
             guest_builds=None,
             in_guest=None,
             parse_file=_parse_uml,

@@ -58,11 +58,15 @@ class UmlKernel:
         *,
         kernel: Kernel,
         keep: list[Path] | None = None,
+        super_packets: bool = False,
     ) -> None:
         """``kernel``: the one to boot (``uml.boot.usable_kernel`` chooses it: one that boots
         on this host); ``keep``: host folders its processes write to, the only ones they
-        may (the kernel's root is read-only)."""
+        may (the kernel's root is read-only); ``super_packets``: its interfaces read and
+        write GSO super-packets of up to 64 KB (the run file's ``offloads: kernel``), not
+        frames of the veth's MTU."""
         self.opts = opts or UmlOptions()
+        self.super_packets = super_packets
         self.writable = [str(p.absolute()) for p in keep or []]
         self.kernel = kernel
         self.netns = netns
@@ -127,8 +131,10 @@ class UmlKernel:
             f"con0=null,fd:{console_fd}",
             "ssl=null",
             f"ssl0=fd:{theirs.fileno()}",
+            # The raw transport always carries virtio-net headers (TSO, GSO); `gro=1` sizes
+            # its receive buffers for 64 KB super-packets instead of one MTU.
             *[
-                f"vec{i}:transport=raw,ifname={dev},depth=128,gro=0"
+                f"vec{i}:transport=raw,ifname={dev},depth=128,gro={int(self.super_packets)}"
                 for i, dev in enumerate(self.ifaces)
             ],
             f"init={PYTHON}",

@@ -47,9 +47,11 @@ from cganalysis.testbed.uml.host import UmlHost, UmlKernel
 DELAY_NS = "dly"
 
 
-def router_script(delay: bool) -> str:
+def router_script(delay: bool, super_packets: bool = False) -> str:
     """The router's set-up inside the UML kernel, as one shell script (one request: each
-    process started in a UML kernel costs tens of milliseconds)."""
+    process started in a UML kernel costs tens of milliseconds). ``super_packets`` (the
+    run file's ``offloads: kernel``) leaves the interfaces' offloads on and turns TSO on,
+    so GSO super-packets cross the router whole, as on a router whose NICs coalesce."""
     lines = [
         "set -e",
         "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true",
@@ -87,7 +89,11 @@ def router_script(delay: bool) -> str:
     offloads = " ".join(f"{o} off" for o in OFFLOADS)
     for dev in devs:
         ns = f"ip netns exec {DELAY_NS} " if delay and dev in ("rtr2", "rtr3") else ""
-        lines.append(f"{ns}ethtool -K {dev} {offloads} 2>/dev/null || true")
+        if super_packets:
+            # The vector driver starts with TSO off: it would segment what it forwards.
+            lines.append(f"{ns}ethtool -K {dev} tso on 2>/dev/null || true")
+        else:
+            lines.append(f"{ns}ethtool -K {dev} {offloads} 2>/dev/null || true")
         lines.append(f"{ns}ethtool -C {dev} tx-usecs 0 2>/dev/null || true")
     lines.append("sysctl -qw net.ipv4.ip_forward=1")
     return "\n".join(lines) + "\n"
@@ -124,6 +130,7 @@ class UmlTestbed(NetnsTestbed):
         self.opts = opts or UmlOptions()
         self.kernel: UmlKernel | None = None
         self.delay = layout.delay.netem
+        self.router_devs: list[str] = []
 
     def up(self) -> Topology:
         for role in ("srv", "rtr", "cli"):
@@ -136,8 +143,13 @@ class UmlTestbed(NetnsTestbed):
             router_devs += ["rtr2", "rtr3"]
         else:
             self._veth(("rtr", "rtr1"), ("cli", "cli0"))
+        self.router_devs = router_devs
+        super_packets = self.layout.kernel_offloads
         for role, dev in [("srv", "srv0"), ("cli", "cli0")] + [("rtr", d) for d in router_devs]:
-            self._offloads_off(role, dev)
+            # `offloads: kernel`: every veth on the path keeps the kernel's defaults (the
+            # delay hop is the UML kernel's netem, so its veths too).
+            if not super_packets:
+                self._offloads_off(role, dev)
             self._run(["ip", "link", "set", dev, "up"], role)
         self._run(["ip", "addr", "add", f"{NET}.1.1/24", "dev", "srv0"], "srv")
         self._run(["ip", "addr", "add", f"{NET}.2.1/24", "dev", "cli0"], "cli")
@@ -150,11 +162,12 @@ class UmlTestbed(NetnsTestbed):
             ifaces=router_devs,
             kernel=usable_kernel(self.opts),
             keep=[self.workdir],
+            super_packets=super_packets,
         )
         self.kernel.boot()
         self.state.update(uml_console=str(self.kernel.console))
         router = UmlHost("router", self.kernel, self.workdir)
-        script = router_script(self.delay)
+        script = router_script(self.delay, super_packets)
         self.commands.append(["uml", "sh", "-c", script])
         done = router.run(["sh", "-c", script], check=False)
         if done.returncode != 0:
@@ -257,6 +270,11 @@ class UmlTestbed(NetnsTestbed):
             "backend": "uml",
             "uml": self.kernel.facts if self.kernel is not None else None,
             "uml_counters": self.counters(),
+            **(
+                {"offloads_kept_on": ["srv0", *self.router_devs, "cli0"]}
+                if self.layout.kernel_offloads
+                else {}
+            ),
             "delay_placement": (
                 f"netem in the UML kernel's namespace {DELAY_NS}, after the egress tap"
                 if self.delay
