@@ -73,6 +73,7 @@ BBR3 = "tma2024-sim-bbr3-2026-11-29"
 BBR2 = "tma2024-sim-bbr2-2026-11-29"
 ECGP_L4S = "tma2024-factors-ecgp-l4s-2026-11-29"
 COMBINED = "tma2024-factors-combined-2026-11-29"
+COMBINED_PARTS = "tma2024-factors-combined-parts-2026-11-29"
 SCREAM2023_UML = "tma2024-factors-scream2023-uml-2026-11-29"
 
 _CONSTANT = labels(queue="pfifo", encoder="constant")
@@ -106,6 +107,20 @@ DROPTAIL: tuple[Factor, ...] = (
         "the hosts' offloads, iperf3 in bursts of 4 x 128 KB and eCGP's mended proxy (uml)",
         COMBINED,
         (),
+        ECGP_FIXED,
+        labels(queue="pfifo"),
+    ),
+    Factor(
+        "the hosts' offloads and eCGP's mended proxy (uml)",
+        COMBINED_PARTS,
+        labels(part="offloads"),
+        ECGP_FIXED,
+        labels(queue="pfifo"),
+    ),
+    Factor(
+        "iperf3 in bursts of 4 x 128 KB and eCGP's mended proxy (uml)",
+        COMBINED_PARTS,
+        labels(part="bursts"),
         ECGP_FIXED,
         labels(queue="pfifo"),
     ),
@@ -216,8 +231,8 @@ def droptail_reason(role: str, cca: str) -> str:
             f"any delays of at most {DT_BOUND_MS:.1f} ms with its mean and its shares over "
             "10, 20 and 50 ms can have: the paper's cell cannot come from 250 packets of "
             "the wire's size, so nothing is tuned towards it on that queue; 250 TCP "
-            "super-packets (the hosts' offloads) hold more, and with iperf3's bursts and "
-            "eCGP's proxy they reach it on uml, but on sim the same offloads "
+            "super-packets (the hosts' offloads) hold more, and with eCGP's proxy (with or "
+            "without iperf3's bursts) they reach it on uml, but on sim the same offloads "
             "double HTB Cubic's TCP delay, past the paper's: no one set-up of the hosts "
             "measured gives both queues"
         )
