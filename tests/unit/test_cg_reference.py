@@ -160,3 +160,83 @@ def test_a_campaign_factor_selects_it(tmp_path: Path) -> None:
     assert runs["reference"].cg.source == "scream-reference"
     assert runs["reference"].all_labels()["cg"] == "reference"
     assert runs["ours"].cg.source == "cga-cg"
+
+
+# The first line of each build's usage text (aca6556 without and with V2 defined).
+V1_BANNER = "SCReAM V1 BW test tool, sender. Ericsson AB. Version 2023-02-10"
+V2_BANNER = "SCReAM V2 BW test tool, sender. Ericsson AB. Version 2023-09-18"
+
+
+def _program(path: Path, first_line: str) -> Path:
+    """A stand-in for the user's build that prints its usage as theirs does (to stderr,
+    exit status 255)."""
+    path.write_text(f"#!/bin/sh\necho '{first_line}' >&2\necho 'Usage : ' >&2\nexit 255\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_banner_names_the_controller_class() -> None:
+    assert reference.parse_banner(V1_BANNER + "\nUsage :") == reference.Banner("v1", "2023-02-10")
+    assert reference.parse_banner("x\n" + V2_BANNER) == reference.Banner("v2", "2023-09-18")
+    assert reference.parse_banner("SCReAM V3 BW test tool, sender. Ericsson AB.") is None
+    assert reference.parse_banner("") is None
+    assert reference.controller_refusal("v2", reference.Banner("v2", "2023-09-18"), "tx") is None
+    refusal = reference.controller_refusal("v2", reference.Banner("v1", "2023-02-10"), "/b/tx")
+    assert refusal is not None and "/b/tx runs SCReAM V1" in refusal and "-DV2" in refusal
+    unknown = reference.controller_refusal("v1", None, "tx")
+    assert unknown is not None and "does not say" in unknown
+
+
+def test_meta_records_the_controller_the_build_runs(tmp_path: Path) -> None:
+    tx = _program(tmp_path / reference.TX_NAME, V1_BANNER)
+    rx = _program(tmp_path / reference.RX_NAME, "receiver")
+    info = reference.Reference(tx, rx).describe()
+    assert (info["controller"], info["program_version"]) == ("v1", "2023-02-10")
+    _program(tx, "something else")
+    assert reference.Reference(tx, rx).describe()["controller"] == "unknown"
+
+
+def test_a_run_that_names_a_controller_refuses_a_build_of_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cganalysis.testbed.shared.hosts import NetnsHost, TestbedError
+
+    tx = _program(tmp_path / reference.TX_NAME, V1_BANNER)
+    rx = _program(tmp_path / reference.RX_NAME, "receiver")
+    monkeypatch.setenv(reference.TX_ENV, str(tx))
+    monkeypatch.setenv(reference.RX_ENV, str(rx))
+    here = NetnsHost("this host", None, tmp_path)
+    source = SOURCES["scream-reference"]
+    wants_v2 = parse_run(_run(reference_controller="v2"), "r.yaml", tmp_path)
+    assert wants_v2.cg.to_dict()["reference_controller"] == "v2"
+    with pytest.raises(TestbedError, match=r"scream_bw_test_tx runs SCReAM V1 .*-DV2"):
+        source.check(here, wants_v2.cg)
+    source.check(here, parse_run(_run(reference_controller="v1"), "r.yaml", tmp_path).cg)
+    any_build = parse_run(_run(), "r.yaml", tmp_path)
+    source.check(here, any_build.cg)  # no controller asked: any build runs
+    assert "reference_controller" not in any_build.cg.to_dict()  # earlier runs' configs stay
+    _program(tx, V2_BANNER)
+    source.check(here, wants_v2.cg)
+
+
+def test_the_controller_key_belongs_to_scream_reference(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"cg\.reference_controller: 'v3'"):
+        parse_run(_run(reference_controller="v3"), "r.yaml", tmp_path)
+    doc = _run(reference_controller="v2")
+    doc["cg"] = {"source": "cga-cg", "reference_controller": "v2"}
+    with pytest.raises(ConfigError, match=r"cg\.reference_controller: only with source"):
+        parse_run(doc, "r.yaml", tmp_path)
+
+
+def test_a_2023_log_reads_without_the_later_columns(tmp_path: Path) -> None:
+    old = tmp_path / "aca6556.log"
+    lines = FIXTURE.read_text().splitlines()
+    old.write_text("".join(",".join(ln.split(",")[:17]) + "\n" for ln in lines))
+    df = reference.read_log(old)
+    assert df.height == 7 and "target_bps" not in df.columns
+    assert df["ref_wnd_bytes"][0] == 125000 and reference.log_is_extended(old) is False
+    old.write_text(old.read_text() + ",".join(["1"] * 20) + "\n" + "1,2\n")
+    with pytest.raises(
+        reference.ReferenceLogError, match=r"aca6556\.log:8: 20 columns, expected 17"
+    ):
+        reference.read_log(old)

@@ -14,6 +14,8 @@ sender's address; their RFC 8888 reports count ``num_reports`` as blocks - 1.
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +64,9 @@ LOG_COLUMNS: tuple[str | None, ...] = (
     "rtp_queue_delay_s",
     "ref_wnd_i_bytes",  # cwndI
 )
+#: The 2023 programs' log (aca6556, V1 or V2 alike): the first 17 of these columns; the
+#: target bitrate, RTP queue delay and cwndI came later.
+LOG_WIDTH_2023 = 17
 #: Nine more columns that an instrumented build appends (log only): the state that
 #: cga-cg logs as well. Their presence also tells the overflow-capped build apart, since
 #: the instrumentation and the cap were made together (docs/cg.md).
@@ -78,6 +83,71 @@ EXTENDED_COLUMNS: tuple[str, ...] = (
 )
 
 
+#: The first line their sender prints when run without arguments; it names the controller
+#: class the build runs. aca6556's scream_sender.cpp builds ScreamV1Tx unless V2 is defined
+#: (its line 22, ``//#define V2``), while eCGP's proxy, TMA 2024's sender, runs ScreamV2Tx
+#: of the same commit; from 2024 the program has V2 only.
+_BANNER = re.compile(
+    r"SCReAM (V[12]) BW test tool, sender\. Ericsson AB\. Version (\d{4}-\d{2}-\d{2})"
+)
+#: ``cg.reference_controller`` values: the controller class the run needs.
+CONTROLLERS = ("v1", "v2")
+#: How to build the V2 sender of aca6556, for errors.
+V2_BUILD_HINT = "rebuild with `cmake -DCMAKE_CXX_FLAGS=-DV2` (docs/cg.md)"
+
+
+@dataclass(frozen=True)
+class Banner:
+    """What the sender says it is: ``controller`` ``v1`` / ``v2`` and its version date."""
+
+    controller: str
+    version: str
+
+
+def parse_banner(text: str) -> Banner | None:
+    """The banner in a sender's usage text; None when none is there (another program, or
+    a build whose text differs). Only the matched words are kept: the text is the
+    program's, not ours."""
+    found = _BANNER.search(text[:4096])
+    if found is None:
+        return None
+    return Banner(found.group(1).lower(), found.group(2))
+
+
+def probe_banner(tx: Path) -> Banner | None:
+    """Runs the sender without arguments (it prints its usage and exits)."""
+    try:
+        done = subprocess.run(
+            [str(tx)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_banner(done.stderr + done.stdout)
+
+
+def controller_refusal(want: str, banner: Banner | None, tx: str) -> str | None:
+    """Why ``tx`` cannot run a run that asks for ``cg.reference_controller: want``; None
+    when it can."""
+    if banner is None:
+        return (
+            f"cg.reference_controller {want}: {tx} does not say which SCReAM it runs (no "
+            "'SCReAM Vn BW test tool' line when run without arguments)"
+        )
+    if banner.controller == want:
+        return None
+    hint = V2_BUILD_HINT if want == "v2" else "point CGA_SCREAM_TX_BIN at a V1 build"
+    return (
+        f"cg.reference_controller {want}: {tx} runs SCReAM {banner.controller.upper()} "
+        f"(version {banner.version}); {hint}"
+    )
+
+
 class ReferenceNotFoundError(CganalysisError):
     """Ericsson's SCReAM programs are not built or not found."""
 
@@ -92,12 +162,16 @@ class Reference:
     rx: Path
 
     def describe(self) -> dict[str, Any]:
-        """For meta.json: which build ran (paths and checksums)."""
+        """For meta.json: which build ran (paths, checksums, the controller it says it
+        runs: ``v1`` / ``v2`` / ``unknown``)."""
+        banner = probe_banner(self.tx)
         return {
             "tx_path": str(self.tx),
             "rx_path": str(self.rx),
             "tx_sha256": sha256_file(self.tx),
             "rx_sha256": sha256_file(self.rx),
+            "controller": "unknown" if banner is None else banner.controller,
+            "program_version": "unknown" if banner is None else banner.version,
         }
 
 
@@ -169,7 +243,8 @@ def receiver_argv(rx: Path | str, *, sender_ip: str, port: int) -> list[str]:
 
 def read_log(path: Path) -> pl.DataFrame:
     """The sender's ``-log`` file: one row per feedback, times as ``t_ns`` (epoch), seconds
-    turned into milliseconds (``*_ms``), the unkept columns dropped."""
+    turned into milliseconds (``*_ms``), the unkept columns dropped; a 2023 log lacks
+    ``target_bps``, ``rtp_queue_delay_ms`` and ``ref_wnd_i_bytes``."""
     rows: list[list[float]] = []
     times_ns: list[int] = []
     width: int | None = None
@@ -181,12 +256,13 @@ def read_log(path: Path) -> pl.DataFrame:
         if not line.strip() or line.startswith('"'):
             continue  # blank, or the -itemlist header
         fields = line.split(",")
-        if len(fields) not in (len(LOG_COLUMNS), len(LOG_COLUMNS) + len(EXTENDED_COLUMNS)):
+        widths = (LOG_WIDTH_2023, len(LOG_COLUMNS), len(LOG_COLUMNS) + len(EXTENDED_COLUMNS))
+        if len(fields) not in widths or (width is not None and len(fields) != width):
             if number == len(text.splitlines()):
                 break  # the last line of a killed sender may be cut short
             raise ReferenceLogError(
-                f"{path}:{number}: {len(fields)} columns, expected {len(LOG_COLUMNS)} "
-                f"(or {len(LOG_COLUMNS) + len(EXTENDED_COLUMNS)}): not a SCReAM V2 sender log"
+                f"{path}:{number}: {len(fields)} columns, expected "
+                f"{width or ' or '.join(map(str, widths))}: not a SCReAM sender log"
             )
         if width is None:
             width = len(fields)

@@ -31,8 +31,13 @@ class CgConfig:
     #: The encoder behind the sender, a name of cganalysis.cg.encoders.ENCODERS (None: the
     #: source's own: cga-cg's and our game server's model, Ericsson's constant frames).
     encoder: str | None = None
+    #: scream-reference: the controller class its build must run (``v1`` / ``v2``; None: any).
+    reference_controller: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["sender_args"] = list(self.sender_args)
+        if self.reference_controller is None:
+            # only when set: the resolved configuration of every earlier run stays as it was
+            del out["reference_controller"]
         return out

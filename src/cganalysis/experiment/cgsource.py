@@ -30,6 +30,8 @@ class CgSource:
     takes_sender_args = False
     #: The ``cg.encoder`` values it can run (cganalysis.cg.encoders); none: no encoder.
     encoders: tuple[str, ...] = ()
+    #: ``cg.reference_controller`` can ask which SCReAM controller class its build runs.
+    names_controller = False
 
     def check_config(self, cfg: CgConfig, sec: Section) -> None:
         """Refuses (``sec.error``: the file and key) a ``cg`` section this source cannot
@@ -38,8 +40,12 @@ class CgSource:
         if cfg.encoder is not None and cfg.encoder not in self.encoders:
             runs = f"runs only {', '.join(self.encoders)}" if self.encoders else "has no encoder"
             raise sec.error("encoder", f"{cfg.encoder!r}: source {self.name} {runs}")
+        if cfg.reference_controller is not None and not self.names_controller:
+            raise sec.error(
+                "reference_controller", f"only with source: scream-reference, not {self.name}"
+            )
 
-    def check(self, host: Host) -> None:
+    def check(self, host: Host, cfg: CgConfig) -> None:
         """Raises TestbedError naming what is missing, before anything is touched
         (``host``: this machine for netns, the router of an ssh testbed)."""
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cganalysis.cg import reference
 from cganalysis.cg.encoders import ENCODERS
 from cganalysis.cg.senderargs import check_sender_args
 from cganalysis.errors import ConfigError
@@ -152,6 +153,11 @@ def parse_cg(sec: Section) -> CgConfig:
         ssrc=sec.integer("ssrc", d.ssrc, minimum=0, maximum=2**32 - 1),
         sender_args=tuple(_sender_args(sec)),
         encoder=sec.choice("encoder", tuple(ENCODERS)) if sec.has("encoder") else None,
+        reference_controller=(
+            sec.choice("reference_controller", reference.CONTROLLERS)
+            if sec.has("reference_controller")
+            else None
+        ),
     )
     from cganalysis.experiment.sources import SOURCES
 

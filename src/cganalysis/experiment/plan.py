@@ -66,7 +66,7 @@ def plan(
             "installs them (Debian packages iproute2, ethtool, iperf3, tcpdump, iputils-ping)"
         )
     cca_kernel = _kernel_cca(cfg, probe_host)
-    SOURCES[cfg.cg.source].check(probe_host)
+    SOURCES[cfg.cg.source].check(probe_host, cfg.cg)
     if router_host is not None:
         resolution = resolve.resolve_in_router_kernel(
             cfg.bottleneck, cfg.propagation, router_host, cfg.testbed.kind

@@ -43,7 +43,7 @@ from cganalysis.testbed.shared.topology import Topology
 class RtpCbr(CgSource):
     name = "rtp-cbr"
 
-    def check(self, host: Host) -> None:
+    def check(self, host: Host, cfg: CgConfig) -> None:
         if which(host, "python3") is None:
             raise TestbedError(f"cg.source rtp-cbr: python3 not found on {host.name}")
 
@@ -96,7 +96,7 @@ class CgaCg(CgSource):
         # installed (bash scripts/install.sh).
         return ["cganalysis"] if host.remote else [sys.executable, "-m", "cganalysis.cli"]
 
-    def check(self, host: Host) -> None:
+    def check(self, host: Host, cfg: CgConfig) -> None:
         if host.remote:
             if host.run(["cganalysis", "cg", "--help"], check=False).returncode != 0:
                 raise TestbedError(

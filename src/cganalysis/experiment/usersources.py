@@ -42,7 +42,7 @@ class UserBuilt(CgSource):
         first, second = self.locate()
         return str(first), str(second), self.describe(first, second)
 
-    def check(self, host: Host) -> None:
+    def check(self, host: Host, cfg: CgConfig) -> None:
         if not host.remote:
             self.locate()
             return
@@ -65,6 +65,7 @@ class ScreamReference(UserBuilt):
 
     name = "scream-reference"
     takes_sender_args = True
+    names_controller = True
     encoders = ("constant",)  # their test program's, the only one it has
 
     def check_config(self, cfg: CgConfig, sec: Section) -> None:
@@ -82,6 +83,18 @@ class ScreamReference(UserBuilt):
     def locate(self) -> tuple[Path, Path]:
         ref = reference.find_reference()
         return ref.tx, ref.rx
+
+    def check(self, host: Host, cfg: CgConfig) -> None:
+        super().check(host, cfg)
+        if cfg.reference_controller is None:
+            return
+        tx = self.names[0] if host.remote else str(self.locate()[0])
+        # Without arguments their sender prints its usage, whose first line names it.
+        res = host.run([tx], check=False, timeout_s=10.0)
+        banner = reference.parse_banner(res.stderr + res.stdout)
+        refusal = reference.controller_refusal(cfg.reference_controller, banner, tx)
+        if refusal is not None:
+            raise TestbedError(refusal)
 
     def describe(self, first: Path, second: Path) -> dict[str, Any]:
         return reference.Reference(first, second).describe()
@@ -173,11 +186,11 @@ class EcgpProxy(UserBuilt):
     def describe(self, first: Path, second: Path) -> dict[str, Any]:
         return ecgp.Proxy(first, second).describe()
 
-    def check(self, host: Host) -> None:
+    def check(self, host: Host, cfg: CgConfig) -> None:
         for tool in ("python3", "timeout"):
             if which(host, tool) is None:
                 raise TestbedError(f"cg.source ecgp-proxy: {tool} not found on {host.name}")
-        super().check(host)
+        super().check(host, cfg)
 
     def start_receiver(self, topo: Topology, cfg: CgConfig) -> Started:
         c = topo.client
