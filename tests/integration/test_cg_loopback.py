@@ -96,6 +96,41 @@ def test_scream_end_to_end_with_parquet_logs(binary: Path, tmp_path: Path) -> No
     assert s["packets_lost"] == 0
 
 
+def test_ericssons_test_loop_sends_bursts_past_the_pacing_rate(
+    binary: Path, tmp_path: Path
+) -> None:
+    """`--send-loop ericsson-test`: a burst goes on while the pacing time owed is at most
+    1 ms, then the loop sleeps at most 900 us. 1,212-byte packets paced at 1.5 x 20 Mbit/s
+    are 323 us apart: owed 0, 323, 646, 969 us, then 1,292 ends the burst at 5 packets."""
+    port = free_port()
+    rx = receive_in_background(
+        ReceiveOptions(listen=f"127.0.0.1:{port}", duration_s=2.5), binary, tmp_path / "rx"
+    )
+    opts = SendOptions(
+        dest=f"127.0.0.1:{port}",
+        cc="none",
+        duration_s=2.0,
+        rate_mbps=20.0,
+        max_mbps=20.0,
+        extra=("--send-loop", "ericsson-test"),
+    )
+    run_generator(lambda d: opts.argv(binary, d), tmp_path / "tx")
+    rx.join(30)
+    tx = pl.read_parquet(tmp_path / "tx" / "sender_packets.parquet")
+    # A burst's packets are stamped with one send time.
+    bursts = (
+        tx.group_by("frame_id", "t_ns")
+        .agg(pl.len().alias("packets"))
+        .sort("t_ns")
+        .with_columns(pl.col("t_ns").diff().over("frame_id").alias("gap_ns"))
+    )
+    assert bursts["packets"].mode().to_list() == [5]
+    assert bursts["packets"].max() == 5
+    # Within a frame the next burst waits at least the 900 us sleep (more when late).
+    assert bursts["gap_ns"].drop_nulls().min() >= 899_000
+    assert summary(tmp_path / "tx" / "sender_summary.json")["send_loop"] == "ericsson-test"
+
+
 @pytest.mark.parametrize("cc", ["none", "tfrc", "gtfrc"])
 def test_other_controllers(binary: Path, tmp_path: Path, cc: str) -> None:
     port = free_port()

@@ -10,7 +10,7 @@ use crate::cc::RateLimits;
 use crate::net::Ecn;
 use crate::receiver_app::ReceiveConfig;
 use crate::rfc8888::NumReports;
-use crate::sender::{CcKind, SenderConfig};
+use crate::sender::{CcKind, SendLoop, SenderConfig};
 
 mod args;
 
@@ -69,6 +69,11 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
   --spin-us U                   busy-wait the last U us before a due packet (default 0)
   --burst-us U                  send packets due within U us together, one wake-up per
                                 microburst (default 500, as Ericsson's SCReAM code)
+  --send-loop schedule|ericsson-test
+                                how packets leave: on the pacing schedule (default), or
+                                as Ericsson's aca6556 test sender's loop (bursts while
+                                the pacing time owed is under 1 ms, then a sleep of at
+                                most 900 us), to compare controllers with it
   --feedback-timeout-ms M       no feedback for this long: reset (default 1000)
   --reorder-window-ms M         initial loss reordering window (default 30)
   --num-reports count|count-minus-one
@@ -133,6 +138,7 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         "max-rtp-queue-ms",
         "spin-us",
         "burst-us",
+        "send-loop",
         "l4s-alpha-gain",
         "profile",
         "delay-sampling",
@@ -239,6 +245,10 @@ pub fn parse_send(args: &[String]) -> Result<SenderConfig, String> {
         max_rtp_queue_s: ms("max-rtp-queue-ms", 200.0)? * 1e-3,
         spin_ns: (ms("spin-us", 0.0)? * 1e3) as i64,
         burst_ns: (ms("burst-us", 500.0)? * 1e3) as i64,
+        send_loop: get("send-loop").map_or(Ok(SendLoop::Schedule), |v| {
+            SendLoop::parse(v)
+                .ok_or_else(|| format!("--send-loop: {v:?}: give schedule or ericsson-test"))
+        })?,
         feedback_timeout_ns: (get("feedback-timeout-ms")
             .map_or(Ok(1000.0), |v| positive("feedback-timeout-ms", v))?
             * 1e6) as i64,

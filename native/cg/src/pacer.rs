@@ -33,10 +33,45 @@ impl Pacer {
         self.next_due_ns = self.next_due_ns.max(now_ns);
     }
 
+    /// Restarts the schedule at `now_ns` even if it lies ahead: the next packet is then due
+    /// one pacing interval after this one leaves (Ericsson's `addTransmitted`, E23:507),
+    /// for the send loop of their test program ([`TestLoopBurst`]).
+    pub fn restart(&mut self, now_ns: i64) {
+        self.next_due_ns = now_ns;
+    }
+
     /// Advances the schedule after a packet of `size` bytes left at `rate_bps`.
     pub fn on_sent(&mut self, size: usize, rate_bps: f64) {
         let gap_ns = (size as f64 * 8.0 / rate_bps.max(1.0) * 1e9) as i64;
         self.next_due_ns += gap_ns.max(1);
+    }
+}
+
+/// The send loop of Ericsson's test sender (aca6556 `scream_sender.cpp:232-289`,
+/// `--send-loop ericsson-test`): awake, it sends the queue's head whatever its due time,
+/// adds the time until that packet was due (`accumulatedPaceTime`) and goes on while the
+/// sum is at most 1 ms (`minPaceInterval`); then it sleeps the sum, at most 900 us
+/// (`minPaceIntervalUs`). With each packet due one interval after its predecessor left,
+/// a burst is 1 ms / interval + 1 packets, one burst per ~0.9 ms: faster than the pacing
+/// rate (at a 272 us interval, 5 packets per 0.9 ms).
+#[derive(Clone, Debug, Default)]
+pub struct TestLoopBurst {
+    accumulated_ns: i64,
+}
+
+impl TestLoopBurst {
+    pub const LIMIT_NS: i64 = 1_000_000;
+    pub const MAX_SLEEP_NS: i64 = 900_000;
+
+    /// Books a packet sent at `now_ns` that was due at `due_ns`; whether the burst goes on.
+    pub fn on_sent(&mut self, due_ns: i64, now_ns: i64) -> bool {
+        self.accumulated_ns += (due_ns - now_ns).max(0);
+        self.accumulated_ns <= Self::LIMIT_NS
+    }
+
+    /// How long the loop sleeps after the burst; None: it polls again at once.
+    pub fn sleep_ns(&self) -> Option<i64> {
+        (self.accumulated_ns > 0).then(|| self.accumulated_ns.min(Self::MAX_SLEEP_NS))
     }
 }
 
@@ -58,5 +93,34 @@ mod tests {
         // After idling, the schedule restarts from now.
         p.reanchor(9_000_000);
         assert_eq!(p.due_ns(), 9_000_000);
+    }
+
+    #[test]
+    fn the_test_loop_sends_past_its_pacing_rate() {
+        // 1,225-byte packets paced at 36 Mbit/s: 272 us apart.
+        let (size, rate) = (1225, 36e6);
+        let mut p = Pacer::new(0);
+        let mut b = TestLoopBurst::default();
+        let now = 0;
+        let mut sent = 0;
+        loop {
+            let due = p.due_ns();
+            p.restart(now);
+            p.on_sent(size, rate);
+            sent += 1;
+            if !b.on_sent(due, now) {
+                break;
+            }
+        }
+        // Due 0, +272, +272, +272, +272 us: the fifth passes 1 ms and ends the burst.
+        assert_eq!(sent, 5);
+        assert_eq!(b.sleep_ns(), Some(TestLoopBurst::MAX_SLEEP_NS));
+        // 5 packets per 0.9 ms is 54 Mbit/s, 1.5 times the pacing rate.
+        let burst_rate = 5.0 * size as f64 * 8.0 / 0.9e-3;
+        assert!(burst_rate > 1.5 * rate);
+        // A lone packet that was due leaves and the loop polls again at once.
+        let mut lone = TestLoopBurst::default();
+        assert!(lone.on_sent(0, 10));
+        assert_eq!(lone.sleep_ns(), None);
     }
 }

@@ -28,7 +28,7 @@ mod send;
 mod setup;
 mod summary;
 
-pub use config::{loss_detection, CcKind, SenderConfig};
+pub use config::{loss_detection, CcKind, SendLoop, SenderConfig};
 
 use logs::Logs;
 use queue::RtpQueue;
@@ -87,6 +87,8 @@ struct Sender {
     history: TxHistory,
     queue: RtpQueue,
     pacer: Pacer,
+    /// `--send-loop ericsson-test`: when the loop wakes after its last burst.
+    test_loop_wake: Option<i64>,
     /// The controller's window held the queue back (packets leave at the minimum rate).
     window_blocked: bool,
     /// When a blocked window next lets a packet out at the minimum rate.
@@ -123,7 +125,10 @@ impl Sender {
         let mut next = self.next_frame_ns();
         next = next.min(now + 5_000_000);
         if !self.queue.is_empty() && !self.window_blocked {
-            next = next.min(self.pacer.due_ns());
+            next = next.min(match self.cfg.send_loop {
+                SendLoop::Schedule => self.pacer.due_ns(),
+                SendLoop::EricssonTest => self.test_loop_wake.unwrap_or(now),
+            });
         }
         if !self.queue.is_empty() && self.window_blocked {
             next = next.min(self.next_window_probe);

@@ -83,6 +83,7 @@ CGA_CG_SEND: Mapping[str, tuple[Value, ...]] = {
     "--max-rtp-queue-ms": (Number(0, 600_000),),
     "--spin-us": (Number(0, 1_000_000),),
     "--burst-us": (Number(0, 1_000_000),),
+    "--send-loop": (Choice(("schedule", "ericsson-test")),),
     "--feedback-timeout-ms": (Number(0, 600_000, exclusive_minimum=True),),
     "--reorder-window-ms": (Number(0, 600_000),),
     "--num-reports": (Choice(("count", "count-minus-one")),),

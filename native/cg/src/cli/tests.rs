@@ -41,6 +41,12 @@ fn send_defaults_and_options() {
     assert_eq!(c.keyframe_interval_s, 0.0);
     let k = parse_send(&s(&["10.0.0.1:5000", "--keyframe-interval", "2"])).unwrap();
     assert_eq!(k.keyframe_interval_s, 2.0);
+    // Packets leave on the pacing schedule unless Ericsson's test loop is asked for.
+    assert_eq!(c.send_loop, SendLoop::Schedule);
+    let t = parse_send(&s(&["10.0.0.1:5000", "--send-loop", "ericsson-test"])).unwrap();
+    assert_eq!(t.send_loop, SendLoop::EricssonTest);
+    let e = parse_send(&s(&["10.0.0.1:5000", "--send-loop", "x"])).unwrap_err();
+    assert!(e.contains("--send-loop: \"x\""), "{e}");
     let c = parse_send(&s(&[
         "10.0.0.1:5000",
         "--cc",

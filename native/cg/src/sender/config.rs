@@ -32,6 +32,32 @@ impl CcKind {
     }
 }
 
+/// How packets leave the RTP queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendLoop {
+    /// On the pacing schedule, in microbursts of `burst_ns` (ours).
+    Schedule,
+    /// As Ericsson's test sender's loop (crate::pacer::TestLoopBurst).
+    EricssonTest,
+}
+
+impl SendLoop {
+    pub fn parse(name: &str) -> Option<SendLoop> {
+        match name {
+            "schedule" => Some(SendLoop::Schedule),
+            "ericsson-test" => Some(SendLoop::EricssonTest),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SendLoop::Schedule => "schedule",
+            SendLoop::EricssonTest => "ericsson-test",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct SenderConfig {
     pub dest: SocketAddr,
@@ -79,6 +105,7 @@ pub struct SenderConfig {
     /// Packets due within this window are sent together (a microburst), so the sender
     /// wakes about once per window rather than once per packet (ns).
     pub burst_ns: i64,
+    pub send_loop: SendLoop,
     pub feedback_timeout_ns: i64,
     pub reorder_window_ns: i64,
     pub num_reports: NumReports,

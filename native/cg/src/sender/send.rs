@@ -2,8 +2,9 @@
 //! target), and packets come out on the pacing schedule while the send window allows.
 //! A queue that grew too old is thrown away for an I-frame.
 
-use super::Sender;
+use super::{SendLoop, Sender};
 use crate::net;
+use crate::pacer::TestLoopBurst;
 use crate::rtp::{flags, PayloadHeader};
 
 impl Sender {
@@ -70,6 +71,9 @@ impl Sender {
     /// AQM marks or drops (DualPI2's 1 ms step threshold). The schedule moves instead;
     /// the pacing headroom (1.5 x the target) makes up the delay.
     pub(super) fn skip_missed_schedule(&mut self, now: i64) {
+        if self.cfg.send_loop == SendLoop::EricssonTest {
+            return; // that loop keeps no schedule to skip
+        }
         let behind = now - self.cfg.burst_ns - self.pacer.due_ns();
         if behind > 0 && !self.queue.is_empty() && !self.window_blocked {
             self.counts.pacing_slips += 1;
@@ -90,17 +94,76 @@ impl Sender {
     pub(super) fn send_due(&mut self, mut now: i64) -> Option<i64> {
         let mut sent_at = None;
         loop {
-            let datagrams = self.take_due(now);
+            let datagrams = match self.cfg.send_loop {
+                SendLoop::Schedule => self.take_due(now),
+                SendLoop::EricssonTest => {
+                    if self.test_loop_wake.is_some_and(|w| now < w) {
+                        return sent_at; // woken early (feedback, a frame): still asleep
+                    }
+                    let burst = self.take_test_loop_burst(now);
+                    // One burst per wake-up; the loop sleeps after it.
+                    if !burst.is_empty() {
+                        self.send_batch(&burst);
+                        sent_at = Some(self.clock.now());
+                    }
+                    return sent_at;
+                }
+            };
             if datagrams.is_empty() {
                 return sent_at;
             }
-            let refs: Vec<&[u8]> = datagrams.iter().map(Vec::as_slice).collect();
-            let sent = net::send_all(&self.sock, self.cfg.dest, &refs);
-            self.counts.send_errors += sent.failed;
-            self.counts.send_calls += sent.calls;
+            self.send_batch(&datagrams);
             now = self.clock.now();
             sent_at = Some(now);
         }
+    }
+
+    fn send_batch(&mut self, datagrams: &[Vec<u8>]) {
+        let refs: Vec<&[u8]> = datagrams.iter().map(Vec::as_slice).collect();
+        let sent = net::send_all(&self.sock, self.cfg.dest, &refs);
+        self.counts.send_errors += sent.failed;
+        self.counts.send_calls += sent.calls;
+    }
+
+    /// Whether the window lets the queue's head (`size` bytes) out at `now`; when it does
+    /// not, the queue waits for feedback or the minimum rate's next packet.
+    fn window_allows(&mut self, size: usize, now: i64) -> bool {
+        // A closed window still lets packets out at the minimum rate: SCReAM v2 is
+        // "not entirely self-clocked" (draft section 1), so lost feedback cannot stall
+        // the flow until the feedback timeout.
+        let min_rate_due =
+            self.last_send_ns + (size as f64 * 8.0 / self.cfg.limits.min_bps * 1e9) as i64;
+        if !self.cc.may_send(self.history.bytes_in_flight(), size) && now < min_rate_due {
+            self.window_blocked = true;
+            self.next_window_probe = min_rate_due;
+            return false;
+        }
+        if self.window_blocked {
+            self.pacer.reanchor(now);
+            self.window_blocked = false;
+        }
+        true
+    }
+
+    /// One burst of Ericsson's test sender's loop (crate::pacer::TestLoopBurst): the head
+    /// leaves whatever its due time, the next one is due a pacing interval after it, and
+    /// the burst ends once the time owed passes 1 ms or the window closes.
+    fn take_test_loop_burst(&mut self, now: i64) -> Vec<Vec<u8>> {
+        let mut burst = TestLoopBurst::default();
+        let mut datagrams = Vec::new();
+        while let Some(front) = self.queue.front() {
+            if !self.window_allows(front.bytes.len(), now) {
+                break;
+            }
+            let due = self.pacer.due_ns();
+            self.pacer.restart(now);
+            datagrams.push(self.take_head(due, now));
+            if !burst.on_sent(due, now) {
+                break;
+            }
+        }
+        self.test_loop_wake = burst.sleep_ns().map(|s| now + s);
+        datagrams
     }
 
     /// Takes the packets due within a microburst window of `now` off the queue, while the
@@ -108,20 +171,8 @@ impl Sender {
     fn take_due(&mut self, now: i64) -> Vec<Vec<u8>> {
         let mut datagrams = Vec::new();
         while let Some(front) = self.queue.front() {
-            let size = front.bytes.len();
-            // A closed window still lets packets out at the minimum rate: SCReAM v2 is
-            // "not entirely self-clocked" (draft section 1), so lost feedback cannot stall
-            // the flow until the feedback timeout.
-            let min_rate_due =
-                self.last_send_ns + (size as f64 * 8.0 / self.cfg.limits.min_bps * 1e9) as i64;
-            if !self.cc.may_send(self.history.bytes_in_flight(), size) && now < min_rate_due {
-                self.window_blocked = true;
-                self.next_window_probe = min_rate_due;
+            if !self.window_allows(front.bytes.len(), now) {
                 break;
-            }
-            if self.window_blocked {
-                self.pacer.reanchor(now);
-                self.window_blocked = false;
             }
             let due = self.pacer.due_ns();
             if due > now + self.cfg.burst_ns {

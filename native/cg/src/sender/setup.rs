@@ -114,6 +114,7 @@ impl Sender {
             history,
             queue: RtpQueue::default(),
             pacer: Pacer::new(start),
+            test_loop_wake: None,
             window_blocked: false,
             next_window_probe: i64::MAX,
             last_send_ns: start,

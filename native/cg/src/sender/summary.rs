@@ -80,6 +80,7 @@ pub(super) fn summary(
         .int("rtp_queue_discards", counts.discards as i64)
         .int("packets_discarded", counts.discarded_packets as i64)
         .num("burst_us", cfg.burst_ns as f64 / 1e3)
+        .text("send_loop", cfg.send_loop.name())
         .int("pacing_slips", counts.pacing_slips as i64)
         .num("pacing_slip_max_us", counts.pacing_slip_max_ns as f64 / 1e3)
         .num("pacing_error_p50_us", percentile(&abs_error_ns, 0.5) / 1e3)

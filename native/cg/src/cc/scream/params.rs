@@ -280,6 +280,9 @@ fn ericsson_2023() -> Params {
         reduce_jitter: false,
         conditional_loss_backoff: false,
         loss_srtt_after_reaction: true,
+        // aca6556's receiver reports every 16 packets (R23 ScreamRx.cpp:187,
+        // `nReportedRtpPackets / 4` of 64; c8f84c3's every 32, `/ 2`, its :365).
+        sparse_feedback: false,
         // S23:637-647: scaleFactor 0.7 for loss and classic ECN, bytesInFlightHeadroom 2.0,
         // multiplicativeIncreaseFactor 0.05.
         beta_ecn: 0.7,

@@ -26,6 +26,9 @@ fn the_profile_takes_aca6556s_constants() {
     );
     assert!(!old.reduce_jitter && new.reduce_jitter);
     assert!(!old.conditional_loss_backoff && new.conditional_loss_backoff);
+    // Their receivers: a report every 16 packets in 2023, every 32 from 2024.
+    assert!(!old.sparse_feedback && new.sparse_feedback);
+    assert!(!profile(Profile::Ericsson2023, true, 30.0).wants_sparse_feedback());
     assert_eq!((old.pacing_interval_s, new.pacing_interval_s), (0.05, 0.1));
     assert_eq!((old.pacing_history, new.pacing_history), (8, 4));
     assert_eq!(old.window_rule, WindowRule::Ledbat2023);
