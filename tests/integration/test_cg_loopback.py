@@ -131,6 +131,29 @@ def test_ericssons_test_loop_sends_bursts_past_the_pacing_rate(
     assert summary(tmp_path / "tx" / "sender_summary.json")["send_loop"] == "ericsson-test"
 
 
+def test_one_packet_per_interval_is_no_pacing_slip(binary: Path, tmp_path: Path) -> None:
+    """`--burst-us 0` wakes once per packet, each time a few microseconds late: that moves
+    the schedule (as eCGP's proxy's relative sleeps) but is no slip; a slip is a wake-up
+    more than 500 us late. Before, every packet counted as one."""
+    port = free_port()
+    rx = receive_in_background(
+        ReceiveOptions(listen=f"127.0.0.1:{port}", duration_s=2.5), binary, tmp_path / "rx"
+    )
+    opts = SendOptions(
+        dest=f"127.0.0.1:{port}",
+        cc="none",
+        duration_s=2.0,
+        rate_mbps=20.0,
+        max_mbps=20.0,
+        extra=("--burst-us", "0"),
+    )
+    run_generator(lambda d: opts.argv(binary, d), tmp_path / "tx")
+    rx.join(30)
+    s = summary(tmp_path / "tx" / "sender_summary.json")
+    assert s["burst_us"] == 0 and s["packets_sent"] > 3000
+    assert s["pacing_slips"] < 0.5 * s["packets_sent"]
+
+
 @pytest.mark.parametrize("cc", ["none", "tfrc", "gtfrc"])
 def test_other_controllers(binary: Path, tmp_path: Path, cc: str) -> None:
     port = free_port()

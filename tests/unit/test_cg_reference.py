@@ -137,6 +137,14 @@ def test_long_runs_of_a_build_not_known_to_be_fixed_are_flagged(tmp_path: Path) 
     log.write_text("".join(",".join(ln.split(",")[:20]) + "\n" for ln in FIXTURE.open()))
     source = SOURCES[cfg.cg.source]
     assert source.post_run_flags({"duration_s": 60.0}, tmp_path) == []  # shorter: no overflow
+    # A 2023 program (its version line) has no maxPolicedCwnd to overflow.
+    old: dict[str, object] = {"duration_s": 120.0, "program_version": "2023-09-18"}
+    assert source.post_run_flags(old, tmp_path) == []
+    assert str(old["overflow_fix"]).startswith("not needed")
+    newer: dict[str, object] = {"duration_s": 120.0, "program_version": "2024-05-02"}
+    assert len(source.post_run_flags(newer, tmp_path)) == 1
+    unknown: dict[str, object] = {"duration_s": 120.0, "program_version": "unknown"}
+    assert len(source.post_run_flags(unknown, tmp_path)) == 1
 
 
 def test_a_campaign_factor_selects_it(tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ DEFAULT_MIN_MBPS = 0.5
 DEFAULT_MAX_MBPS = 30.0
 #: Beyond this many seconds an unpatched build's ``maxPolicedCwnd`` overflows (docs/cg.md).
 OVERFLOW_AFTER_S = 90.0
+#: The newest program version without ``maxPolicedCwnd`` (aca6556's V2 sender, 2023-09-20:
+#: neither of its controllers has the variable, so nothing of it can overflow).
+NO_POLICED_CWND_UNTIL = "2023-09-18"
 
 #: Columns of the sender's ``-log`` lines (ScreamV2Tx.cpp's per-feedback fprintf), named
 #: after cga-cg's controller log where they mean the same thing; None: not kept.

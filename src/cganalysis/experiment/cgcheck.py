@@ -7,7 +7,8 @@ each source's ``post_run_flags`` (experiment/sources.py) calls the reader for it
   count 25-500).
 - Ericsson's SCReAM (``scream-reference``): whether the build is the overflow-capped one
   (detectable by its extended log), and a flag when a run outlives an unpatched build's
-  ~100 s (its window then collapses to the minimum; docs/cg.md).
+  ~100 s (its window then collapses to the minimum; docs/cg.md); none for a program of
+  2023 (its version line), whose code has no ``maxPolicedCwnd``.
 - eCGP's proxy (``ecgp-proxy``): a run whose game server did not finish, and one in which
   SCReAM read more than 0.5 s of queue delay (the proxy client's feedback-clock race).
 """
@@ -62,6 +63,12 @@ def reference_flags(info: dict[str, Any], workdir: Path) -> list[str]:
     # The instrumented build (nine extra log columns) is the one with the cap; another
     # build may be fixed too, but nothing in its output tells.
     info["overflow_fix"] = "yes (extended log columns)" if extended else "unknown"
+    version = info.get("program_version")
+    # ISO dates order as text; "unknown" and absent versions are not old ones.
+    old = isinstance(version, str) and version[:1].isdigit()
+    if old and str(version) <= reference.NO_POLICED_CWND_UNTIL:
+        info["overflow_fix"] = f"not needed (version {version}: no maxPolicedCwnd)"
+        return []
     duration = float(info.get("duration_s") or 0.0)
     if not extended and duration > reference.OVERFLOW_AFTER_S:
         return [

@@ -75,6 +75,7 @@ ECGP_L4S = "tma2024-factors-ecgp-l4s-2026-11-29"
 COMBINED = "tma2024-factors-combined-2026-11-29"
 COMBINED_PARTS = "tma2024-factors-combined-parts-2026-11-29"
 SCREAM2023_UML = "tma2024-factors-scream2023-uml-2026-11-29"
+SCREAM2023_V2_UML = "tma2024-factors-scream2023-v2-uml-2026-11-29"
 
 _CONSTANT = labels(queue="pfifo", encoder="constant")
 _BE10 = labels(queue="htb-be-10-ceil-20")
@@ -166,7 +167,7 @@ L4S_FACTORS: tuple[Factor, ...] = (
         labels(sender="default"),
     ),
     Factor(
-        "Ericsson's aca6556 programs (the paper's SCReAM)",
+        "Ericsson's aca6556 programs, V1 build",
         SCREAM2023,
         labels(sender="aca6556"),
         SCREAM2023,
@@ -187,9 +188,23 @@ L4S_FACTORS: tuple[Factor, ...] = (
         labels(sender="cga-cg"),
     ),
     Factor(
-        "Ericsson's aca6556 programs (uml)",
+        "Ericsson's aca6556 programs, V1 build (uml)",
         SCREAM2023_UML,
         labels(sender="aca6556"),
+        ECGP_L4S,
+        labels(sender="cga-cg"),
+    ),
+    Factor(
+        "Ericsson's aca6556 programs, V2 build (uml: eCGP's controller)",
+        SCREAM2023_V2_UML,
+        labels(sender="aca6556-v2"),
+        ECGP_L4S,
+        labels(sender="cga-cg"),
+    ),
+    Factor(
+        "our --profile ericsson-2023, one packet at a time (uml: the proxy's loop)",
+        SCREAM2023_V2_UML,
+        labels(sender="e2023-b0"),
         ECGP_L4S,
         labels(sender="cga-cg"),
     ),
