@@ -35,7 +35,7 @@ def test_sender_argv_carries_the_runs_settings_in_their_units() -> None:
         extra=["-key", "2", "4"],
     )
     assert argv[0] == "/x/scream_bw_test_tx"
-    assert argv[argv.index("-ect") + 1] == "-1"  # their not-ECT
+    assert "-ect" not in argv  # not-ECT: their default (aca6556 refuses `-ect -1`)
     assert argv[argv.index("-initrate") + 1] == "10000"  # kbit/s
     assert argv[argv.index("-minrate") + 1] == "500"  # cga-cg's default minimum
     assert argv[argv.index("-maxrate") + 1] == "45000"
@@ -43,6 +43,19 @@ def test_sender_argv_carries_the_runs_settings_in_their_units() -> None:
     assert "-ntp" in argv  # epoch times, as the captures
     assert argv[-5:] == ["-key", "2", "4", "10.0.2.1", "30002"]
     assert reference.ect_option("ect1") == "1" and reference.ect_option("ect0") == "0"
+    ect1 = reference.sender_argv(
+        "tx",
+        dest_ip="10.0.2.1",
+        port=30002,
+        ecn="ect1",
+        start_mbps=10,
+        min_mbps=None,
+        max_mbps=None,
+        fps=60,
+        duration_s=1,
+        log_path="l",
+    )
+    assert ect1[1:3] == ["-ect", "1"]
     assert reference.receiver_argv("rx", sender_ip="10.0.1.1", port=30002) == [
         "rx",
         "10.0.1.1",
@@ -248,3 +261,12 @@ def test_a_2023_log_reads_without_the_later_columns(tmp_path: Path) -> None:
         reference.ReferenceLogError, match=r"aca6556\.log:8: 20 columns, expected 17"
     ):
         reference.read_log(old)
+
+
+def test_a_sender_that_logged_nothing_is_flagged_with_its_words(tmp_path: Path) -> None:
+    cfg = parse_run(_run(), "r.yaml", tmp_path)
+    (tmp_path / "cg-reference-tx.out").write_text("ect must be -1, 0, 1 or 3 \x1b[31m\n")
+    (flag,) = SOURCES[cfg.cg.source].post_run_flags({"duration_s": 40.0}, tmp_path)
+    assert flag == (
+        "scream-reference: its sender logged no feedback (it said: ect must be -1, 0, 1 or 3 [31m)"
+    )

@@ -216,10 +216,13 @@ def sender_argv(
     def kbps(mbps: float) -> str:
         return f"{mbps * 1000:.0f}"
 
+    # Not-ECT is their default (-1), and aca6556's parser refuses `-ect -1` (its check
+    # reads `ect == 1 || ect == 0 || ect == 1 || ect == 3`, scream_sender.cpp:862, and
+    # exits without sending): the option is given only for an ECN codepoint.
+    ect = [] if ecn == "none" else ["-ect", ect_option(ecn)]
     return [
         str(tx),
-        "-ect",
-        ect_option(ecn),
+        *ect,
         "-initrate",
         kbps(start_mbps),
         "-minrate",

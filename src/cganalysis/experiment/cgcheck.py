@@ -60,6 +60,14 @@ def reference_flags(info: dict[str, Any], workdir: Path) -> list[str]:
     """scream-reference: which build ran, and a flag when an unpatched one ran too long."""
     log = workdir / reference.LOG_NAME
     extended = reference.log_is_extended(log) if log.exists() else None
+    if extended is None:
+        # No feedback logged: the sender refused its options or died (it exits with status
+        # 0 either way); its own words, printable ASCII only, say why.
+        out = workdir / "cg-reference-tx.out"
+        text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+        said = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        said = "".join(c for c in said[:120] if " " <= c <= "~") or "nothing"
+        return [f"scream-reference: its sender logged no feedback (it said: {said})"]
     # The instrumented build (nine extra log columns) is the one with the cap; another
     # build may be fixed too, but nothing in its output tells.
     info["overflow_fix"] = "yes (extended log columns)" if extended else "unknown"
