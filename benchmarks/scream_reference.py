@@ -55,6 +55,7 @@ import polars as pl
 import yaml
 
 from cganalysis.cg import reference
+from cganalysis.io import sha256_file
 
 IMPLS = ("ours", "reference")
 PORT = 30002
@@ -442,7 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         if banner is None
         else (f"SCReAM {banner.controller.upper()}, version {banner.version}")
     )
-    print(f"reference: {a.tx} ({said}); ours: cga-cg {' '.join(extra)}")
+    # The build by name and checksum: its folder is this machine's, not the reader's.
+    built = f"{a.tx.name} sha256 {sha256_file(a.tx)[:12]}"
+    print(f"reference: {built} ({said}); ours: cga-cg {' '.join(extra)}")
     report(results, (rate_tol, delay_tol))
     return 0
 

@@ -96,12 +96,9 @@ def test_scream_end_to_end_with_parquet_logs(binary: Path, tmp_path: Path) -> No
     assert s["packets_lost"] == 0
 
 
-def test_ericssons_test_loop_sends_bursts_past_the_pacing_rate(
-    binary: Path, tmp_path: Path
-) -> None:
-    """`--send-loop ericsson-test`: a burst goes on while the pacing time owed is at most
-    1 ms, then the loop sleeps at most 900 us. 1,212-byte packets paced at 1.5 x 20 Mbit/s
-    are 323 us apart: owed 0, 323, 646, 969 us, then 1,292 ends the burst at 5 packets."""
+def send_cbr_20(binary: Path, tmp_path: Path, *extra: str) -> None:
+    """2 s of `--cc none` at 20 Mbit/s (1,212-byte packets paced at 30 Mbit/s) to a receiver
+    on the loopback, with `extra` sender options; logs in tmp_path/tx and tmp_path/rx."""
     port = free_port()
     rx = receive_in_background(
         ReceiveOptions(listen=f"127.0.0.1:{port}", duration_s=2.5), binary, tmp_path / "rx"
@@ -112,10 +109,19 @@ def test_ericssons_test_loop_sends_bursts_past_the_pacing_rate(
         duration_s=2.0,
         rate_mbps=20.0,
         max_mbps=20.0,
-        extra=("--send-loop", "ericsson-test"),
+        extra=extra,
     )
     run_generator(lambda d: opts.argv(binary, d), tmp_path / "tx")
     rx.join(30)
+
+
+def test_ericssons_test_loop_sends_bursts_past_the_pacing_rate(
+    binary: Path, tmp_path: Path
+) -> None:
+    """`--send-loop ericsson-test`: a burst goes on while the pacing time owed is at most
+    1 ms, then the loop sleeps at most 900 us. 1,212-byte packets paced at 1.5 x 20 Mbit/s
+    are 323 us apart: owed 0, 323, 646, 969 us, then 1,292 ends the burst at 5 packets."""
+    send_cbr_20(binary, tmp_path, "--send-loop", "ericsson-test")
     tx = pl.read_parquet(tmp_path / "tx" / "sender_packets.parquet")
     # A burst's packets are stamped with one send time.
     bursts = (
@@ -135,20 +141,7 @@ def test_one_packet_per_interval_is_no_pacing_slip(binary: Path, tmp_path: Path)
     """`--burst-us 0` wakes once per packet, each time a few microseconds late: that moves
     the schedule (as eCGP's proxy's relative sleeps) but is no slip; a slip is a wake-up
     more than 500 us late. Before, every packet counted as one."""
-    port = free_port()
-    rx = receive_in_background(
-        ReceiveOptions(listen=f"127.0.0.1:{port}", duration_s=2.5), binary, tmp_path / "rx"
-    )
-    opts = SendOptions(
-        dest=f"127.0.0.1:{port}",
-        cc="none",
-        duration_s=2.0,
-        rate_mbps=20.0,
-        max_mbps=20.0,
-        extra=("--burst-us", "0"),
-    )
-    run_generator(lambda d: opts.argv(binary, d), tmp_path / "tx")
-    rx.join(30)
+    send_cbr_20(binary, tmp_path, "--burst-us", "0")
     s = summary(tmp_path / "tx" / "sender_summary.json")
     assert s["burst_us"] == 0 and s["packets_sent"] > 3000
     assert s["pacing_slips"] < 0.5 * s["packets_sent"]

@@ -20,12 +20,12 @@ from cganalysis.experiment.sources import SOURCES
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "scream_reference" / "tx-fixed.log"
 
 
-def test_sender_argv_carries_the_runs_settings_in_their_units() -> None:
-    argv = reference.sender_argv(
+def _argv(ecn: str) -> list[str]:
+    return reference.sender_argv(
         "/x/scream_bw_test_tx",
         dest_ip="10.0.2.1",
         port=30002,
-        ecn="none",
+        ecn=ecn,
         start_mbps=10,
         min_mbps=None,
         max_mbps=45,
@@ -34,6 +34,10 @@ def test_sender_argv_carries_the_runs_settings_in_their_units() -> None:
         log_path="cg-reference-tx.log",
         extra=["-key", "2", "4"],
     )
+
+
+def test_sender_argv_carries_the_runs_settings_in_their_units() -> None:
+    argv = _argv("none")
     assert argv[0] == "/x/scream_bw_test_tx"
     assert "-ect" not in argv  # not-ECT: their default (aca6556 refuses `-ect -1`)
     assert argv[argv.index("-initrate") + 1] == "10000"  # kbit/s
@@ -43,19 +47,7 @@ def test_sender_argv_carries_the_runs_settings_in_their_units() -> None:
     assert "-ntp" in argv  # epoch times, as the captures
     assert argv[-5:] == ["-key", "2", "4", "10.0.2.1", "30002"]
     assert reference.ect_option("ect1") == "1" and reference.ect_option("ect0") == "0"
-    ect1 = reference.sender_argv(
-        "tx",
-        dest_ip="10.0.2.1",
-        port=30002,
-        ecn="ect1",
-        start_mbps=10,
-        min_mbps=None,
-        max_mbps=None,
-        fps=60,
-        duration_s=1,
-        log_path="l",
-    )
-    assert ect1[1:3] == ["-ect", "1"]
+    assert _argv("ect1")[1:3] == ["-ect", "1"]
     assert reference.receiver_argv("rx", sender_ip="10.0.1.1", port=30002) == [
         "rx",
         "10.0.1.1",
