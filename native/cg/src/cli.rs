@@ -50,8 +50,10 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
   --loss-detection P            which packets are lost, whatever the profile: ericsson
                                 (as each report arrives: sent 30 ms later than the packet
                                 acknowledged last beyond their frames' distance, or 512
-                                packets behind it; SCReAM's ericsson profile) or draft (30
-                                ms missing after a later packet was acknowledged)
+                                packets behind it; SCReAM's ericsson profile),
+                                ericsson-2023 (sent over 10 ms before the packet
+                                acknowledged last; its profile) or draft (30 ms missing
+                                after a later packet was acknowledged)
   --reduce-jitter               SCReAM: jitter filtering (REDUCE_JITTER; on in ericsson)
   --adapt-qdelay-target         SCReAM: optional qdelay target adaptation against
                                 loss-based competing flows

@@ -274,6 +274,7 @@ impl TxHistory {
         match self.loss_detection {
             LossDetection::AfterGap => self.detect_losses(now_ns, &mut out),
             LossDetection::Ericsson => self.detect_losses_ericsson(highest_before, &mut out),
+            LossDetection::Ericsson2023 => self.detect_losses_2023(highest_before, &mut out),
         }
         out.bytes_in_flight = self.bytes_in_flight;
         out.nothing_new = out.packets_newly_acked == 0 && out.packets_newly_lost == 0;

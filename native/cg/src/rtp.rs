@@ -76,6 +76,11 @@ pub mod flags {
     /// Ericsson's receiver reports 64 packets (scream_receiver.cpp:67) and sends a report
     /// after half as many (ScreamRx.cpp:365, 47).
     pub const SPARSE_FEEDBACK_PACKETS: u32 = 32;
+    /// The sender wants a report at least every `FEEDBACK_TIMER_5MS_NS` while packets
+    /// arrive, as aca6556's receiver sends them (its RTCP interval is at most 5 ms,
+    /// ScreamRx.cpp:244, checked by a thread every 0.5 ms, scream_receiver.cpp:121-132).
+    pub const FEEDBACK_TIMER_5MS: u8 = 8;
+    pub const FEEDBACK_TIMER_5MS_NS: i64 = 5_000_000;
 }
 
 /// This generator's header at the start of each RTP payload.

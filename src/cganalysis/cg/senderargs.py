@@ -70,7 +70,7 @@ CGA_CG_SEND: Mapping[str, tuple[Value, ...]] = {
     "--qdelay-target-ms": (Number(0, 600_000, exclusive_minimum=True),),
     "--profile": (Choice(("ericsson", "ericsson-2023", "draft")),),
     "--delay-sampling": (Choice(("ericsson", "draft")),),
-    "--loss-detection": (Choice(("ericsson", "draft")),),
+    "--loss-detection": (Choice(("ericsson", "ericsson-2023", "draft")),),
     "--reduce-jitter": (),
     "--adapt-qdelay-target": (),
     "--conditional-loss-backoff": (),

@@ -78,6 +78,11 @@ pub trait Controller {
     fn wants_sparse_feedback(&self) -> bool {
         false
     }
+    /// Whether a report should come at least every 5 ms while packets arrive
+    /// (`flags::FEEDBACK_TIMER_5MS`).
+    fn wants_5ms_feedback_timer(&self) -> bool {
+        false
+    }
     fn state(&self) -> ControllerState;
 }
 

@@ -269,15 +269,18 @@ impl Controller for Scream {
         self.update_loss_event_rate(now, s_rtt);
         self.update_acked_bitrate(now, s_rtt, fb);
 
-        if self.p.window_rule == WindowRule::Ledbat2023 {
-            self.update_ref_wnd_2023(now, s_rtt);
+        let window_updated = if self.p.window_rule == WindowRule::Ledbat2023 {
+            self.on_report_2023(now, s_rtt)
         } else {
             let scl = self.inflexion_scale();
             self.reduce_ref_wnd(now, s_rtt, scl);
             self.increase_ref_wnd(now, s_rtt, scl);
+            true
+        };
+        if window_updated {
+            self.bytes_newly_acked = 0.0;
+            self.bytes_newly_acked_ce = 0.0;
         }
-        self.bytes_newly_acked = 0.0;
-        self.bytes_newly_acked_ce = 0.0;
         self.update_target_bitrate();
     }
 
@@ -360,6 +363,10 @@ impl Controller for Scream {
 
     fn wants_sparse_feedback(&self) -> bool {
         self.cfg.sparse_feedback
+    }
+
+    fn wants_5ms_feedback_timer(&self) -> bool {
+        self.p.feedback_timer_5ms
     }
 
     fn state(&self) -> ControllerState {

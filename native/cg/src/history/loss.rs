@@ -13,6 +13,12 @@
 //!   overflow arrive then, the queue has drained after the first backoff, and their
 //!   conditional loss backoff (loss rate over 1 % or `qdelay_avg` over a quarter of the
 //!   target) lets the rest pass: one backoff per overflow where the draft's rule gives two.
+//! - `Ericsson2023` (aca6556's `detectLoss`, E23:896-966, for the `ericsson-2023` profile):
+//!   as a report arrives, a packet still missing is lost once the packet acknowledged last
+//!   was sent more than 10 ms (`kReordertime_ntp`, E23:34) after it, with no correction
+//!   for frames and no 512-packet rule; the scan covers the previous highest acknowledged
+//!   packet's 256 predecessors onwards. A drop is then found about one RTT + 10 ms after
+//!   it was sent, where c8f84c3's rule mostly waits 512 packets.
 
 use super::{FeedbackSummary, TxHistory};
 use crate::rtp::VIDEO_CLOCK_HZ;
@@ -22,12 +28,17 @@ use crate::rtp::VIDEO_CLOCK_HZ;
 pub enum LossDetection {
     AfterGap,
     Ericsson,
+    Ericsson2023,
 }
 
 /// Ericsson: packets this far behind the highest acknowledged one are lost ...
 const BEHIND: u64 = 512;
 /// ... at most this many per report.
 const BEHIND_PER_REPORT: u64 = 32;
+/// aca6556: the reordering time (E23:34) and how far below the previous highest
+/// acknowledged packet a report's scan starts (E23:902).
+const REORDER_2023_NS: i64 = 10_000_000;
+const SCAN_BELOW_2023: u64 = 256;
 
 impl FeedbackSummary {
     /// Keeps the latest frame timestamp of the packets found lost (wrap-safe).
@@ -119,6 +130,32 @@ impl TxHistory {
             let frames_apart_ns =
                 i64::from(ts_high.wrapping_sub(p.rtp_ts)) * 1_000_000_000 / VIDEO_CLOCK_HZ;
             if s < edge || p.t_send_ns + window + frames_apart_ns < ack_t {
+                p.lost = true;
+                lost += 1;
+                out.note_lost_frame(p.rtp_ts);
+            }
+        }
+        out.packets_newly_lost += lost;
+        self.counters.packets_lost += lost;
+    }
+
+    /// aca6556's rule (`Ericsson2023`), once a report was applied (`before`: the highest
+    /// acknowledged sequence number before it).
+    pub(super) fn detect_losses_2023(&mut self, before: Option<u64>, out: &mut FeedbackSummary) {
+        let Some(highest) = self.highest_acked else {
+            return;
+        };
+        let from = before
+            .unwrap_or(self.first_seq)
+            .saturating_sub(SCAN_BELOW_2023)
+            .max(self.first_seq);
+        let ack_t = self.ack_t_send_ns;
+        let mut lost = 0;
+        for s in from..=highest {
+            let Some(p) = self.slot_mut(s) else {
+                continue;
+            };
+            if !p.acked && !p.lost && p.t_send_ns + REORDER_2023_NS < ack_t {
                 p.lost = true;
                 lost += 1;
                 out.note_lost_frame(p.rtp_ts);

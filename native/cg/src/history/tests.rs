@@ -210,6 +210,28 @@ fn ericsson_a_packet_512_behind_is_lost_at_most_32_a_report() {
 }
 
 #[test]
+fn ericsson_2023_a_packet_sent_10_ms_before_the_last_acknowledged_one_is_lost() {
+    let clock = Clock::identity();
+    let mut h = TxHistory::new(9, 0, 30 * MS, LossDetection::Ericsson2023);
+    sent_frames(&mut h, 5, 10);
+    // Packet 0 missing; 1..=19 acknowledged: packet 19 left 25.7 ms after it, a frame
+    // later, which c8f84c3's rule forgives (the test above) and aca6556's does not.
+    let mut rx = vec![(false, 0, 0)];
+    rx.extend((1..=19).map(|i| (true, 0, 60 * MS + i * MS)));
+    let s = h.on_feedback(&report(&clock, 80 * MS, 0, &rx), 80 * MS, &clock);
+    assert_eq!(s.packets_newly_lost, 1);
+    // Packet 20 missing; 21..=29 acknowledged, the last sent 9 ms after it: not yet.
+    let mut rx = vec![(false, 0, 0)];
+    rx.extend((21..=29).map(|i| (true, 0, 90 * MS + i * MS)));
+    let s = h.on_feedback(&report(&clock, 130 * MS, 20, &rx), 130 * MS, &clock);
+    assert_eq!(s.packets_newly_lost, 0);
+    // Packet 30 (frame 3, 50 ms) acknowledged: 20 (frame 2, 33.3 ms) is now lost.
+    let rx = vec![(true, 0, 140 * MS)];
+    let s = h.on_feedback(&report(&clock, 141 * MS, 30, &rx), 141 * MS, &clock);
+    assert_eq!(s.packets_newly_lost, 1);
+}
+
+#[test]
 fn losses_of_frames_before_the_last_keyframe_need_no_other() {
     let clock = Clock::identity();
     let mut h = TxHistory::new(9, 0, 30 * MS, LossDetection::Ericsson);

@@ -5,7 +5,8 @@
 //! with the marker bit (end of a frame) arrives, or 40 ms after the last report if any
 //! packet arrived since (SCReAM v2 draft section 5); after 32 instead of 16 when the
 //! sender's packets carry `flags::SPARSE_FEEDBACK` (SCReAM's Ericsson profile, whose
-//! reference receiver reports that often). Each report covers what is new since
+//! reference receiver reports that often), and at least every 5 ms when they carry
+//! `flags::FEEDBACK_TIMER_5MS` (its aca6556 receiver). Each report covers what is new since
 //! the previous report plus that report's last 64 sequence numbers, so reports overlap and
 //! a lost report costs the sender nothing (the draft's discussion of feedback loss), even
 //! across a gap the sender left by discarding its RTP queue. A new SSRC, or a sequence number far from
@@ -86,6 +87,8 @@ struct Stream {
     packets_since_report: u32,
     last_reported_highest: Option<u64>,
     last_report_ns: i64,
+    /// The newest packet asked for a report at least every 5 ms (`flags::FEEDBACK_TIMER_5MS`).
+    timer_5ms: bool,
     tfrc: Option<TfrcReceiver>,
 }
 
@@ -177,6 +180,7 @@ impl Receiver {
                 packets_since_report: 0,
                 last_reported_highest: None,
                 last_report_ns: now_ns,
+                timer_5ms: false,
                 tfrc: None,
             });
         }
@@ -209,6 +213,7 @@ impl Receiver {
 
         let payload = &buf[offset..];
         let ph = PayloadHeader::parse(payload);
+        s.timer_5ms = ph.is_some_and(|p| p.flags & flags::FEEDBACK_TIMER_5MS != 0);
         if let Some(ph) = &ph {
             if ph.flags & flags::WANT_TFRC != 0 {
                 let t = s.tfrc.get_or_insert_with(TfrcReceiver::new);
@@ -257,7 +262,7 @@ impl Receiver {
         let mut out = Output::default();
         if let Some(s) = &self.stream {
             if s.packets_since_report > 0
-                && now_ns - s.last_report_ns >= self.cfg.feedback_interval_ns
+                && now_ns - s.last_report_ns >= self.feedback_interval_ns(s)
             {
                 self.feedback(now_ns, &mut out);
             }
@@ -281,11 +286,23 @@ impl Receiver {
         rest
     }
 
+    /// The longest a packet waits for its report: the configured timer, or 5 ms when the
+    /// sender asks for it.
+    fn feedback_interval_ns(&self, s: &Stream) -> i64 {
+        if s.timer_5ms {
+            self.cfg
+                .feedback_interval_ns
+                .min(flags::FEEDBACK_TIMER_5MS_NS)
+        } else {
+            self.cfg.feedback_interval_ns
+        }
+    }
+
     /// Earliest time `on_tick` has something to do (ns), if anything is pending.
     pub fn next_timer_ns(&self) -> Option<i64> {
         let s = self.stream.as_ref()?;
         let fb =
-            (s.packets_since_report > 0).then(|| s.last_report_ns + self.cfg.feedback_interval_ns);
+            (s.packets_since_report > 0).then(|| s.last_report_ns + self.feedback_interval_ns(s));
         let tfrc = s.tfrc.as_ref().map(|_| s.last_report_ns + 5_000_000);
         match (fb, tfrc) {
             (Some(a), Some(b)) => Some(a.min(b)),

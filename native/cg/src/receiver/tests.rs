@@ -140,3 +140,34 @@ fn restart_and_garbage() {
     assert_eq!(fb.streams[0].ssrc, 43);
     assert_eq!(fb.streams[0].blocks.len(), 1);
 }
+
+#[test]
+fn a_sender_asking_for_the_5_ms_timer_gets_a_report_5_ms_after_the_last() {
+    // Packets 2 ms apart in one long frame: without the flag the 16-packet rule reports
+    // first (at packet 16, 30 ms in); with it (aca6556's receiver) a report comes 5 ms
+    // after the last whenever no count or marker came first.
+    for timer in [false, true] {
+        let mut r = Receiver::new(ReceiverConfig::default(), Clock::identity());
+        let mut p = Packetizer::new(42, 96, 1200, 100, 0);
+        let frame_flags = if timer { flags::FEEDBACK_TIMER_5MS } else { 0 };
+        let frame = p.packetize(0, 60_000, 0, frame_flags, 0);
+        let mut at = Vec::new();
+        for (i, q) in frame.iter().take(20).enumerate() {
+            let t = i as i64 * 2 * MS;
+            let mut o = r.on_tick(t);
+            o.datagrams
+                .extend(r.on_datagram(&q.bytes, 1, t, t).datagrams);
+            if !o.datagrams.is_empty() {
+                at.push(i);
+            }
+            let wait = if timer { 5 * MS } else { 40 * MS };
+            assert!(r.next_timer_ns().map_or(true, |next| next <= t + wait));
+        }
+        let expect: Vec<usize> = if timer {
+            vec![3, 6, 9, 12, 15, 18]
+        } else {
+            vec![15]
+        };
+        assert_eq!(at, expect, "timer {timer}");
+    }
+}

@@ -122,9 +122,8 @@ pub fn loss_detection(cfg: &SenderConfig) -> LossDetection {
         (None, _) => Profile::Draft,
     };
     match profile {
-        // aca6556's detectLoss (E23:951) waits 10 ms past the newest acknowledged packet's
-        // send time, c8f84c3's 30 ms beyond the frames' spread: not followed, docs/cg.md.
-        Profile::Ericsson | Profile::Ericsson2023 => LossDetection::Ericsson,
+        Profile::Ericsson => LossDetection::Ericsson,
+        Profile::Ericsson2023 => LossDetection::Ericsson2023,
         Profile::Draft => LossDetection::AfterGap,
     }
 }

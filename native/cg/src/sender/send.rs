@@ -111,12 +111,14 @@ impl Sender {
                     if self.test_loop_wake.is_some_and(|w| now < w) {
                         return sent_at; // woken early (feedback, a frame): still asleep
                     }
-                    let burst = self.take_test_loop_burst(now);
-                    // One burst per wake-up; the loop sleeps after it.
+                    let (burst, sleep_ns) = self.take_test_loop_burst(now);
+                    // One burst per wake-up; the loop sleeps once it has sent it.
                     if !burst.is_empty() {
                         self.send_batch(&burst);
                         sent_at = Some(self.clock.now());
                     }
+                    let slept_from = sent_at.unwrap_or(now);
+                    self.test_loop_wake = sleep_ns.map(|s| slept_from + s);
                     return sent_at;
                 }
             };
@@ -158,8 +160,9 @@ impl Sender {
 
     /// One burst of Ericsson's test sender's loop (crate::pacer::TestLoopBurst): the head
     /// leaves whatever its due time, the next one is due a pacing interval after it, and
-    /// the burst ends once the time owed passes 1 ms or the window closes.
-    fn take_test_loop_burst(&mut self, now: i64) -> Vec<Vec<u8>> {
+    /// the burst ends once the time owed passes 1 ms or the window closes. Returns the
+    /// burst and how long the loop then sleeps (None: it polls again at once).
+    fn take_test_loop_burst(&mut self, now: i64) -> (Vec<Vec<u8>>, Option<i64>) {
         let mut burst = TestLoopBurst::default();
         let mut datagrams = Vec::new();
         while let Some(front) = self.queue.front() {
@@ -173,8 +176,7 @@ impl Sender {
                 break;
             }
         }
-        self.test_loop_wake = burst.sleep_ns().map(|s| now + s);
-        datagrams
+        (datagrams, burst.sleep_ns())
     }
 
     /// Takes the packets due within a microburst window of `now` off the queue, while the

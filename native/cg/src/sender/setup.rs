@@ -100,6 +100,9 @@ impl Sender {
         if cc.wants_sparse_feedback() {
             frame_flags |= flags::SPARSE_FEEDBACK;
         }
+        if cc.wants_5ms_feedback_timer() {
+            frame_flags |= flags::FEEDBACK_TIMER_5MS;
+        }
         Ok(Sender {
             cfg,
             sock,

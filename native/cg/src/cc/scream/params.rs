@@ -79,6 +79,9 @@ pub struct Params {
     /// receiver: scream_receiver.cpp:67, 597; ScreamRx.cpp:47, 365) rather than every 16:
     /// the queue-delay sample (the newest packet's) then comes from each frame's end.
     pub sparse_feedback: bool,
+    /// Ask the receiver for a report at least every 5 ms while packets arrive (aca6556's
+    /// receiver, ScreamRx.cpp:244; c8f84c3's and ours otherwise wait up to 40 ms).
+    pub feedback_timer_5ms: bool,
     /// Jitter damping (the draft's optional REDUCE_JITTER; Ericsson's
     /// `latencyDiffCwndScale`, always on, E:826-840).
     pub reduce_jitter: bool,
@@ -195,6 +198,7 @@ impl Profile {
             Profile::Draft => Params {
                 every_packet_delay: false,
                 sparse_feedback: false,
+                feedback_timer_5ms: false,
                 reduce_jitter: false,
                 conditional_loss_backoff: false,
                 ref_wnd_overhead_max: 3.0,
@@ -230,6 +234,7 @@ impl Profile {
             Profile::Ericsson => Params {
                 every_packet_delay: true,
                 sparse_feedback: true,
+                feedback_timer_5ms: false,
                 reduce_jitter: true,
                 conditional_loss_backoff: true,
                 ref_wnd_overhead_max: 5.0,
@@ -283,6 +288,8 @@ fn ericsson_2023() -> Params {
         // aca6556's receiver reports every 16 packets (R23 ScreamRx.cpp:187,
         // `nReportedRtpPackets / 4` of 64; c8f84c3's every 32, `/ 2`, its :365).
         sparse_feedback: false,
+        // ... and at least every 5 ms while packets arrive (R23 ScreamRx.cpp:244).
+        feedback_timer_5ms: true,
         // S23:637-647: scaleFactor 0.7 for loss and classic ECN, bytesInFlightHeadroom 2.0,
         // multiplicativeIncreaseFactor 0.05.
         beta_ecn: 0.7,

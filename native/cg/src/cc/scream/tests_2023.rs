@@ -160,3 +160,38 @@ fn with_steady_marks_the_flow_holds_a_rate_and_backs_off_on_ce() {
     let target = mean_after(&r, 10.0, |s| s.3);
     assert!(target < 99.0, "target {target}");
 }
+
+#[test]
+fn the_window_moves_every_30_ms_or_after_a_frame_not_at_every_report() {
+    // E23:734: a report updates the window 30 ms after the last update, at a loss or CE
+    // event, or after a new frame; c8f84c3 updates it at every report.
+    let changes = |p: Profile, frame_every: Option<usize>| {
+        let mut s = profile(p, false, 1000.0);
+        s.on_feedback(&fb(0.0, 1000, 20.0, 10.0));
+        let mut t = 5.0;
+        while t < 5000.0 {
+            s.on_sent((t * 1e6) as i64, 1000, 100_000);
+            s.on_feedback(&fb(t, 5000, 20.0, 10.0));
+            t += 5.0;
+        }
+        let mut changed = 0;
+        for k in 0..60 {
+            if frame_every.is_some_and(|n| k % n == 0) {
+                s.on_frame((t * 1e6) as i64 - 1, 20_000, 0.0, 0);
+            }
+            // 90 ms of queue, over the 60 ms target: each update shrinks the window.
+            let before = s.ref_wnd;
+            s.on_sent((t * 1e6) as i64, 1000, 100_000);
+            s.on_feedback(&fb(t, 5000, 20.0, 100.0));
+            changed += usize::from(s.ref_wnd != before);
+            t += 5.0;
+        }
+        changed
+    };
+    // 60 reports 5 ms apart: an update at every sixth (30 ms is past 1966/65536 s).
+    assert_eq!(changes(Profile::Ericsson2023, None), 10);
+    // A frame before every third report: that report updates it.
+    assert_eq!(changes(Profile::Ericsson2023, Some(3)), 20);
+    let every_report = changes(Profile::Ericsson, None);
+    assert!(every_report > 40, "c8f84c3: {every_report} of 60");
+}

@@ -36,6 +36,10 @@ const SEND_WINDOW_NO_L4S: f64 = 1.0;
 const MIN_AVG_INTERVAL_S: f64 = 0.05;
 const MIN_AVG_G: f64 = 0.001;
 const BASE_RESET_MIN_S: f64 = 20.0;
+/// The window is updated at a report when 30 ms passed since the last update (E23:734,
+/// 1966/65536 s; its comment says 10 ms), at a loss or CE event, or after a new frame;
+/// the acknowledged bytes add up in between.
+const WINDOW_UPDATE_INTERVAL_S: f64 = 1966.0 / 65536.0;
 /// Frame sizes (St23:9, 207-240): mean with gain 1/32; a 20-bin histogram of how much
 /// frames above 0.9 x the mean exceed it, decaying by 1/1024 (St23:7), whose median
 /// (St23:8) divides the target, counted after 100 frames.
@@ -62,6 +66,9 @@ pub(super) struct State2023 {
     frames: u64,
     rel_frame_hist: [f64; REL_FRAME_BINS],
     rel_frame_high: f64,
+    /// When the window was last updated, and whether a frame came since (`isNewFrame`).
+    last_window_update: Option<f64>,
+    new_frame: bool,
 }
 
 impl Default for State2023 {
@@ -80,6 +87,8 @@ impl Default for State2023 {
             frames: 0,
             rel_frame_hist,
             rel_frame_high: 1.0,
+            last_window_update: None,
+            new_frame: false,
         }
     }
 }
@@ -87,6 +96,7 @@ impl Default for State2023 {
 impl State2023 {
     /// A frame of `bytes` was produced (St23:205-236).
     pub(super) fn on_frame(&mut self, bytes: f64) {
+        self.new_frame = true;
         self.frame_size_avg = if self.frame_size_avg == 0.0 {
             bytes
         } else {
@@ -168,8 +178,33 @@ impl Scream {
         }
     }
 
-    /// aca6556's `updateCwnd` (E23:1110-1500) on one report.
-    pub(super) fn update_ref_wnd_2023(&mut self, now: f64, s_rtt: f64) {
+    /// One report's end (E23:667-751): a CE event, then the window if its update is due.
+    /// Returns whether it was updated (the acknowledged bytes were then taken).
+    pub(super) fn on_report_2023(&mut self, now: f64, s_rtt: f64) -> bool {
+        // A CE event at most every min(30 ms, sRTT) after the last loss or CE event
+        // (E23:668); the loss gate is note_losses' (E23:953).
+        let since_event = now - self.last_reaction_to_congestion;
+        let ce = self.data_units_marked && since_event > self.p.reaction_interval_s.min(s_rtt);
+        self.data_units_marked = false;
+        if ce {
+            self.v2023.last_ce_event = now;
+        }
+        let last = *self.v2023.last_window_update.get_or_insert(now);
+        let due = now - last > WINDOW_UPDATE_INTERVAL_S
+            || self.loss_detected
+            || ce
+            || self.v2023.new_frame;
+        if due {
+            self.update_ref_wnd_2023(now, s_rtt, ce);
+            self.v2023.last_window_update = Some(now);
+            self.v2023.new_frame = false;
+        }
+        self.v2023.l4s_active = now - self.v2023.last_ce_event < L4S_ACTIVE_S;
+        due
+    }
+
+    /// aca6556's `updateCwnd` (E23:1110-1500), `ce`: a CE event at this report.
+    fn update_ref_wnd_2023(&mut self, now: f64, s_rtt: f64, ce: bool) {
         self.base_delay_reset_2023(now);
         let mss = self.mss();
         let post_congestion_scale = if self.v2023.congested {
@@ -182,14 +217,6 @@ impl Scream {
         } else {
             LOW_CWND_SCALE + 10.0 * self.p.mul_increase_factor * self.ref_wnd / mss
         };
-        // A CE event at most every min(30 ms, sRTT) after the last loss or CE event
-        // (E23:668); the loss gate is note_losses' (E23:953).
-        let since_event = now - self.last_reaction_to_congestion;
-        let ce = self.data_units_marked && since_event > self.p.reaction_interval_s.min(s_rtt);
-        self.data_units_marked = false;
-        if ce {
-            self.v2023.last_ce_event = now;
-        }
         if self.loss_detected {
             self.take_ref_wnd_i_2023(now);
             self.ref_wnd *= super::BETA_LOSS;
@@ -258,6 +285,5 @@ impl Scream {
             self.v2023.congested = true;
         }
         self.ref_wnd = self.ref_wnd.max(self.p.min_ref_wnd);
-        self.v2023.l4s_active = now - self.v2023.last_ce_event < L4S_ACTIVE_S;
     }
 }
