@@ -40,6 +40,12 @@ impl Pacer {
         self.next_due_ns = now_ns;
     }
 
+    /// The packet booked last left `by_ns` later than booked: the next one is due that
+    /// much later (Ericsson's `addTransmitted` reads the clock after the send, S23:269).
+    pub fn shift(&mut self, by_ns: i64) {
+        self.next_due_ns += by_ns.max(0);
+    }
+
     /// Advances the schedule after a packet of `size` bytes left at `rate_bps`.
     pub fn on_sent(&mut self, size: usize, rate_bps: f64) {
         let gap_ns = (size as f64 * 8.0 / rate_bps.max(1.0) * 1e9) as i64;
@@ -49,8 +55,8 @@ impl Pacer {
 
 /// The send loop of Ericsson's test sender (aca6556 `scream_sender.cpp:232-289`,
 /// `--send-loop ericsson-test`): awake, it sends the queue's head whatever its due time,
-/// adds the time until that packet was due (`accumulatedPaceTime`) and goes on while the
-/// sum is at most 1 ms (`minPaceInterval`); then it sleeps the sum, at most 900 us
+/// adds the time until that packet was due (`accumulatedPaceTime`), less the time the
+/// turn took, and goes on while the sum is at most 1 ms (`minPaceInterval`); then it sleeps the sum, at most 900 us
 /// (`minPaceIntervalUs`), from the burst's end, in `usleep`, which the kernel lets run
 /// over by the thread's timer slack (Linux's default, 50 us: the program keeps it; the
 /// sender runs with 1 ns and adds it). With each packet due one interval after its
@@ -68,9 +74,12 @@ impl TestLoopBurst {
     /// wakes late.
     pub const USLEEP_SLACK_NS: i64 = 50_000;
 
-    /// Books a packet sent at `now_ns` that was due at `due_ns`; whether the burst goes on.
-    pub fn on_sent(&mut self, due_ns: i64, now_ns: i64) -> bool {
-        self.accumulated_ns += (due_ns - now_ns).max(0);
+    /// Books a packet that was due `owed_ns` after it left (negative: overdue) and whose
+    /// turn took `elapsed_ns` (their loop subtracts each turn's duration, measured around
+    /// the send, S23:249-279); whether the burst goes on.
+    pub fn on_sent(&mut self, owed_ns: i64, elapsed_ns: i64) -> bool {
+        self.accumulated_ns += owed_ns.max(0);
+        self.accumulated_ns = (self.accumulated_ns - elapsed_ns.max(0)).max(0);
         self.accumulated_ns <= Self::LIMIT_NS
     }
 
@@ -101,24 +110,32 @@ mod tests {
         assert_eq!(p.due_ns(), 9_000_000);
     }
 
-    #[test]
-    fn the_test_loop_sends_past_its_pacing_rate() {
-        // 1,225-byte packets paced at 36 Mbit/s: 272 us apart.
-        let (size, rate) = (1225, 36e6);
+    /// Packets of `size` bytes paced at `rate`, each turn taking `turn_ns`: how many
+    /// one burst sends, and the burst's state after it.
+    fn burst(size: usize, rate: f64, turn_ns: i64) -> (usize, TestLoopBurst) {
         let mut p = Pacer::new(0);
         let mut b = TestLoopBurst::default();
-        let now = 0;
+        let mut now = 0;
         let mut sent = 0;
         loop {
-            let due = p.due_ns();
+            let (start, due) = (now, p.due_ns());
             p.restart(now);
             p.on_sent(size, rate);
+            now += turn_ns; // the send takes the turn
+            p.shift(turn_ns);
             sent += 1;
-            if !b.on_sent(due, now) {
-                break;
+            if !b.on_sent(due - start, turn_ns) {
+                return (sent, b);
             }
         }
-        // Due 0, +272, +272, +272, +272 us: the fifth passes 1 ms and ends the burst.
+    }
+
+    #[test]
+    fn the_test_loop_sends_past_its_pacing_rate() {
+        // 1,225-byte packets paced at 36 Mbit/s: 272 us apart. Due 0, +272, +272, +272,
+        // +272 us: the fifth passes 1 ms and ends the burst.
+        let (size, rate) = (1225, 36e6);
+        let (sent, b) = burst(size, rate, 0);
         assert_eq!(sent, 5);
         assert_eq!(b.sleep_ns(), Some(900_000 + TestLoopBurst::USLEEP_SLACK_NS));
         // 5 packets per 0.95 ms is 52 Mbit/s, over 1.4 times the pacing rate.
@@ -126,7 +143,17 @@ mod tests {
         assert!(burst_rate > 1.4 * rate);
         // A lone packet that was due leaves and the loop polls again at once.
         let mut lone = TestLoopBurst::default();
-        assert!(lone.on_sent(0, 10));
+        assert!(lone.on_sent(-10, 10));
         assert_eq!(lone.sleep_ns(), None);
+    }
+
+    #[test]
+    fn the_time_each_send_takes_is_not_owed() {
+        // 230 us apart: the sixth packet brings the time owed to 1,150 us and ends the
+        // burst. When each turn takes 40 us, their loop subtracts it: after the sixth
+        // 950 us are owed and a seventh leaves (1,140) before the burst ends.
+        let rate = 1225.0 * 8.0 / 230e-6;
+        assert_eq!(burst(1225, rate, 0).0, 6);
+        assert_eq!(burst(1225, rate, 40_000).0, 7);
     }
 }

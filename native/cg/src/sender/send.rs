@@ -111,15 +111,10 @@ impl Sender {
                     if self.test_loop_wake.is_some_and(|w| now < w) {
                         return sent_at; // woken early (feedback, a frame): still asleep
                     }
-                    let (burst, sleep_ns) = self.take_test_loop_burst(now);
                     // One burst per wake-up; the loop sleeps once it has sent it.
-                    if !burst.is_empty() {
-                        self.send_batch(&burst);
-                        sent_at = Some(self.clock.now());
-                    }
-                    let slept_from = sent_at.unwrap_or(now);
-                    self.test_loop_wake = sleep_ns.map(|s| slept_from + s);
-                    return sent_at;
+                    let (sent, sleep_ns) = self.send_test_loop_burst(now);
+                    self.test_loop_wake = sleep_ns.map(|s| sent.unwrap_or(now) + s);
+                    return sent;
                 }
             };
             if datagrams.is_empty() {
@@ -158,25 +153,32 @@ impl Sender {
         true
     }
 
-    /// One burst of Ericsson's test sender's loop (crate::pacer::TestLoopBurst): the head
-    /// leaves whatever its due time, the next one is due a pacing interval after it, and
-    /// the burst ends once the time owed passes 1 ms or the window closes. Returns the
-    /// burst and how long the loop then sleeps (None: it polls again at once).
-    fn take_test_loop_burst(&mut self, now: i64) -> (Vec<Vec<u8>>, Option<i64>) {
+    /// One burst of Ericsson's test sender's loop (crate::pacer::TestLoopBurst), sent as
+    /// theirs sends it, one packet at a time: the head leaves whatever its due time, the
+    /// next is due a pacing interval after it left, and the burst ends once the time owed,
+    /// less the time the sends took, passes 1 ms, or the window closes. Returns when the
+    /// last packet left and how long the loop then sleeps (None: it polls again at once).
+    fn send_test_loop_burst(&mut self, mut now: i64) -> (Option<i64>, Option<i64>) {
         let mut burst = TestLoopBurst::default();
-        let mut datagrams = Vec::new();
+        let mut sent_at = None;
         while let Some(front) = self.queue.front() {
             if !self.window_allows(front.bytes.len(), now) {
                 break;
             }
             let due = self.pacer.due_ns();
             self.pacer.restart(now);
-            datagrams.push(self.take_head(due, now));
-            if !burst.on_sent(due, now) {
+            let datagram = self.take_head(due, now);
+            self.send_batch(&[datagram]);
+            let after = self.clock.now();
+            self.pacer.shift(after - now);
+            sent_at = Some(after);
+            let goes_on = burst.on_sent(due - now, after - now);
+            now = after;
+            if !goes_on {
                 break;
             }
         }
-        (datagrams, burst.sleep_ns())
+        (sent_at, burst.sleep_ns())
     }
 
     /// Takes the packets due within a microburst window of `now` off the queue, while the
