@@ -56,12 +56,13 @@ impl Pacer {
 /// The send loop of Ericsson's test sender (aca6556 `scream_sender.cpp:232-289`,
 /// `--send-loop ericsson-test`): awake, it sends the queue's head whatever its due time,
 /// adds the time until that packet was due (`accumulatedPaceTime`), less the time the
-/// turn took, and goes on while the sum is at most 1 ms (`minPaceInterval`); then it sleeps the sum, at most 900 us
-/// (`minPaceIntervalUs`), from the burst's end, in `usleep`, which the kernel lets run
-/// over by the thread's timer slack (Linux's default, 50 us: the program keeps it; the
-/// sender runs with 1 ns and adds it). With each packet due one interval after its
-/// predecessor left, a burst is 1 ms / interval + 1 packets, one burst per ~0.95 ms:
-/// faster than the pacing rate (at a 272 us interval, 5 packets per 0.95 ms).
+/// turn took, and goes on while the sum is at most 1 ms (`minPaceInterval`); then it
+/// sleeps the sum, at most 900 us (`minPaceIntervalUs`), from the burst's end, in
+/// `usleep`, which the kernel lets run over by the thread's timer slack (Linux's default,
+/// 50 us: the program keeps it; the sender runs with 1 ns and adds it). With each packet
+/// due one interval after its predecessor left, a burst is 1 ms / interval + 1 packets
+/// (one more when the sends are slow), one burst per ~0.95 ms: faster than the pacing
+/// rate (at a 272 us interval, 5 packets per 0.95 ms).
 #[derive(Clone, Debug, Default)]
 pub struct TestLoopBurst {
     accumulated_ns: i64,
