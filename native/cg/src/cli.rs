@@ -73,9 +73,10 @@ cga-cg send DEST_IP:PORT [options]   RTP video sender with congestion control
                                 microburst (default 500, as Ericsson's SCReAM code)
   --send-loop schedule|ericsson-test
                                 how packets leave: on the pacing schedule (default), or
-                                as Ericsson's aca6556 test sender's loop (bursts while
-                                the pacing time owed is under 1 ms, then a sleep of at
-                                most 900 us), to compare controllers with it
+                                as Ericsson's aca6556 test sender's loop (one packet
+                                per send while the pacing time owed, less the sends'
+                                time, is under 1 ms, then a sleep of at most 900 us
+                                plus usleep's 50 us slack), to compare controllers with it
   --feedback-timeout-ms M       no feedback for this long: reset (default 1000)
   --reorder-window-ms M         initial loss reordering window (default 30)
   --num-reports count|count-minus-one

@@ -81,18 +81,24 @@ fn l4s_alpha_waits_30_ms_between_updates() {
     assert!(new.l4s_alpha() > 0.1 + 0.9 / 8.0 + 0.05, "two updates");
 }
 
-/// Feeds `n` reports every 5 ms at a fixed queue delay (one-way delay minus a 10 ms base
-/// taken first); returns the window before and after.
-fn windows_at(p: Profile, qdelay_ms: f64) -> (f64, f64) {
+/// A classic controller after 5 s of reports every 5 ms at no queue (a 10 ms one-way delay,
+/// taken as the base), sRTT and the start-up scale settled; and the next report's time, ms.
+fn settled(p: Profile) -> (Scream, f64) {
     let mut s = profile(p, false, 1000.0);
     s.on_feedback(&fb(0.0, 1000, 20.0, 10.0));
     let mut t = 5.0;
-    // settle sRTT and the start-up scale at no queue
     while t < 5000.0 {
         s.on_sent((t * 1e6) as i64, 1000, 100_000);
         s.on_feedback(&fb(t, 5000, 20.0, 10.0));
         t += 5.0;
     }
+    (s, t)
+}
+
+/// Feeds 20 reports every 5 ms at a fixed queue delay after `settled`; returns the window
+/// before and after.
+fn windows_at(p: Profile, qdelay_ms: f64) -> (f64, f64) {
+    let (mut s, mut t) = settled(p);
     let before = s.ref_wnd;
     for _ in 0..20 {
         s.on_feedback(&fb(t, 5000, 20.0, 10.0 + qdelay_ms));
@@ -166,14 +172,7 @@ fn the_window_moves_every_30_ms_or_after_a_frame_not_at_every_report() {
     // E23:734: a report updates the window 30 ms after the last update, at a loss or CE
     // event, or after a new frame; c8f84c3 updates it at every report.
     let changes = |p: Profile, frame_every: Option<usize>| {
-        let mut s = profile(p, false, 1000.0);
-        s.on_feedback(&fb(0.0, 1000, 20.0, 10.0));
-        let mut t = 5.0;
-        while t < 5000.0 {
-            s.on_sent((t * 1e6) as i64, 1000, 100_000);
-            s.on_feedback(&fb(t, 5000, 20.0, 10.0));
-            t += 5.0;
-        }
+        let (mut s, mut t) = settled(p);
         let mut changed = 0;
         for k in 0..60 {
             if frame_every.is_some_and(|n| k % n == 0) {
@@ -192,6 +191,8 @@ fn the_window_moves_every_30_ms_or_after_a_frame_not_at_every_report() {
     assert_eq!(changes(Profile::Ericsson2023, None), 10);
     // A frame before every third report: that report updates it.
     assert_eq!(changes(Profile::Ericsson2023, Some(3)), 20);
+    // c8f84c3 has no gate: most of its reports move the window (52 of 60 here; a report
+    // may leave it where it was), far more than the 10 the gate allows.
     let every_report = changes(Profile::Ericsson, None);
     assert!(every_report > 40, "c8f84c3: {every_report} of 60");
 }
